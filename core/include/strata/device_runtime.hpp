@@ -1,0 +1,58 @@
+#pragma once
+// The seam between core and device backends. Core owns host memory itself;
+// for any other device kind a backend installs a DeviceRuntime during
+// backend registration (backends/register_backends.cpp). Core never includes
+// a vendor header: it only calls through this interface.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "strata/device.hpp"
+#include "strata/dtype.hpp"
+
+namespace strata {
+
+inline constexpr int kMaxDims = 8;
+
+// A strided element layout, in elements, relative to `data` (already offset).
+// Used for copies a runtime performs on its own device.
+struct StridedLayout {
+  void* data = nullptr;
+  int rank = 0;
+  std::int64_t shape[kMaxDims] = {};
+  std::int64_t strides[kMaxDims] = {};
+};
+
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  virtual DeviceType type() const = 0;
+  // Number of usable devices; 0 when there is no device or no driver.
+  virtual int device_count() const = 0;
+  // Why device_count() is 0 ("no CUDA driver: ..."); empty when usable.
+  virtual std::string unavailable_reason() const = 0;
+  // One line per device for `strata info` (name, memory, capability).
+  virtual std::string describe(int index) const = 0;
+
+  // Throws strata::Error naming the byte count on failure.
+  virtual void* allocate(std::size_t nbytes, int index) = 0;
+  virtual void deallocate(void* p, int index) noexcept = 0;
+  // Contiguous byte copy where at least one side is on this runtime's kind;
+  // the other side may be host memory. Synchronous with respect to the host.
+  virtual void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev,
+                          std::size_t nbytes) = 0;
+  // dst[i] = src[i] over the common shape (src broadcast already expanded to
+  // dst's shape via zero strides); both on `dev`, same dtype.
+  virtual void copy_strided(const StridedLayout& dst, const StridedLayout& src, DType dt,
+                            Device dev) = 0;
+  // Blocks until queued work on the device is done.
+  virtual void synchronize(int index) = 0;
+};
+
+// Installs the runtime for its device kind (replacing any earlier one).
+void install_device_runtime(std::unique_ptr<DeviceRuntime> rt);
+// The runtime for `t`, or nullptr when none is built in. Never for cpu.
+DeviceRuntime* device_runtime(DeviceType t);
+
+}  // namespace strata
