@@ -45,8 +45,7 @@ std::vector<KernelInfo> Registry::kernels(std::string_view op) const {
 }
 
 std::vector<const Registry::Entry*> Registry::candidates(std::string_view op,
-                                                         std::string_view backend_name,
-                                                         DType dt,
+                                                         std::string_view backend_name, DType dt,
                                                          std::type_index args_type) const {
   const std::string opname(op);
   const BackendInfo* b = backend(backend_name);
@@ -73,8 +72,7 @@ void Registry::fail_unsupported(std::string_view op, std::string_view backend_na
                                 const std::string& reasons) const {
   const std::string opname(op);
   if (reasons.empty())
-    fail(opname.c_str(), "backend '", backend_name, "' has no kernel for dtype ",
-         dtype_name(dt));
+    fail(opname.c_str(), "backend '", backend_name, "' has no kernel for dtype ", dtype_name(dt));
   fail(opname.c_str(), "backend '", backend_name, "' cannot serve this call (", reasons, ")");
 }
 

@@ -9,6 +9,11 @@
 // B... are the broadcast batch dims (batch_rank of them, possibly 0). Every
 // stride is in elements and may be 0 (broadcast) or negative; pointers point
 // at element [0, ..., 0] of each tensor (offset already applied).
+//
+// The front end never calls a kernel with nothing to write (M == 0, Hq == 0
+// or an empty batch), so M >= 1 and batch_count() >= 1 here. N == 0 does
+// reach kernels: every row is then empty (out = 0, lse = -inf), exactly like
+// a row whose keys are all masked. d >= 1 and dv >= 1.
 #include <cstdint>
 #include <limits>
 

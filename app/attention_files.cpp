@@ -1,0 +1,98 @@
+// `strata attention --q Q.npy --k K.npy --v V.npy --out OUT.npy ...`: the
+// user's arrays through the op. Everything that can fail does so before the
+// first output byte is written, and outputs appear all at once (npy_io.hpp).
+#include <iostream>
+#include <sstream>
+
+#include "attention_cli.hpp"
+#include "commands.hpp"
+#include "npy_io.hpp"
+#include "table.hpp"
+
+namespace strata::cli {
+namespace {
+
+std::string describe(const Tensor& t) {
+  std::ostringstream os;
+  os << shape_str(t.shape()) << ' ' << dtype_name(t.dtype());
+  if (t.dim() > 1 && !t.is_contiguous()) os << " (Fortran order, strided view)";
+  return os.str();
+}
+
+void check_usage(const AttentionCli& cli) {
+  if (cli.q.empty() || cli.k.empty() || cli.v.empty())
+    throw UsageError(
+        "attention: --q, --k and --v go together (give all three, or none for the "
+        "built-in problem)");
+  if (cli.out.empty()) throw UsageError("attention: --out OUT.npy is required with --q/--k/--v");
+  if (!cli.lse.empty() && cli.lse == cli.out)
+    throw UsageError("attention: --out and --lse name the same file '" + cli.out + "'");
+}
+
+}  // namespace
+
+int run_attention_files(const AttentionCli& cli) {
+  check_usage(cli);
+  const AttentionOptions base = make_options(cli);
+  const BackendInfo* backend = require_backend(cli.backend);
+  check_writable(cli.out, "--out");
+  if (!cli.lse.empty()) check_writable(cli.lse, "--lse");
+
+  Tensor q = load_npy(cli.q, "--q");
+  Tensor k = load_npy(cli.k, "--k");
+  Tensor v = load_npy(cli.v, "--v");
+  for (const auto& [t, name] : {std::pair{&q, "--q"}, {&k, "--k"}, {&v, "--v"}})
+    if (!is_floating(t->dtype()))
+      throw Error(std::string(name) + ": expected float32 or float64, got " +
+                  std::string(dtype_name(t->dtype())));
+  const std::string layout = "q " + describe(q) + ", k " + describe(k) + ", v " + describe(v);
+
+  AttentionOptions opt = base;
+  if (!cli.mask.empty()) {
+    opt.mask = load_npy(cli.mask, "--mask");
+    // A float mask is added to scores of q's dtype; numpy makes float64 by
+    // default, so a float mask of another width is converted, not refused.
+    if (opt.mask.dtype() != DType::boolean && opt.mask.dtype() != q.dtype())
+      opt.mask = opt.mask.to(q.dtype());
+  }
+
+  const Device dev = backend ? Device{backend->device, 0} : Device::cpu();
+  if (!dev.is_cpu()) {
+    q = q.to(dev);
+    k = k.to(dev);
+    v = v.to(dev);
+    if (opt.mask.defined()) opt.mask = opt.mask.to(dev);
+  }
+
+  const std::string kernel = softmax_attention_kernel(q, k, v, opt);
+  AttentionResult r;
+  const int runs = cli.repeat > 0 ? cli.repeat : 1;
+  const auto ms = time_runs(0, runs, dev, [&] {
+    if (cli.lse.empty()) {
+      r.out = softmax_attention(q, k, v, opt);
+    } else {
+      r = softmax_attention_lse(q, k, v, opt);
+    }
+  });
+
+  std::vector<std::pair<std::string, std::string>> files{{cli.out, npy_bytes(r.out)}};
+  if (!cli.lse.empty()) files.emplace_back(cli.lse, npy_bytes(r.lse));
+  write_files_atomically(files);
+
+  std::string ran_on = backend ? backend->name : "auto";
+  if (!backend)
+    for (const KernelInfo& ki : Registry::get().kernels("softmax_attention"))
+      if (ki.name == kernel) ran_on = "auto -> " + ki.backend;
+  std::cout << "strata attention: " << layout << "\n"
+            << "  backend " << ran_on << ", kernel " << kernel << ", " << runs
+            << (runs == 1 ? " run" : " runs") << ", median " << fmt("%.3f", median(ms)) << " ms\n"
+            << "  wrote " << cli.out << ' ' << shape_str(r.out.shape()) << ' '
+            << dtype_name(r.out.dtype());
+  if (!cli.lse.empty())
+    std::cout << " and " << cli.lse << ' ' << shape_str(r.lse.shape()) << ' '
+              << dtype_name(r.lse.dtype());
+  std::cout << std::endl;
+  return kExitOk;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,99 @@
+// Command-line values -> AttentionOptions, backend checks, FLOP counts.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "attention_cli.hpp"
+#include "strata/device_runtime.hpp"
+
+namespace strata::cli {
+namespace {
+
+// One side of --window: a non-negative count, or "inf" / -1 for unbounded.
+std::int64_t parse_window_side(const std::string& s, const std::string& whole) {
+  if (s == "inf" || s == "-1") return -1;
+  std::size_t used = 0;
+  long long v = -2;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || v < 0)
+    throw Error("--window '" + whole +
+                "': expected L,R with each side a non-negative integer or 'inf'");
+  return v;
+}
+
+}  // namespace
+
+AttentionOptions make_options(const AttentionCli& cli) {
+  AttentionOptions opt;
+  if (cli.causal == "none") {
+    opt.causal = Causal::none;
+  } else if (cli.causal == "bottom-right") {
+    opt.causal = Causal::bottom_right;
+  } else if (cli.causal == "top-left") {
+    opt.causal = Causal::top_left;
+  } else {
+    throw Error("--causal '" + cli.causal + "': expected none, bottom-right or top-left");
+  }
+  if (!cli.window.empty()) {
+    const std::size_t comma = cli.window.find(',');
+    if (comma == std::string::npos)
+      throw Error("--window '" + cli.window + "': expected L,R (for example 128,0 or inf,0)");
+    opt.window = std::pair{parse_window_side(cli.window.substr(0, comma), cli.window),
+                           parse_window_side(cli.window.substr(comma + 1), cli.window)};
+  }
+  if (cli.window_align == "top-left") {
+    opt.window_top_left = true;
+  } else if (cli.window_align != "bottom-right") {
+    throw Error("--window-align '" + cli.window_align + "': expected bottom-right or top-left");
+  }
+  if (cli.has_scale) {
+    if (!std::isfinite(cli.scale))
+      throw Error("--scale: must be finite, got " + std::to_string(cli.scale));
+    opt.scale = cli.scale;
+  }
+  opt.backend = cli.backend;
+  return opt;
+}
+
+const BackendInfo* require_backend(const std::string& name) {
+  if (name == "auto") return nullptr;
+  const Registry& reg = Registry::get();
+  const BackendInfo* b = reg.backend(name);
+  if (b == nullptr) {
+    std::string known = "auto";
+    for (const BackendInfo& x : reg.backends()) known += ", " + x.name;
+    throw Error("--backend: unknown backend '" + name + "' (known: " + known + ")");
+  }
+  if (!b->compiled || !b->available)
+    throw Error("--backend " + name + ": " +
+                (b->why_not.empty() ? std::string(b->compiled ? "not available" : "not built")
+                                    : b->why_not));
+  return b;
+}
+
+std::int64_t kept_pairs(std::int64_t M, std::int64_t N, const AttentionOptions& opt) {
+  const bool top_left = opt.causal == Causal::top_left || opt.window_top_left;
+  const std::int64_t off = top_left ? 0 : N - M;
+  std::int64_t total = 0;
+  for (std::int64_t i = 0; i < M; ++i) {
+    std::int64_t lo = 0, hi = N - 1;
+    if (opt.causal != Causal::none) hi = std::min(hi, i + off);
+    if (opt.window) {
+      if (opt.window->first >= 0) lo = std::max(lo, i + off - opt.window->first);
+      if (opt.window->second >= 0) hi = std::min(hi, i + off + opt.window->second);
+    }
+    total += std::max<std::int64_t>(0, hi - lo + 1);
+  }
+  return total;
+}
+
+void sync_device(Device dev) {
+  if (dev.is_cpu()) return;
+  if (DeviceRuntime* rt = device_runtime(dev.type)) rt->synchronize(dev.index);
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,84 @@
+// `strata attention`: wires the command line; the work is in
+// attention_files.cpp (the user's .npy arrays) and attention_demo.cpp (the
+// built-in problem on every backend).
+#include "attention_cli.hpp"
+#include "commands.hpp"
+
+namespace strata::cli {
+
+void add_attention_command(CLI::App& root, int& status) {
+  static AttentionCli cli;  // CLI11 binds to it; lives as long as the app
+  CLI::App* cmd = root.add_subcommand(
+      "attention",
+      "Softmax attention. Without --q/--k/--v: a built-in problem on every available backend, "
+      "timed and checked against the f64 reference. With them: your .npy arrays, result to --out");
+
+  const char* files = "Your arrays (.npy, C or Fortran order)";
+  cmd->add_option("--q", cli.q, "Queries [..., Hq, M, d], float32 or float64")->group(files);
+  cmd->add_option("--k", cli.k, "Keys [..., Hkv, N, d], same dtype as q")->group(files);
+  cmd->add_option("--v", cli.v, "Values [..., Hkv, N, dv], same dtype as q")->group(files);
+  cmd->add_option("--mask", cli.mask,
+                  "Mask broadcastable to [..., Hq, M, N]: bool (true = keep) or float (added to "
+                  "the scaled scores)")
+      ->group(files);
+  cmd->add_option("--out", cli.out, "Output [..., Hq, M, dv], written in C order, q's dtype")
+      ->group(files);
+  cmd->add_option("--lse", cli.lse, "Also write the log-sum-exp [..., Hq, M]")->group(files);
+
+  const char* op = "Options of the op";
+  cmd->add_option("--causal", cli.causal,
+                  "none, bottom-right (query i sees keys j <= i + N - M) or top-left (j <= i)")
+      ->group(op);
+  cmd->add_option("--window", cli.window,
+                  "Sliding window L,R: query i keeps keys i+off-L .. i+off+R; 'inf' for an "
+                  "unbounded side (write --window=-1,0 if a side starts with '-')")
+      ->group(op);
+  cmd->add_option("--window-align", cli.window_align,
+                  "bottom-right (off = N - M) or top-left (off = 0)")
+      ->group(op);
+  cmd->add_option("--scale", cli.scale, "Score scale (default 1/sqrt(d))")->group(op);
+  cmd->add_option("--backend", cli.backend, "auto, reference, cpu or cuda")->group(op);
+  cmd->add_option("--repeat", cli.repeat,
+                  "Timed runs (default 5 for the built-in problem, 1 with files)")
+      ->check(CLI::Range(1, 1000000))
+      ->group(op);
+
+  const char* demo = "Built-in problem (without --q/--k/--v)";
+  cmd->add_option("--batch", cli.batch, "Batch size (default 1)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(demo);
+  cmd->add_option("--heads", cli.heads, "Query heads (default 8)")
+      ->check(CLI::PositiveNumber)
+      ->group(demo);
+  cmd->add_option("--kv-heads", cli.kv_heads, "Key/value heads (default: --heads)")
+      ->check(CLI::PositiveNumber)
+      ->group(demo);
+  cmd->add_option("--m", cli.m, "Queries per head (default 1024)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(demo);
+  cmd->add_option("--n", cli.n, "Keys per head (default 1024)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(demo);
+  cmd->add_option("--d", cli.d, "Head dim of q and k (default 64)")
+      ->check(CLI::PositiveNumber)
+      ->group(demo);
+  cmd->add_option("--dv", cli.dv, "Head dim of v (default: --d)")
+      ->check(CLI::PositiveNumber)
+      ->group(demo);
+  cmd->add_option("--dtype", cli.dtype, "f32 or f64 (default f32)")->group(demo);
+  cmd->add_option("--seed", cli.seed, "Seed of Tensor::randn (default 42)")->group(demo);
+
+  cmd->callback([cmd, demo, &status] {
+    cli.has_scale = cmd->count("--scale") > 0;
+    if (cli.file_mode()) {
+      // Silently ignoring a size the user typed would mislead.
+      for (const CLI::Option* o : cmd->get_options())
+        if (o->get_group() == demo && o->count() > 0)
+          throw UsageError("attention: " + o->get_name() +
+                           " sets the built-in problem; it does not apply with --q/--k/--v");
+    }
+    status = cli.file_mode() ? run_attention_files(cli) : run_attention_demo(cli);
+  });
+}
+
+}  // namespace strata::cli

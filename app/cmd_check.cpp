@@ -1,0 +1,105 @@
+// `strata check [--full]`: the cross-backend sweep through the harness
+// (strata/harness.hpp), with a progress line and a summary per group and
+// backend.
+#include <algorithm>
+#include <iostream>
+#include <map>
+
+#include "check_sweep.hpp"
+#include "commands.hpp"
+#include "strata/registry.hpp"
+#include "table.hpp"
+
+namespace strata::cli {
+namespace {
+
+struct Tally {
+  int run = 0, passed = 0;
+  double worst_ratio = 0;  // max over cases of rel_fro_err / tol_rel_fro
+};
+
+double ratio(const harness::BackendResult& r) {
+  return r.tol_rel_fro > 0 ? r.rel_fro_err / r.tol_rel_fro : r.rel_fro_err;
+}
+
+int run_check(bool full) {
+  const std::vector<SweepCase> cases = check_sweep(full);
+  std::vector<std::string> backends;
+  for (const BackendInfo& b : Registry::get().backends())
+    if (b.compiled && b.available) backends.push_back(b.name);
+
+  std::cout << "strata check: " << cases.size() << (full ? " cases (full sweep)" : " cases")
+            << " on " << backends.size() << " backends, against the reference in float64\n";
+  std::vector<std::string> groups;
+  std::map<std::string, std::map<std::string, Tally>> tally;  // group -> backend -> tally
+  std::vector<std::string> failures;
+  const std::size_t step = std::max<std::size_t>(1, cases.size() / 10);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const SweepCase& sc = cases[i];
+    if (std::find(groups.begin(), groups.end(), sc.group) == groups.end())
+      groups.push_back(sc.group);
+    const std::string where =
+        "[" + std::to_string(i + 1) + "/" + std::to_string(cases.size()) + "] " + sc.group;
+    progress(where + ": " + sc.c.describe());
+    if (!is_tty_stderr() && (i % step == 0 || i + 1 == cases.size()))
+      std::cerr << where << std::endl;
+    harness::CaseReport rep;
+    try {
+      rep = harness::run_attention_case(sc.c);
+    } catch (const Error& e) {
+      failures.push_back(sc.c.describe() + "\n  harness: " + e.what());
+      continue;
+    }
+    for (const harness::BackendResult& r : rep.results) {
+      Tally& t = tally[sc.group][r.backend];
+      ++t.run;
+      t.passed += r.pass ? 1 : 0;
+      if (r.error.empty()) t.worst_ratio = std::max(t.worst_ratio, ratio(r));
+    }
+    if (!rep.all_pass()) failures.push_back(rep.summary());
+  }
+  progress("");
+
+  std::vector<std::string> header{"group"};
+  for (const std::string& b : backends) header.push_back(b + " passed");
+  for (const std::string& b : backends) header.push_back(b + " worst err/tol");
+  Table table(header);
+  for (const std::string& g : groups) {
+    std::vector<std::string> row{g};
+    for (const std::string& b : backends) {
+      const Tally& t = tally[g][b];
+      row.push_back(std::to_string(t.passed) + "/" + std::to_string(t.run));
+    }
+    for (const std::string& b : backends) row.push_back(fmt("%.3f", tally[g][b].worst_ratio));
+    table.add(row);
+  }
+  std::cout << '\n';
+  table.print(std::cout);
+  std::cout << "\nerr/tol: relative Frobenius error over the case's own bound (the harness derives "
+               "it from a naive computation in the case's dtype); pass needs <= 1, no NaN/inf "
+               "mismatch, every output written and every guard intact\n";
+  if (failures.empty()) {
+    std::cout << "all " << cases.size() << " cases pass on every backend\n";
+    return kExitOk;
+  }
+  std::cout << "\n" << failures.size() << " FAILING CASES";
+  const std::size_t shown = std::min<std::size_t>(failures.size(), 20);
+  if (shown < failures.size()) std::cout << " (first " << shown << ")";
+  std::cout << ":\n";
+  for (std::size_t i = 0; i < shown; ++i) std::cout << failures[i] << "\n";
+  return kExitMismatch;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& root, int& status) {
+  CLI::App* cmd = root.add_subcommand(
+      "check",
+      "Run the cross-backend sweep: every case on every available backend against the "
+      "float64 reference");
+  static bool full = false;
+  cmd->add_flag("--full", full, "The full cross product (minutes) instead of the quick sweep");
+  cmd->callback([&status] { status = run_check(full); });
+}
+
+}  // namespace strata::cli

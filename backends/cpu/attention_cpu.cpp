@@ -1,0 +1,284 @@
+// The cpu backend's softmax_attention driver: splits the problem into tasks
+// (batch x head x query block, and key chunks when those cannot keep every
+// thread busy), runs them on OpenMP threads with the block kernels of the
+// best instruction set, and writes out / lse, merging key-chunk partials by
+// log-sum-exp. Extra memory: one workspace per thread, O((MB + NB) * (d +
+// dv)), plus the partials of split tasks, O(threads * MB * dv).
+#include "cpu/attention_cpu.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <new>
+#include <numeric>
+#include <vector>
+
+#include "cpu/cpu_kernels.hpp"
+#include "strata/error.hpp"
+
+namespace strata::cpu {
+namespace {
+
+struct Task {
+  i64 bh;  // flat batch * Hq + head
+  i64 qb;  // query block
+  i64 j0, j1;
+  i64 slot;  // partial slot (split tasks) or -1
+};
+
+struct Group {  // the key chunks of one (bh, qb), when split
+  i64 bh, qb;
+  i64 first_slot, count;
+};
+
+// 64-byte aligned scratch; the allocation may throw, so it happens before the
+// parallel region.
+struct AlignedBuffer {
+  struct Free {
+    void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<std::byte[], Free> p;
+  explicit AlignedBuffer(std::size_t n)
+      : p(static_cast<std::byte*>(::operator new[](n, std::align_val_t(64)))) {}
+};
+
+constexpr double kLn2 = 0.693147180559945309417232121458176568;
+constexpr double kLog2e = 1.44269504088896340735992468100189214;
+
+template <class T>
+struct Driver {
+  const AttentionArgs& a;
+  const IsaKernels& isa;
+  i64 mb = 0;     // rows per query block
+  i64 group = 1;  // Hq / Hkv
+
+  i64 band_first_key(i64 i0) const {  // first key any row >= i0 may keep
+    if (!a.has_band()) return 0;
+    return std::clamp<i64>(i0 + a.band_lo, 0, a.N);
+  }
+  i64 band_end_key(i64 ilast) const {  // one past the last key rows <= ilast keep
+    if (!a.has_band()) return a.N;
+    if (a.band_lo > a.band_hi) return 0;
+    return std::clamp<i64>(ilast + a.band_hi + 1, 0, a.N);
+  }
+
+  BlockJob job(const Task& t) const {
+    const i64 b = t.bh / a.Hq, h = t.bh % a.Hq, hk = h / group;
+    const i64 i0 = t.qb * mb;
+    BlockJob j{};
+    j.q = static_cast<const T*>(a.q) + batch_offset(a, b, a.q_bs) + h * a.q_hs;
+    j.q_ms = a.q_ms;
+    j.q_ds = a.q_ds;
+    j.k = static_cast<const T*>(a.k) + batch_offset(a, b, a.k_bs) + hk * a.k_hs;
+    j.k_ns = a.k_ns;
+    j.k_ds = a.k_ds;
+    j.v = static_cast<const T*>(a.v) + batch_offset(a, b, a.v_bs) + hk * a.v_hs;
+    j.v_ns = a.v_ns;
+    j.v_ds = a.v_ds;
+    if (a.mask) {
+      j.mask_bool = a.mask_dtype == DType::boolean;
+      const i64 off = batch_offset(a, b, a.mk_bs) + h * a.mk_hs;
+      j.mask = j.mask_bool ? static_cast<const void*>(static_cast<const unsigned char*>(a.mask) + off)
+                           : static_cast<const void*>(static_cast<const T*>(a.mask) + off);
+      j.mk_ms = a.mk_ms;
+      j.mk_ns = a.mk_ns;
+    }
+    j.d = a.d;
+    j.dv = a.dv;
+    j.i0 = i0;
+    j.rows = std::min(mb, a.M - i0);
+    j.j0 = t.j0;
+    j.j1 = t.j1;
+    j.has_band = a.has_band();
+    j.band_lo = a.band_lo;
+    j.band_hi = a.band_hi;
+    j.qscale = a.scale * kLog2e;
+    return j;
+  }
+
+  // out / lse of rows [i0, i0 + rows) of head bh from a block's state.
+  void finalize(i64 bh, i64 i0, i64 rows, const BlockState<T>& s) const {
+    const i64 b = bh / a.Hq, h = bh % a.Hq;
+    T* out = static_cast<T*>(a.out) + batch_offset(a, b, a.o_bs) + h * a.o_hs;
+    T* lse = a.lse ? static_cast<T*>(a.lse) + batch_offset(a, b, a.l_bs) + h * a.l_hs : nullptr;
+    for (i64 r = 0; r < rows; ++r) {
+      T* orow = out + (i0 + r) * a.o_ms;
+      const T mr = s.m[r];
+      if (mr == -std::numeric_limits<T>::infinity()) {  // no key kept
+        for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = T(0);
+        if (lse) lse[(i0 + r) * a.l_ms] = -std::numeric_limits<T>::infinity();
+        continue;
+      }
+      const T inv = T(1) / s.l[r];
+      for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = s.at(r, c) * inv;
+      if (lse)
+        lse[(i0 + r) * a.l_ms] =
+            static_cast<T>((static_cast<double>(mr) + std::log2(static_cast<double>(s.l[r]))) * kLn2);
+    }
+  }
+
+  void run() {
+    const i64 M = a.M, N = a.N;
+    const i64 BH = a.batch_count() * a.Hq;
+    if (M <= 0 || BH <= 0) return;
+    group = a.Hq / a.Hkv;
+    const bool decode = M <= isa.decode_rows;
+    mb = decode ? M : isa.mb;
+    const i64 QB = (M + mb - 1) / mb;
+    const int max_threads = std::max(1, omp_get_max_threads());
+
+    // Key chunks per (bh, qb): enough work items for dynamic balancing when
+    // batch x heads x query blocks is small (decode, short prompts).
+    const i64 base = BH * QB;
+    i64 split = 1;
+    if (base < 2 * max_threads && N > 0) {
+      const i64 min_chunk = decode ? 1024 : 4 * isa.nb;
+      split = std::clamp<i64>((4 * max_threads + base - 1) / base, 1,
+                              std::max<i64>(1, N / min_chunk));
+    }
+
+    std::vector<Task> tasks;
+    std::vector<Group> groups;
+    i64 nslots = 0;
+    tasks.reserve(static_cast<std::size_t>(base * split));
+    for (i64 bh = 0; bh < BH; ++bh) {
+      for (i64 qb = 0; qb < QB; ++qb) {
+        const i64 i0 = qb * mb, ilast = std::min(M, i0 + mb) - 1;
+        const i64 k0 = band_first_key(i0);
+        const i64 k1 = std::max(k0, band_end_key(ilast));
+        const i64 len = k1 - k0;
+        i64 parts = split;
+        if (parts > 1) parts = std::clamp<i64>(len / (decode ? 1024 : 4 * isa.nb), 1, split);
+        if (parts <= 1) {
+          tasks.push_back(Task{bh, qb, k0, k1, -1});
+          continue;
+        }
+        // Chunk boundaries on whole key blocks, so every chunk runs full blocks.
+        const i64 blk = decode ? 128 : isa.nb;
+        const i64 chunk = ((len + parts - 1) / parts + blk - 1) / blk * blk;
+        Group g{bh, qb, nslots, 0};
+        for (i64 j = k0; j < k1; j += chunk) {
+          tasks.push_back(Task{bh, qb, j, std::min(k1, j + chunk), nslots++});
+          ++g.count;
+        }
+        groups.push_back(g);
+      }
+    }
+    // Longest key ranges first (causal masks make them uneven).
+    std::vector<i64> order(tasks.size());
+    std::iota(order.begin(), order.end(), i64{0});
+    if (a.has_band())
+      std::stable_sort(order.begin(), order.end(), [&](i64 x, i64 y) {
+        return tasks[x].j1 - tasks[x].j0 > tasks[y].j1 - tasks[y].j0;
+      });
+
+    const i64 ntasks = static_cast<i64>(tasks.size());
+    const int nthreads = static_cast<int>(std::min<i64>(max_threads, ntasks));
+    const std::size_t ws_bytes = isa.ws_bytes(a.dtype, a.d, a.dv);
+    std::vector<AlignedBuffer> ws;
+    ws.reserve(static_cast<std::size_t>(nthreads));
+    for (int t = 0; t < nthreads; ++t) ws.emplace_back(ws_bytes);
+    const i64 slot_elems = mb * (a.dv + 2);
+    std::vector<T> partial(static_cast<std::size_t>(nslots * slot_elems));
+
+    auto block = [&](const BlockJob& j, void* w) {
+      if constexpr (sizeof(T) == 4)
+        return isa.block_f32(j, w);
+      else
+        return isa.block_f64(j, w);
+    };
+
+#pragma omp parallel num_threads(nthreads)
+    {
+      void* w = ws[static_cast<std::size_t>(omp_get_thread_num())].p.get();
+#pragma omp for schedule(dynamic, 1)
+      for (i64 n = 0; n < ntasks; ++n) {
+        const Task& t = tasks[static_cast<std::size_t>(order[static_cast<std::size_t>(n)])];
+        const BlockJob j = job(t);
+        const BlockState<T> s = block(j, w);
+        if (t.slot < 0) {
+          finalize(t.bh, j.i0, j.rows, s);
+        } else {  // keep (m, l, acc) for the merge below
+          T* p = partial.data() + t.slot * slot_elems;
+          for (i64 r = 0; r < j.rows; ++r) {
+            p[r] = s.m[r];
+            p[mb + r] = s.l[r];
+            for (i64 c = 0; c < a.dv; ++c)
+              p[2 * mb + r * a.dv + c] = s.at(r, c);
+          }
+        }
+      }
+      // The implicit barrier above makes every partial visible here.
+#pragma omp for schedule(dynamic, 1)
+      for (std::size_t gi = 0; gi < groups.size(); ++gi) merge(groups[gi], partial, slot_elems);
+    }
+  }
+
+  // Log-sum-exp merge of one (bh, qb)'s key chunks, in double, straight into
+  // out / lse (no allocation: this runs inside the parallel region).
+  void merge(const Group& g, const std::vector<T>& partial, i64 slot_elems) const {
+    constexpr double ninf = -std::numeric_limits<double>::infinity();
+    const i64 i0 = g.qb * mb, rows = std::min(mb, a.M - i0);
+    const i64 b = g.bh / a.Hq, h = g.bh % a.Hq;
+    T* out = static_cast<T*>(a.out) + batch_offset(a, b, a.o_bs) + h * a.o_hs;
+    T* lse = a.lse ? static_cast<T*>(a.lse) + batch_offset(a, b, a.l_bs) + h * a.l_hs : nullptr;
+    auto slot = [&](i64 s) { return partial.data() + (g.first_slot + s) * slot_elems; };
+    // Weight of chunk s for a row whose overall max is mx; chunks that kept
+    // nothing weigh 0 (their m is -inf, and -inf - -inf would be NaN).
+    auto weight = [](double ms, double mx) { return ms == ninf ? 0.0 : std::exp2(ms - mx); };
+    for (i64 r = 0; r < rows; ++r) {
+      T* orow = out + (i0 + r) * a.o_ms;
+      double mx = ninf;
+      bool nan = false;
+      for (i64 s = 0; s < g.count; ++s) {
+        const double ms = slot(s)[r];
+        nan |= std::isnan(ms);
+        mx = std::max(mx, ms);
+      }
+      if (nan) mx = std::numeric_limits<double>::quiet_NaN();
+      if (mx == ninf) {
+        for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = T(0);
+        if (lse) lse[(i0 + r) * a.l_ms] = -std::numeric_limits<T>::infinity();
+        continue;
+      }
+      double lsum = 0;
+      for (i64 s = 0; s < g.count; ++s) lsum += weight(slot(s)[r], mx) * slot(s)[mb + r];
+      for (i64 c = 0; c < a.dv; ++c) {
+        double acc = 0;
+        for (i64 s = 0; s < g.count; ++s)
+          acc += weight(slot(s)[r], mx) * slot(s)[2 * mb + r * a.dv + c];
+        orow[c * a.o_ds] = static_cast<T>(acc / lsum);
+      }
+      if (lse) lse[(i0 + r) * a.l_ms] = static_cast<T>((mx + std::log2(lsum)) * kLn2);
+    }
+  }
+};
+
+}  // namespace
+
+template <class T>
+void attention_cpu(const AttentionArgs& a) {
+  Driver<T> drv{a, select_kernels()};
+  drv.run();
+}
+
+template void attention_cpu<float>(const AttentionArgs&);
+template void attention_cpu<double>(const AttentionArgs&);
+
+std::string attention_cpu_supports(const AttentionArgs& a) {
+  if (a.dtype != DType::f32 && a.dtype != DType::f64)
+    return detail::concat("dtype ", dtype_name(a.dtype), " is not f32 or f64");
+  if (a.mask && a.mask_dtype != DType::boolean && a.mask_dtype != a.dtype)
+    return detail::concat("mask dtype ", dtype_name(a.mask_dtype), " is neither bool nor ",
+                          dtype_name(a.dtype));
+  return {};
+}
+
+const char* isa_name() { return select_kernels().name; }
+
+}  // namespace strata::cpu

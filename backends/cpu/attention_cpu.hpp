@@ -1,0 +1,21 @@
+#pragma once
+// Entry points of the cpu backend's softmax_attention (registered in
+// register.cpp).
+#include <string>
+
+#include "strata/attention_args.hpp"
+
+namespace strata::cpu {
+
+// q [B..., Hq, M, d], k [B..., Hkv, N, d], v [B..., Hkv, N, dv] ->
+// out [B..., Hq, M, dv] (+ lse [B..., Hq, M]); T = float or double.
+template <class T>
+void attention_cpu(const AttentionArgs& a);
+
+// "" when attention_cpu can run `a`, else the reason.
+std::string attention_cpu_supports(const AttentionArgs& a);
+
+// Instruction set the kernels use on this machine ("avx512", "avx2", "generic").
+const char* isa_name();
+
+}  // namespace strata::cpu

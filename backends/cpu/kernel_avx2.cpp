@@ -1,0 +1,33 @@
+// AVX2 + FMA (x86-64 since Haswell / Zen): 256-bit vectors, 6 x 16 f32
+// register tiles (12 accumulators of 16 ymm registers).
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/cpu_kernels.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace strata::cpu {
+namespace {
+#include "cpu/simd.hpp"
+//
+#include "cpu/kernel_impl.hpp"
+
+using F = Cfg<float, 8, 6, 2, 64, 96, 4, 128>;
+using D = Cfg<double, 4, 6, 2, 64, 96, 4, 128>;
+}  // namespace
+}  // namespace strata::cpu
+#pragma GCC pop_options
+
+namespace strata::cpu {
+const IsaKernels* kernels_avx2() {
+  static const IsaKernels k = STRATA_CPU_ISA_TABLE("avx2", F, D);
+  return &k;
+}
+}  // namespace strata::cpu
+#else
+namespace strata::cpu {
+const IsaKernels* kernels_avx2() { return nullptr; }
+}  // namespace strata::cpu
+#endif

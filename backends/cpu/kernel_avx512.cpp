@@ -1,0 +1,33 @@
+// AVX-512 (F, DQ, BW, VL: Skylake-X and later Xeons): 512-bit vectors,
+// 12 x 32 f32 register tiles (24 accumulators of 32 zmm registers).
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/cpu_kernels.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")
+namespace strata::cpu {
+namespace {
+#include "cpu/simd.hpp"
+//
+#include "cpu/kernel_impl.hpp"
+
+using F = Cfg<float, 16, 12, 2, 64, 96, 4, 128>;
+using D = Cfg<double, 8, 12, 2, 64, 96, 4, 128>;
+}  // namespace
+}  // namespace strata::cpu
+#pragma GCC pop_options
+
+namespace strata::cpu {
+const IsaKernels* kernels_avx512() {
+  static const IsaKernels k = STRATA_CPU_ISA_TABLE("avx512", F, D);
+  return &k;
+}
+}  // namespace strata::cpu
+#else
+namespace strata::cpu {
+const IsaKernels* kernels_avx512() { return nullptr; }
+}  // namespace strata::cpu
+#endif

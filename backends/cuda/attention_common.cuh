@@ -1,0 +1,122 @@
+#pragma once
+// Shared pieces of the softmax_attention kernels: the by-value kernel
+// argument, 16-byte vector types, cp.async wrappers and per-dtype maths.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "strata/attention_args.hpp"
+
+namespace strata::cuda {
+
+// Everything a kernel needs, passed by value. `a` is the front end's struct
+// untouched; the rest is derived once on the host by the launcher.
+struct AttnParams {
+  AttentionArgs a;
+  double scale_log2 = 0;  // scale * log2(e): scores are kept in base 2
+  std::int64_t group = 1;  // Hq / Hkv
+  std::int64_t bh = 1;     // batch_count * Hq
+  std::int64_t m_tiles = 1, dv_chunks = 1, splits = 1, keys_per_split = 0;
+  int mask_kind = 0;  // 0 none, 1 bool, 2 same dtype as q (additive)
+  // 16-byte vector loads/stores allowed (unit last-dim stride, every other
+  // stride and the base aligned, the last dim a multiple of the vector).
+  bool q_vec = false, k_vec = false, v_vec = false, o_vec = false;
+  // Split-KV partials: acc [splits][bh][M][dv] and (m, l) [splits][bh][M][2],
+  // in the kernel's dtype; m in base 2.
+  void* part_acc = nullptr;
+  void* part_ml = nullptr;
+};
+
+constexpr int kMaskNone = 0, kMaskBool = 1, kMaskFloat = 2;
+
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  using type = float4;
+  static constexpr int n = 4;
+};
+template <>
+struct Vec<double> {
+  using type = double2;
+  static constexpr int n = 2;
+};
+
+template <class T>
+__device__ __forceinline__ T vget(const typename Vec<T>::type& v, int i);
+template <>
+__device__ __forceinline__ float vget<float>(const float4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+template <>
+__device__ __forceinline__ double vget<double>(const double2& v, int i) {
+  return i == 0 ? v.x : v.y;
+}
+
+__device__ __forceinline__ float fexp2(float x) { return exp2f(x); }
+__device__ __forceinline__ double fexp2(double x) { return exp2(x); }
+__device__ __forceinline__ float flog2(float x) { return log2f(x); }
+__device__ __forceinline__ double flog2(double x) { return log2(x); }
+// max that ignores NaN (a NaN score must not become the running max; it
+// still reaches the output through exp2).
+__device__ __forceinline__ float fmax_(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double fmax_(double a, double b) { return fmax(a, b); }
+
+template <class T>
+__device__ __forceinline__ T neg_inf();
+template <>
+__device__ __forceinline__ float neg_inf<float>() {
+  return __int_as_float(0xff800000);
+}
+template <>
+__device__ __forceinline__ double neg_inf<double>() {
+  return __longlong_as_double(static_cast<long long>(0xfff0000000000000ULL));
+}
+
+// 16-byte global->shared copy; src_bytes 0 writes zeros without reading.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Element offsets of (batch-head `bh`) for each tensor.
+struct HeadOffsets {
+  std::int64_t q, k, v, o, l, mk;
+};
+__host__ __device__ inline HeadOffsets head_offsets(const AttnParams& p, std::int64_t bh) {
+  const AttentionArgs& a = p.a;
+  const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / p.group;
+  HeadOffsets o;
+  o.q = batch_offset(a, b, a.q_bs) + h * a.q_hs;
+  o.k = batch_offset(a, b, a.k_bs) + hk * a.k_hs;
+  o.v = batch_offset(a, b, a.v_bs) + hk * a.v_hs;
+  o.o = batch_offset(a, b, a.o_bs) + h * a.o_hs;
+  o.l = batch_offset(a, b, a.l_bs) + h * a.l_hs;
+  o.mk = batch_offset(a, b, a.mk_bs) + h * a.mk_hs;
+  return o;
+}
+
+// Whether key j is kept for query row i by the band and the mask; for a
+// float mask, *bias receives the additive term (in base 2).
+template <class T>
+__device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_head,
+                                         std::int64_t i, std::int64_t j, T* bias) {
+  const AttentionArgs& a = p.a;
+  if (j < i + a.band_lo || j > i + a.band_hi) return false;
+  if (p.mask_kind == kMaskBool) {
+    return static_cast<const unsigned char*>(mask_head)[i * a.mk_ms + j * a.mk_ns] != 0;
+  }
+  if (p.mask_kind == kMaskFloat) {
+    *bias = static_cast<const T*>(mask_head)[i * a.mk_ms + j * a.mk_ns] *
+            static_cast<T>(1.4426950408889634);
+  }
+  return true;
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,198 @@
+#pragma once
+// Decoding kernel for few query rows and many keys (memory bound): a block
+// owns one query row and one split of the keys; each warp takes U keys at a
+// time, every lane holding a slice of q, k and v in registers (16-byte loads
+// when the layout allows), dot products reduced by xor shuffles, and an
+// online softmax per warp. The warps of a block merge through shared memory;
+// the splits of a row are merged by attn_merge_kernel.
+#include "cuda/attention_common.cuh"
+
+namespace strata::cuda {
+
+template <class T, int WARPS_, int QCH_, int VCH_, int U_>
+struct DecodeConfig {
+  using type = T;
+  static constexpr int WARPS = WARPS_, QCH = QCH_, VCH = VCH_, U = U_;
+  static constexpr int NT = WARPS * 32, VEC = Vec<T>::n;
+  static constexpr int QE = QCH * VEC, VE = VCH * VEC;
+  static constexpr int max_d = 32 * QE, max_dv = 32 * VE;
+  static constexpr std::size_t smem_bytes = std::size_t(WARPS) * (2 + 32 * VE) * sizeof(T);
+};
+
+// Element of a head row held by (lane, chunk q, component c). Vector layouts
+// give each lane VEC adjacent elements; scalar ones interleave lanes so that
+// unit-stride rows still coalesce.
+__device__ __forceinline__ std::int64_t lane_elem(bool vec, int lane, int q, int c, int VEC) {
+  return vec ? std::int64_t(lane + 32 * q) * VEC + c : std::int64_t(q * VEC + c) * 32 + lane;
+}
+
+template <class T, int CH>
+__device__ __forceinline__ void load_row(T (&r)[CH * Vec<T>::n], const T* g, std::int64_t es,
+                                         std::int64_t n, bool vec, bool ok, int lane) {
+  using V = typename Vec<T>::type;
+  constexpr int VEC = Vec<T>::n;
+#pragma unroll
+  for (int q = 0; q < CH; ++q) {
+    if (vec) {
+      const std::int64_t e0 = std::int64_t(lane + 32 * q) * VEC;
+      V w;
+      if (ok && e0 < n) {
+        w = *reinterpret_cast<const V*>(g + e0);
+      } else {
+        T* wp = reinterpret_cast<T*>(&w);
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) wp[c] = 0;
+      }
+#pragma unroll
+      for (int c = 0; c < VEC; ++c) r[q * VEC + c] = vget<T>(w, c);
+    } else {
+#pragma unroll
+      for (int c = 0; c < VEC; ++c) {
+        const std::int64_t e = std::int64_t(q * VEC + c) * 32 + lane;
+        r[q * VEC + c] = (ok && e < n) ? g[e * es] : T(0);
+      }
+    }
+  }
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) {
+  using T = typename C::type;
+  constexpr int WARPS = C::WARPS, QCH = C::QCH, VCH = C::VCH, U = C::U, VEC = C::VEC;
+  constexpr int QE = C::QE, VE = C::VE;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sm = reinterpret_cast<T*>(smem_raw);  // [WARPS][2 + 32*VE]
+
+  const AttentionArgs& a = p.a;
+  std::int64_t bid = blockIdx.x;
+  const std::int64_t row = bid % a.M;
+  bid /= a.M;
+  const std::int64_t split = bid % p.splits;
+  const std::int64_t bh = bid / p.splits;
+  const HeadOffsets off = head_offsets(p, bh);
+  const T* kg = static_cast<const T*>(a.k) + off.k;
+  const T* vg = static_cast<const T*>(a.v) + off.v;
+  const void* mask_head = nullptr;
+  if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask) + off.mk;
+  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const T*>(a.mask) + off.mk;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  // q pre-scaled into base 2 once per row.
+  T q[QE];
+  load_row<T, QCH>(q, static_cast<const T*>(a.q) + off.q + row * a.q_ms, a.q_ds, a.d, p.k_vec && p.q_vec,
+                   true, lane);
+  const T sl2 = static_cast<T>(p.scale_log2);
+#pragma unroll
+  for (int e = 0; e < QE; ++e) q[e] *= sl2;
+
+  std::int64_t j_begin = split * p.keys_per_split;
+  std::int64_t j_end = min(a.N, j_begin + p.keys_per_split);
+  j_begin = max(j_begin, row + a.band_lo);
+  j_end = min(j_end, row + a.band_hi + 1);
+  const bool plain = p.mask_kind == kMaskNone;
+
+  T m_run = neg_inf<T>(), l_run = 0, acc[VE];
+#pragma unroll
+  for (int e = 0; e < VE; ++e) acc[e] = 0;
+
+  for (std::int64_t jb = j_begin + std::int64_t(warp) * U; jb < j_end; jb += std::int64_t(WARPS) * U) {
+    T kr[U][QE], vr[U][VE];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t j = jb + u;
+      const bool ok = j < j_end;
+      load_row<T, QCH>(kr[u], kg + (ok ? j : 0) * a.k_ns, a.k_ds, a.d, p.k_vec && p.q_vec, ok, lane);
+      load_row<T, VCH>(vr[u], vg + (ok ? j : 0) * a.v_ns, a.v_ds, a.dv, p.v_vec, ok, lane);
+    }
+    T sc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      T t = 0;
+#pragma unroll
+      for (int e = 0; e < QE; ++e) t = fma(q[e], kr[u][e], t);
+      sc[u] = t;
+    }
+#pragma unroll
+    for (int sh = 16; sh > 0; sh >>= 1)
+#pragma unroll
+      for (int u = 0; u < U; ++u) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], sh);
+    T tmax = neg_inf<T>();
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t j = jb + u;
+      T bias = 0;
+      const bool kept = j < j_end && (plain || key_kept<T>(p, mask_head, row, j, &bias));
+      sc[u] = kept ? sc[u] + bias : neg_inf<T>();
+      tmax = fmax_(tmax, sc[u]);
+    }
+    const T m_new = fmax_(m_run, tmax);
+    const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
+    const T alpha = fexp2(m_run - m_use);
+    m_run = m_new;
+    l_run *= alpha;
+#pragma unroll
+    for (int e = 0; e < VE; ++e) acc[e] *= alpha;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const T pu = fexp2(sc[u] - m_use);
+      l_run += pu;
+#pragma unroll
+      for (int e = 0; e < VE; ++e) acc[e] = fma(pu, vr[u][e], acc[e]);
+    }
+  }
+
+  // Merge the warps of the block.
+  constexpr int LDW = 2 + 32 * VE;
+  T* mine = sm + warp * LDW;
+  if (lane == 0) {
+    mine[0] = m_run;
+    mine[1] = l_run;
+  }
+#pragma unroll
+  for (int e = 0; e < VE; ++e) mine[2 + lane * VE + e] = acc[e];
+  __syncthreads();
+  T mx = neg_inf<T>();
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) mx = fmax_(mx, sm[w * LDW]);
+  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
+  T wt[WARPS];
+  T l = 0;
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) {
+    wt[w] = fexp2(sm[w * LDW] - m_use);
+    l += wt[w] * sm[w * LDW + 1];
+  }
+  const bool final_out = p.splits == 1;
+  const bool vec_layout = p.v_vec;
+  const T inv = final_out ? (l == T(0) ? T(0) : T(1) / l) : T(1);
+  T* dst;
+  std::int64_t cs;
+  if (final_out) {
+    dst = static_cast<T*>(a.out) + off.o + row * a.o_ms;
+    cs = a.o_ds;
+  } else {
+    dst = static_cast<T*>(p.part_acc) + ((split * p.bh + bh) * a.M + row) * a.dv;
+    cs = 1;
+  }
+  for (int x = threadIdx.x; x < 32 * VE; x += C::NT) {
+    T s = 0;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
+    const int ln = x / VE, k = x % VE;
+    const std::int64_t col = lane_elem(vec_layout, ln, k / VEC, k % VEC, VEC);
+    if (col < a.dv) dst[col * cs] = s * inv;
+  }
+  if (threadIdx.x == 0) {
+    if (final_out) {
+      if (a.lse)
+        static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+            l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
+    } else {
+      const std::int64_t r = (split * p.bh + bh) * a.M + row;
+      static_cast<T*>(p.part_ml)[2 * r] = mx;
+      static_cast<T*>(p.part_ml)[2 * r + 1] = l;
+    }
+  }
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,240 @@
+// The one launcher of the softmax_attention kernels: derives the kernel
+// argument, picks the kernel variant (decode or tiled, tile sizes by head
+// dims), decides the split of the keys so that small problems still fill
+// every SM, and allocates split-KV scratch from the stream-ordered pool.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda/attention_merge.cuh"
+#include "cuda/attention_variants.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int kDecodeMaxRows = 8;  // M at or below this uses the decode kernel
+
+const std::vector<Variant>& variants() {
+  static const std::vector<Variant> v = [] {
+    std::vector<Variant> all = variants_f32();
+    const std::vector<Variant>& f64 = variants_f64();
+    all.insert(all.end(), f64.begin(), f64.end());
+    return all;
+  }();
+  return v;
+}
+
+bool serves(const Variant& v, const AttentionArgs& a) {
+  if (v.dtype != a.dtype) return false;
+  if (v.max_d && a.d > v.max_d) return false;
+  if (v.max_dv && a.dv > v.max_dv) return false;
+  if (v.decode && a.M > kDecodeMaxRows) return false;
+  return true;
+}
+
+const Variant& pick(const AttentionArgs& a) {
+  static const char* forced = std::getenv("STRATA_CUDA_VARIANT");
+  if (forced && *forced) {
+    for (const Variant& v : variants())
+      if (serves(v, a) && std::string(v.name) == forced) return v;
+  }
+  for (const Variant& v : variants())
+    if (v.is_default && serves(v, a)) return v;
+  fail("softmax_attention", "cuda: no kernel variant for ", dtype_name(a.dtype), " d=", a.d,
+       " dv=", a.dv);
+}
+
+struct DeviceInfo {
+  int sms = 0;
+  std::size_t smem_optin = 0;
+};
+const DeviceInfo& device_info(int dev) {
+  static std::mutex mu;
+  static std::vector<DeviceInfo> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() <= std::size_t(dev)) cache.resize(dev + 1);
+  DeviceInfo& di = cache[dev];
+  if (di.sms == 0) {
+    CUDA_CHECK(cudaDeviceGetAttribute(&di.sms, cudaDevAttrMultiProcessorCount, dev));
+    int optin = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    di.smem_optin = std::size_t(optin);
+    // Keep freed scratch in the pool: each call's split-KV partials then
+    // reuse memory instead of mapping it again.
+    cudaMemPool_t pool;
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+    std::uint64_t threshold = UINT64_MAX;
+    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  }
+  return di;
+}
+
+// Per (variant, device): raises the dynamic shared-memory limit once and
+// returns resident blocks per SM.
+int prepare(const Variant& v, int dev) {
+  static std::mutex mu;
+  static std::vector<std::vector<int>> occ;  // [variant][device], 0 = not yet
+  const auto& all = variants();
+  const std::size_t vi = std::size_t(&v - all.data());
+  std::lock_guard<std::mutex> lock(mu);
+  if (occ.size() < all.size()) occ.resize(all.size());
+  if (occ[vi].size() <= std::size_t(dev)) occ[vi].resize(dev + 1, 0);
+  int& n = occ[vi][dev];
+  if (n == 0) {
+    CUDA_CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(v.smem)));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, v.kernel, v.threads, v.smem));
+    check(n > 0, "softmax_attention", "cuda: kernel ", v.name, " cannot be resident (",
+          v.smem, " bytes of shared memory)");
+  }
+  return n;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+// 16-byte vector access is safe for every row of the tensor.
+bool vec_ok(const AttentionArgs& a, const void* ptr, const std::int64_t* bs, std::int64_t hs,
+            std::int64_t heads, std::int64_t rs, std::int64_t rows, std::int64_t cs,
+            std::int64_t cols, int vec) {
+  if (!ptr || !aligned16(ptr) || cs != 1 || cols % vec) return false;
+  if (heads > 1 && hs % vec) return false;
+  if (rows > 1 && rs % vec) return false;
+  for (int i = 0; i < a.batch_rank; ++i)
+    if (a.batch_shape[i] > 1 && bs[i] % vec) return false;
+  return true;
+}
+
+int device_of(const void* p) {
+  cudaPointerAttributes attr{};
+  CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device
+                                                                                 : -1;
+}
+
+struct Plan {
+  const Variant* v;
+  AttnParams p;
+  std::int64_t grid;
+  bool merge;
+};
+
+template <class T>
+Plan make_plan(const AttentionArgs& a, int dev) {
+  Plan pl{};
+  pl.v = &pick(a);
+  const Variant& v = *pl.v;
+  AttnParams& p = pl.p;
+  p.a = a;
+  p.scale_log2 = a.scale * 1.4426950408889634;
+  p.group = a.Hq / a.Hkv;
+  p.bh = a.batch_count() * a.Hq;
+  p.mask_kind = !a.mask ? kMaskNone : a.mask_dtype == DType::boolean ? kMaskBool : kMaskFloat;
+  constexpr int vec = Vec<T>::n;
+  p.q_vec = vec_ok(a, a.q, a.q_bs, a.q_hs, a.Hq, a.q_ms, a.M, a.q_ds, a.d, vec);
+  p.k_vec = vec_ok(a, a.k, a.k_bs, a.k_hs, a.Hkv, a.k_ns, a.N, a.k_ds, a.d, vec);
+  p.v_vec = vec_ok(a, a.v, a.v_bs, a.v_hs, a.Hkv, a.v_ns, a.N, a.v_ds, a.dv, vec);
+  p.o_vec = vec_ok(a, a.out, a.o_bs, a.o_hs, a.Hq, a.o_ms, a.M, a.o_ds, a.dv, vec);
+
+  const DeviceInfo& di = device_info(dev);
+  const int occ = prepare(v, dev);
+  std::int64_t rows_blocks;  // blocks before splitting the keys
+  std::int64_t slots;        // blocks that fit at once
+  if (v.decode) {
+    p.m_tiles = a.M;
+    p.dv_chunks = 1;
+    rows_blocks = p.bh * a.M;
+    slots = std::int64_t(di.sms) * std::min(occ, 4);
+  } else {
+    p.m_tiles = (a.M + v.bm - 1) / v.bm;
+    p.dv_chunks = (a.dv + v.dv_tile - 1) / v.dv_tile;
+    rows_blocks = p.bh * p.m_tiles * p.dv_chunks;
+    slots = std::int64_t(di.sms) * occ;
+  }
+  // Split the keys only as far as one wave of blocks allows, and keep at
+  // least two key tiles per split.
+  const std::int64_t key_tiles = (a.N + v.bn - 1) / v.bn;
+  std::int64_t splits = rows_blocks < slots ? slots / rows_blocks : 1;
+  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, key_tiles / 2));
+  splits = std::min<std::int64_t>(splits, kMaxSplits);
+  splits = std::max<std::int64_t>(splits, 1);
+  const std::int64_t tiles_per_split = (key_tiles + splits - 1) / splits;
+  p.keys_per_split = std::max<std::int64_t>(1, tiles_per_split * v.bn);
+  p.splits = a.N == 0 ? 1 : (a.N + p.keys_per_split - 1) / p.keys_per_split;
+  pl.merge = p.splits > 1;
+  pl.grid = rows_blocks * p.splits;
+  check(pl.grid <= 0x7fffffff, "softmax_attention", "cuda: problem too large for one launch (",
+        pl.grid, " blocks)");
+  return pl;
+}
+
+template <class T>
+void run(const AttentionArgs& a) {
+  int dev = device_of(a.out);
+  check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
+  int prev = 0;
+  CUDA_CHECK(cudaGetDevice(&prev));
+  if (prev != dev) CUDA_CHECK(cudaSetDevice(dev));
+  struct Restore {
+    int prev, dev;
+    ~Restore() {
+      if (prev != dev) (void)cudaSetDevice(prev);
+    }
+  } restore{prev, dev};
+
+  Plan pl = make_plan<T>(a, dev);
+  cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+  void* scratch = nullptr;
+  if (pl.merge) {
+    const std::size_t rows = std::size_t(pl.p.splits * pl.p.bh * a.M);
+    const std::size_t acc_bytes = (rows * std::size_t(a.dv) * sizeof(T) + 255) / 256 * 256;
+    const std::size_t bytes = acc_bytes + rows * 2 * sizeof(T);
+    CUDA_CHECK(cudaMallocAsync(&scratch, bytes, st));
+    pl.p.part_acc = scratch;
+    pl.p.part_ml = static_cast<char*>(scratch) + acc_bytes;
+  }
+  pl.v->launch(pl.p, int(pl.grid), pl.v->smem, st);
+  const cudaError_t launch_err = cudaGetLastError();
+  if (launch_err == cudaSuccess && pl.merge) {
+    const std::int64_t rows = pl.p.bh * a.M;
+    if (rows > 0x7fffffff) {
+      if (scratch) (void)cudaFreeAsync(scratch, st);
+      fail("softmax_attention", "cuda: too many rows for the merge launch (", rows, ")");
+    }
+    attn_merge_kernel<T><<<int(rows), kMergeThreads, 0, st>>>(pl.p);
+  }
+  const cudaError_t err = launch_err != cudaSuccess ? launch_err : cudaGetLastError();
+  if (scratch) CUDA_CHECK(cudaFreeAsync(scratch, st));
+  if (err != cudaSuccess) throw_cuda_error(err, pl.v->name, __FILE__, __LINE__);
+}
+
+}  // namespace
+
+void attention_f32(const AttentionArgs& a) { run<float>(a); }
+void attention_f64(const AttentionArgs& a) { run<double>(a); }
+
+std::string attention_supports(const AttentionArgs& a) {
+  if (a.dtype != DType::f32 && a.dtype != DType::f64) return "only f32 and f64";
+  if (a.mask && a.mask_dtype != DType::boolean && a.mask_dtype != a.dtype)
+    return "mask must be bool or of q's dtype";
+  return "";
+}
+
+std::string attention_plan(const AttentionArgs& a) {
+  const int dev = device_of(a.out);
+  check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
+  const bool f64 = a.dtype == DType::f64;
+  const Plan pl = f64 ? make_plan<double>(a, dev) : make_plan<float>(a, dev);
+  return std::string(pl.v->name) + " grid=" + std::to_string(pl.grid) +
+         " splits=" + std::to_string(pl.p.splits);
+}
+
+}  // namespace strata::cuda

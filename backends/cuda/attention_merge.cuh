@@ -1,0 +1,77 @@
+#pragma once
+// Merges split-KV partials by log-sum-exp: for one (batch-head, row),
+// out = sum_s 2^(m_s - m*) acc_s / sum_s 2^(m_s - m*) l_s, m* = max_s m_s,
+// lse = (m* + log2 l) ln 2. Splits with no kept key carry m_s = -inf, l_s = 0.
+#include "cuda/attention_common.cuh"
+
+namespace strata::cuda {
+
+constexpr int kMergeThreads = 256;
+constexpr int kMaxSplits = 1024;
+
+template <class T>
+__global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnParams p) {
+  __shared__ T wts[kMaxSplits];
+  __shared__ T red[kMergeThreads / 32][33];
+  const AttentionArgs& a = p.a;
+  const std::int64_t rid = blockIdx.x;  // (bh, row)
+  const std::int64_t bh = rid / a.M, row = rid % a.M;
+  const std::int64_t sstride = p.bh * a.M;
+  const T* ml = static_cast<const T*>(p.part_ml);
+  const T* acc = static_cast<const T*>(p.part_acc);
+  const int S = static_cast<int>(p.splits);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  constexpr int W = kMergeThreads / 32;
+
+  T mx = neg_inf<T>();
+  for (int s = threadIdx.x; s < S; s += kMergeThreads) mx = fmax_(mx, ml[2 * (s * sstride + rid)]);
+#pragma unroll
+  for (int sh = 16; sh > 0; sh >>= 1) mx = fmax_(mx, __shfl_xor_sync(0xffffffffu, mx, sh));
+  if (lane == 0) red[warp][0] = mx;
+  __syncthreads();
+  mx = red[0][0];
+#pragma unroll
+  for (int w = 1; w < W; ++w) mx = fmax_(mx, red[w][0]);
+  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
+  __syncthreads();
+
+  T l = 0;
+  for (int s = threadIdx.x; s < S; s += kMergeThreads) {
+    const T w = fexp2(ml[2 * (s * sstride + rid)] - m_use);
+    wts[s] = w;
+    l += w * ml[2 * (s * sstride + rid) + 1];
+  }
+#pragma unroll
+  for (int sh = 16; sh > 0; sh >>= 1) l += __shfl_xor_sync(0xffffffffu, l, sh);
+  if (lane == 0) red[warp][1] = l;
+  __syncthreads();
+  l = 0;
+#pragma unroll
+  for (int w = 0; w < W; ++w) l += red[w][1];
+  __syncthreads();
+  const T inv = l == T(0) ? T(0) : T(1) / l;
+
+  T* out = static_cast<T*>(a.out);
+  const HeadOffsets off = head_offsets(p, bh);
+  // Warp w sums splits w, w+W, ...; lanes take 32 adjacent columns.
+  for (std::int64_t c0 = 0; c0 < a.dv; c0 += 32) {
+    const std::int64_t c = c0 + lane;
+    T s = 0;
+    if (c < a.dv)
+      for (int sp = warp; sp < S; sp += W) s = fma(wts[sp], acc[(sp * sstride + rid) * a.dv + c], s);
+    red[warp][lane] = s;
+    __syncthreads();
+    if (warp == 0) {
+      T t = 0;
+#pragma unroll
+      for (int w = 0; w < W; ++w) t += red[w][lane];
+      if (c < a.dv) out[off.o + row * a.o_ms + c * a.o_ds] = t * inv;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0 && a.lse)
+    static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+        l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
+}
+
+}  // namespace strata::cuda

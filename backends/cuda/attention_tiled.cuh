@@ -1,0 +1,332 @@
+#pragma once
+// The streaming (FlashAttention-2 style) kernel: a block owns BM query rows
+// and DV output columns, walks its keys in BN-row tiles through shared
+// memory, and keeps the online-softmax state (running max m, sum l, output
+// accumulator) in registers. It never stores an M x N matrix: the only
+// score storage is one BM x BN tile of P in shared memory for P V.
+//
+// Thread layout: RG x CG threads; thread (ty, tx) owns query rows
+// ty + RG*i (i < TM), score columns tx + CG*j (j < TN) and output vector
+// chunks tx + CG*g (g < OCH). The CG threads of a row are adjacent lanes of
+// one warp, so row maxima reduce with xor shuffles.
+#include "cuda/attention_common.cuh"
+
+namespace strata::cuda {
+
+template <class T, int BM_, int BN_, int DK_, int DV_, int RG_, int CG_>
+struct TiledConfig {
+  using type = T;
+  static constexpr int BM = BM_, BN = BN_, DK = DK_, DV = DV_, RG = RG_, CG = CG_;
+  static constexpr int NT = RG * CG;
+  static constexpr int VEC = Vec<T>::n;
+  static constexpr int TM = BM / RG, TN = BN / CG;
+  static constexpr int OCH = DV / VEC / CG;  // output vector chunks per thread
+  // Rows padded by 16 bytes: with 128-byte multiples per row this puts the 8
+  // rows a quarter warp reads in 8 different bank groups.
+  static constexpr int LDK = DK + VEC, LDV = DV + VEC, LDP = BN + VEC;
+  static constexpr std::size_t smem_bytes =
+      std::size_t(BM * LDK + BN * LDK + BN * LDV + BM * LDP) * sizeof(T);
+  // Blocks per SM that shared memory allows (at most 4): passed to
+  // __launch_bounds__ so that registers do not cap residency below it.
+  static constexpr int MINB_raw = int((220u * 1024u) / smem_bytes);
+  static constexpr int MINB = MINB_raw < 1 ? 1 : MINB_raw > 4 ? 4 : MINB_raw;
+  static_assert(BM % RG == 0 && BN % CG == 0, "tile not divisible by thread grid");
+  static_assert(DV % (VEC * CG) == 0 && OCH >= 1, "DV must split into vector chunks");
+  static_assert(DK % VEC == 0 && BN % VEC == 0, "vector-aligned tiles");
+  static_assert(CG <= 32 && 32 % CG == 0, "a row's threads must share a warp");
+};
+
+// Loads rows [r0, r0+ROWS) x cols [c0, c0+COLS) of a strided matrix into
+// shared memory (row stride LD), zero outside [0, rmax) x [0, cmax).
+// vec: 16-byte cp.async (the caller checked alignment and unit col stride);
+// otherwise plain loads, with consecutive threads along the dimension of
+// smaller stride so that column-major inputs stay coalesced.
+template <class T, int ROWS, int COLS, int LD, int NT>
+__device__ __forceinline__ void load_tile(T* sm, const T* g, std::int64_t rs, std::int64_t cs,
+                                          std::int64_t r0, std::int64_t rmax, std::int64_t c0,
+                                          std::int64_t cmax, bool vec) {
+  constexpr int VEC = Vec<T>::n;
+  if (vec) {
+    constexpr int CV = COLS / VEC;
+#pragma unroll
+    for (int idx = threadIdx.x; idx < ROWS * CV; idx += NT) {
+      const int r = idx / CV, cv = idx % CV;
+      const std::int64_t row = r0 + r, col = c0 + cv * VEC;
+      const bool ok = row < rmax && col < cmax;
+      cp_async16(sm + r * LD + cv * VEC, ok ? g + row * rs + col : g, ok ? 16 : 0);
+    }
+  } else if ((rs < 0 ? -rs : rs) < (cs < 0 ? -cs : cs)) {
+    for (int idx = threadIdx.x; idx < ROWS * COLS; idx += NT) {
+      const int r = idx % ROWS, c = idx / ROWS;
+      const std::int64_t row = r0 + r, col = c0 + c;
+      sm[r * LD + c] = (row < rmax && col < cmax) ? g[row * rs + col * cs] : T(0);
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < ROWS * COLS; idx += NT) {
+      const int r = idx / COLS, c = idx % COLS;
+      const std::int64_t row = r0 + r, col = c0 + c;
+      sm[r * LD + c] = (row < rmax && col < cmax) ? g[row * rs + col * cs] : T(0);
+    }
+  }
+}
+
+// s[i][j] += Q[row_i, 0:kend] . K[col_j, 0:kend] from shared memory.
+template <class C, bool FULL>
+__device__ __forceinline__ void score_accumulate(typename C::type (&s)[C::TM][C::TN],
+                                                 const typename C::type* Qs,
+                                                 const typename C::type* Ks, int ty, int tx,
+                                                 int kend) {
+  using T = typename C::type;
+  using V = typename Vec<T>::type;
+  constexpr int VEC = C::VEC;
+  const int bound = FULL ? C::DK : kend;
+#pragma unroll 2
+  for (int kk = 0; kk < bound; kk += VEC) {
+    V qa[C::TM], kb[C::TN];
+#pragma unroll
+    for (int i = 0; i < C::TM; ++i)
+      qa[i] = *reinterpret_cast<const V*>(Qs + (ty + C::RG * i) * C::LDK + kk);
+#pragma unroll
+    for (int j = 0; j < C::TN; ++j)
+      kb[j] = *reinterpret_cast<const V*>(Ks + (tx + C::CG * j) * C::LDK + kk);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+#pragma unroll
+      for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < C::TN; ++j)
+          s[i][j] = fma(vget<T>(qa[i], e), vget<T>(kb[j], e), s[i][j]);
+  }
+}
+
+template <class C>
+__global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnParams p) {
+  using T = typename C::type;
+  using V = typename Vec<T>::type;
+  constexpr int BM = C::BM, BN = C::BN, DK = C::DK, DV = C::DV, RG = C::RG, CG = C::CG;
+  constexpr int TM = C::TM, TN = C::TN, OCH = C::OCH, VEC = C::VEC, NT = C::NT;
+  constexpr int LDK = C::LDK, LDV = C::LDV, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Qs = reinterpret_cast<T*>(smem_raw);
+  T* Ks = Qs + BM * LDK;
+  T* Vs = Ks + BN * LDK;
+  T* Ps = Vs + BN * LDV;
+
+  const AttentionArgs& a = p.a;
+  std::int64_t bid = blockIdx.x;
+  const std::int64_t mt = bid % p.m_tiles;
+  bid /= p.m_tiles;
+  const std::int64_t split = bid % p.splits;
+  bid /= p.splits;
+  const std::int64_t dc = bid % p.dv_chunks;
+  const std::int64_t bh = bid / p.dv_chunks;
+  const HeadOffsets off = head_offsets(p, bh);
+  const T* qg = static_cast<const T*>(a.q) + off.q;
+  const T* kg = static_cast<const T*>(a.k) + off.k;
+  const T* vg = static_cast<const T*>(a.v) + off.v;
+  const void* mask_head = nullptr;
+  if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask) + off.mk;
+  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const T*>(a.mask) + off.mk;
+
+  const int tid = threadIdx.x, tx = tid % CG, ty = tid / CG;
+  const std::int64_t m0 = mt * BM;
+  const std::int64_t row_last = min(m0 + BM, a.M) - 1;
+  const std::int64_t c0v = dc * DV;
+  // Keys of this block: its split, cut to the band of its rows.
+  std::int64_t j_begin = split * p.keys_per_split;
+  std::int64_t j_end = min(a.N, j_begin + p.keys_per_split);
+  j_begin = max(j_begin, m0 + a.band_lo);
+  j_end = min(j_end, row_last + a.band_hi + 1);
+
+  const T sl2 = static_cast<T>(p.scale_log2);
+  T m_run[TM], l_run[TM], o[TM][OCH * VEC];
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    m_run[i] = neg_inf<T>();
+    l_run[i] = 0;
+#pragma unroll
+    for (int c = 0; c < OCH * VEC; ++c) o[i][c] = 0;
+  }
+
+  const int nc = static_cast<int>((a.d + DK - 1) / DK);
+  const bool resident = nc == 1;  // Q stays in shared memory; K prefetched a tile ahead
+  const int kend_last = static_cast<int>(((a.d - std::int64_t(nc - 1) * DK) + VEC - 1) / VEC * VEC);
+
+  if (j_begin < j_end) {
+    if (resident) {
+      load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, 0, a.d, p.q_vec);
+      load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j_begin, j_end, 0, a.d, p.k_vec);
+      cp_async_commit();
+    }
+    for (std::int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
+      T s[TM][TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) s[i][j] = 0;
+
+      if (resident) {
+        cp_async_wait<0>();
+        __syncthreads();
+        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec);
+        cp_async_commit();
+        if (kend_last == DK)
+          score_accumulate<C, true>(s, Qs, Ks, ty, tx, DK);
+        else
+          score_accumulate<C, false>(s, Qs, Ks, ty, tx, kend_last);
+        __syncthreads();
+        if (j0 + BN < j_end)
+          load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j0 + BN, j_end, 0, a.d, p.k_vec);
+        cp_async_commit();
+      } else {
+        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec);
+        cp_async_commit();
+        for (int c = 0; c < nc; ++c) {
+          load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, std::int64_t(c) * DK,
+                                        a.d, p.q_vec);
+          load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j0, j_end, std::int64_t(c) * DK,
+                                        a.d, p.k_vec);
+          cp_async_commit();
+          cp_async_wait<0>();
+          __syncthreads();
+          if (c + 1 < nc || kend_last == DK)
+            score_accumulate<C, true>(s, Qs, Ks, ty, tx, DK);
+          else
+            score_accumulate<C, false>(s, Qs, Ks, ty, tx, kend_last);
+          __syncthreads();
+        }
+      }
+
+      // Scores to base 2 with masks; whole tiles inside the band skip the tests.
+      const bool full = p.mask_kind == kMaskNone && j0 + BN <= j_end &&
+                        j0 >= row_last + a.band_lo && j0 + BN - 1 <= m0 + a.band_hi;
+      T tmax[TM];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) {
+        tmax[i] = neg_inf<T>();
+        const std::int64_t row = m0 + ty + RG * i;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+          T x = s[i][j] * sl2;
+          if (!full) {
+            const std::int64_t col = j0 + tx + CG * j;
+            T bias = 0;
+            const bool kept =
+                row < a.M && col < j_end && key_kept<T>(p, mask_head, row, col, &bias);
+            x = kept ? x + bias : neg_inf<T>();
+          }
+          s[i][j] = x;
+          tmax[i] = fmax_(tmax[i], x);
+        }
+#pragma unroll
+        for (int sh = CG / 2; sh > 0; sh >>= 1)
+          tmax[i] = fmax_(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], sh));
+        const T m_new = fmax_(m_run[i], tmax[i]);
+        // The guard only picks the exponent base; m_run keeps the true max.
+        const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
+        const T alpha = fexp2(m_run[i] - m_use);
+        m_run[i] = m_new;
+        l_run[i] *= alpha;
+#pragma unroll
+        for (int c = 0; c < OCH * VEC; ++c) o[i][c] *= alpha;
+        T ls = 0;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+          const T pj = fexp2(s[i][j] - m_use);
+          ls += pj;
+          Ps[(ty + RG * i) * LDP + tx + CG * j] = pj;
+        }
+        l_run[i] += ls;
+      }
+
+      if (resident)
+        cp_async_wait<1>();  // V of this tile; the next K may still be in flight
+      else
+        cp_async_wait<0>();
+      __syncthreads();
+#pragma unroll 2
+      for (int jj = 0; jj < BN; jj += VEC) {
+        V pv[TM];
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+          pv[i] = *reinterpret_cast<const V*>(Ps + (ty + RG * i) * LDP + jj);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          V vv[OCH];
+#pragma unroll
+          for (int g = 0; g < OCH; ++g)
+            vv[g] = *reinterpret_cast<const V*>(Vs + (jj + e) * LDV + (tx + CG * g) * VEC);
+#pragma unroll
+          for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int g = 0; g < OCH; ++g)
+#pragma unroll
+              for (int c = 0; c < VEC; ++c)
+                o[i][g * VEC + c] = fma(vget<T>(pv[i], e), vget<T>(vv[g], c), o[i][g * VEC + c]);
+        }
+      }
+      if (!resident) __syncthreads();
+    }
+    cp_async_wait<0>();
+  }
+
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int sh = CG / 2; sh > 0; sh >>= 1)
+      l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], sh);
+
+  const bool final_out = p.splits == 1;
+  T* outg = static_cast<T*>(a.out) + off.o;
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const std::int64_t row = m0 + ty + RG * i;
+    if (row >= a.M) continue;
+    const T l = l_run[i];
+    // l == 0 only for a row with no kept key (o is 0 too); a NaN l stays NaN.
+    const T inv = final_out ? (l == T(0) ? T(0) : T(1) / l) : T(1);
+    T* dst;
+    std::int64_t cs;
+    bool vec_ok;
+    if (final_out) {
+      dst = outg + row * a.o_ms;
+      cs = a.o_ds;
+      vec_ok = p.o_vec;
+    } else {
+      const std::int64_t r = (split * p.bh + bh) * a.M + row;
+      dst = static_cast<T*>(p.part_acc) + r * a.dv;
+      cs = 1;
+      vec_ok = (a.dv % VEC) == 0;
+    }
+#pragma unroll
+    for (int g = 0; g < OCH; ++g) {
+      const std::int64_t col = c0v + (tx + CG * g) * VEC;
+      if (vec_ok && col + VEC <= a.dv) {
+        V w;
+        T* wp = reinterpret_cast<T*>(&w);
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) wp[c] = o[i][g * VEC + c] * inv;
+        *reinterpret_cast<V*>(dst + col) = w;
+      } else {
+#pragma unroll
+        for (int c = 0; c < VEC; ++c)
+          if (col + c < a.dv) dst[(col + c) * cs] = o[i][g * VEC + c] * inv;
+      }
+    }
+    if (tx == 0 && dc == 0) {
+      if (final_out) {
+        if (a.lse) {
+          const T lse = l == T(0) ? neg_inf<T>()
+                                  : (m_run[i] + flog2(l)) * static_cast<T>(0.6931471805599453);
+          static_cast<T*>(a.lse)[off.l + row * a.l_ms] = lse;
+        }
+      } else {
+        const std::int64_t r = (split * p.bh + bh) * a.M + row;
+        static_cast<T*>(p.part_ml)[2 * r] = m_run[i];
+        static_cast<T*>(p.part_ml)[2 * r + 1] = l;
+      }
+    }
+  }
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,55 @@
+#pragma once
+// Builds Variant entries from kernel configurations (only the variant .cu
+// files include this: it instantiates the kernels).
+#include "cuda/attention_decode.cuh"
+#include "cuda/attention_tiled.cuh"
+#include "cuda/attention_variants.hpp"
+
+namespace strata::cuda {
+
+template <class C>
+void launch_tiled(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
+  attn_tiled_kernel<C><<<grid, C::NT, smem, st>>>(p);
+}
+template <class C>
+void launch_decode(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
+  attn_decode_kernel<C><<<grid, C::NT, smem, st>>>(p);
+}
+
+template <class C>
+Variant tiled(const char* name, bool dflt, std::int64_t max_d, std::int64_t max_dv) {
+  using T = typename C::type;
+  return Variant{name,
+                 dtype_of_v<T>,
+                 false,
+                 dflt,
+                 max_d,
+                 max_dv,
+                 C::BM,
+                 C::BN,
+                 C::DV,
+                 C::NT,
+                 C::smem_bytes,
+                 reinterpret_cast<const void*>(&attn_tiled_kernel<C>),
+                 &launch_tiled<C>};
+}
+
+template <class C>
+Variant decode(const char* name, bool dflt = true) {
+  using T = typename C::type;
+  return Variant{name,
+                 dtype_of_v<T>,
+                 true,
+                 dflt,
+                 C::max_d,
+                 C::max_dv,
+                 1,
+                 C::WARPS * C::U,
+                 C::max_dv,
+                 C::NT,
+                 C::smem_bytes,
+                 reinterpret_cast<const void*>(&attn_decode_kernel<C>),
+                 &launch_decode<C>};
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,32 @@
+#pragma once
+// The compiled kernel variants the launcher chooses from. Each .cu file of
+// variants instantiates the kernels of one dtype (they compile in parallel).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cuda/attention_common.cuh"
+#include "strata/dtype.hpp"
+
+namespace strata::cuda {
+
+struct Variant {
+  const char* name;
+  DType dtype;
+  bool decode;
+  bool is_default;             // chosen automatically (others only by STRATA_CUDA_VARIANT)
+  std::int64_t max_d, max_dv;  // head dims it serves; 0 = any
+  int bm, bn, dv_tile;         // query rows, keys per step, output columns per block
+  int threads;
+  std::size_t smem;
+  const void* kernel;
+  void (*launch)(const AttnParams&, int grid, std::size_t smem, cudaStream_t);
+};
+
+// In launcher order: the first default variant that serves a call is used.
+const std::vector<Variant>& variants_f32();
+const std::vector<Variant>& variants_f64();
+
+}  // namespace strata::cuda

@@ -1,0 +1,220 @@
+// strata::DeviceRuntime for CUDA: checked allocation, byte copies between
+// host and device, and a strided element copy kernel on the device.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "strata/dtype.hpp"
+
+namespace strata::cuda {
+namespace {
+
+// Kernel argument for the strided copy: both layouts over one shape.
+struct CopyParams {
+  int rank;
+  std::int64_t numel;
+  std::int64_t shape[kMaxDims];
+  std::int64_t dst_strides[kMaxDims];
+  std::int64_t src_strides[kMaxDims];
+  char* dst;
+  const char* src;
+};
+
+template <class E>
+__global__ void strided_copy_kernel(CopyParams p) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < p.numel;
+       i += stride) {
+    std::int64_t rest = i, doff = 0, soff = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const std::int64_t n = p.shape[d];
+      const std::int64_t idx = rest % n;
+      rest /= n;
+      doff += idx * p.dst_strides[d];
+      soff += idx * p.src_strides[d];
+    }
+    reinterpret_cast<E*>(p.dst)[doff] = reinterpret_cast<const E*>(p.src)[soff];
+  }
+}
+
+template <class E>
+void launch_strided_copy(const CopyParams& p) {
+  const int threads = 256;
+  const std::int64_t want = (p.numel + threads - 1) / threads;
+  const int blocks = static_cast<int>(want < 65536 ? want : 65536);
+  strided_copy_kernel<E><<<blocks, threads>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+bool is_row_major(const StridedLayout& l) {
+  std::int64_t expect = 1;
+  for (int d = l.rank - 1; d >= 0; --d) {
+    if (l.shape[d] != 1 && l.strides[d] != expect) return false;
+    expect *= l.shape[d];
+  }
+  return true;
+}
+
+// Makes `index` current for the scope and restores the previous device.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index) {
+    CUDA_CHECK(cudaGetDevice(&prev_));
+    if (prev_ != index) CUDA_CHECK(cudaSetDevice(index));
+    changed_ = prev_ != index;
+  }
+  ~DeviceGuard() {
+    if (changed_) (void)cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+  bool changed_ = false;
+};
+
+class CudaRuntime final : public DeviceRuntime {
+ public:
+  CudaRuntime() { count_ = probe_devices(&why_); }
+
+  DeviceType type() const override { return DeviceType::cuda; }
+  int device_count() const override { return count_; }
+  std::string unavailable_reason() const override { return count_ > 0 ? std::string() : why_; }
+
+  std::string describe(int index) const override {
+    check_index(index, "cuda.describe");
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "cuda:%d %s, %.1f GiB, %d SMs, compute capability %d.%d",
+                  index, prop.name, double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
+                  prop.multiProcessorCount, prop.major, prop.minor);
+    return buf;
+  }
+
+  void* allocate(std::size_t nbytes, int index) override {
+    check_index(index, "cuda.allocate");
+    if (nbytes == 0) return nullptr;
+    DeviceGuard g(index);
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, nbytes);
+    if (err != cudaSuccess) {
+      // Out of memory is not sticky: clearing it keeps the process usable.
+      (void)cudaGetLastError();
+      fail("cuda.allocate", "cudaMalloc of ", nbytes, " bytes on cuda:", index,
+           " failed: ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
+    }
+    return p;
+  }
+
+  void deallocate(void* p, int index) noexcept override {
+    if (!p) return;
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = index;
+    if (prev != index) (void)cudaSetDevice(index);
+    // Never throws: a failing free (driver shutting down) is only reported.
+    const cudaError_t err = cudaFree(p);
+    if (err != cudaSuccess && err != cudaErrorCudartUnloading) {
+      (void)cudaGetLastError();
+      std::fprintf(stderr, "strata: cudaFree failed: %s\n", cudaGetErrorString(err));
+    }
+    if (prev != index) (void)cudaSetDevice(prev);
+  }
+
+  void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev,
+                  std::size_t nbytes) override {
+    if (nbytes == 0) return;
+    const int index = dst_dev.type == DeviceType::cuda ? dst_dev.index : src_dev.index;
+    check_index(index, "cuda.copy_bytes");
+    DeviceGuard g(index);
+    const bool d2d = dst_dev.type == DeviceType::cuda && src_dev.type == DeviceType::cuda;
+    if (d2d && dst_dev.index != src_dev.index) {
+      CUDA_CHECK(cudaMemcpyPeer(dst, dst_dev.index, src, src_dev.index, nbytes));
+    } else {
+      // Unified addressing: the runtime infers the direction from the pointers.
+      CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDefault));
+    }
+    // Device-to-device cudaMemcpy returns before the copy ends; the contract
+    // is synchronous with respect to the host.
+    if (d2d) CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  void copy_strided(const StridedLayout& dst, const StridedLayout& src, DType dt,
+                    Device dev) override {
+    check(dst.rank == src.rank, "cuda.copy_strided", "rank mismatch: dst ", dst.rank, ", src ",
+          src.rank);
+    check(dst.rank >= 0 && dst.rank <= kMaxDims, "cuda.copy_strided", "rank ", dst.rank,
+          " out of range");
+    check_index(dev.index, "cuda.copy_strided");
+    CopyParams p{};
+    p.rank = dst.rank;
+    p.numel = 1;
+    for (int d = 0; d < dst.rank; ++d) {
+      check(dst.shape[d] == src.shape[d], "cuda.copy_strided", "shape mismatch at dim ", d,
+            ": dst ", dst.shape[d], ", src ", src.shape[d]);
+      p.shape[d] = dst.shape[d];
+      p.dst_strides[d] = dst.strides[d];
+      p.src_strides[d] = src.strides[d];
+      p.numel *= dst.shape[d];
+    }
+    if (p.numel == 0) return;
+    const std::size_t isz = itemsize(dt);
+    DeviceGuard g(dev.index);
+    if (is_row_major(dst) && is_row_major(src)) {
+      CUDA_CHECK(cudaMemcpy(dst.data, src.data, std::size_t(p.numel) * isz,
+                            cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      return;
+    }
+    p.dst = static_cast<char*>(dst.data);
+    p.src = static_cast<const char*>(src.data);
+    switch (isz) {
+      case 1: launch_strided_copy<std::uint8_t>(p); break;
+      case 2: launch_strided_copy<std::uint16_t>(p); break;
+      case 4: launch_strided_copy<std::uint32_t>(p); break;
+      case 8: launch_strided_copy<std::uint64_t>(p); break;
+      default: fail("cuda.copy_strided", "unsupported item size ", isz);
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  void synchronize(int index) override {
+    check_index(index, "cuda.synchronize");
+    DeviceGuard g(index);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+ private:
+  void check_index(int index, const char* op) const {
+    if (count_ == 0) fail(op, "no usable CUDA device: ", why_);
+    check(index >= 0 && index < count_, op, "device index ", index, " out of range (", count_,
+          " CUDA device", count_ == 1 ? "" : "s", ")");
+  }
+
+  int count_ = 0;
+  std::string why_;
+};
+
+}  // namespace
+
+int probe_devices(std::string* why) {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    // Without a driver this is an error, not zero devices: report it as such.
+    (void)cudaGetLastError();
+    if (why) *why = std::string("no CUDA device: ") + cudaGetErrorString(err);
+    return 0;
+  }
+  if (n == 0 && why) *why = "no CUDA device found";
+  return n;
+}
+
+std::unique_ptr<DeviceRuntime> make_runtime() { return std::make_unique<CudaRuntime>(); }
+
+}  // namespace strata::cuda

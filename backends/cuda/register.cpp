@@ -1,0 +1,32 @@
+// Registers the cuda backend: installs the CUDA DeviceRuntime (always, so
+// that core can report a precise reason when there is no device) and the
+// softmax_attention kernels for f32 and f64.
+#include <memory>
+#include <string>
+
+#include "cuda/cuda_backend.hpp"
+#include "strata/registry.hpp"
+
+namespace strata {
+
+void register_cuda_backend(Registry& r) {
+  std::string why;
+  const int count = cuda::probe_devices(&why);
+  install_device_runtime(cuda::make_runtime());
+
+  BackendInfo info;
+  info.name = "cuda";
+  info.device = DeviceType::cuda;
+  info.compiled = true;
+  info.available = count > 0;
+  info.why_not = count > 0 ? std::string() : why;
+  info.description = "streaming (FlashAttention-2 style) CUDA kernels, exact f32/f64 FFMA";
+  r.add_backend(std::move(info));
+
+  r.add_kernel<AttentionArgs>("softmax_attention", "cuda", DType::f32, "cuda.attention.streaming",
+                              &cuda::attention_f32, &cuda::attention_supports);
+  r.add_kernel<AttentionArgs>("softmax_attention", "cuda", DType::f64, "cuda.attention.streaming",
+                              &cuda::attention_f64, &cuda::attention_supports);
+}
+
+}  // namespace strata

@@ -1,0 +1,177 @@
+// softmax_attention on the host: the cpu backend, the reference backend (small
+// shapes only) and a plain Eigen f32 baseline (S = Q K^T, row softmax, S V,
+// materialised) in one binary, f32, one head.
+//
+// Counters: FLOP/s counts 4 * M * N * d per head (Q K^T and P V, d == dv:
+// the figure issue 6 and DESIGN.md section 6 use, halved for causal);
+// bytes/s counts reading q, k, v and writing out once. Each benchmark's last
+// argument is the thread count (OpenMP), so 1- and 2-thread rows sit side by
+// side. Layout variants: "fused" slices q, k, v from one [N, 3 d] buffer
+// (row stride 3 d), "kcol" stores K column-major ([d, N] transposed).
+//
+//   bench_attention_cpu --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   bench_attention_cpu --benchmark_filter=memory   (peak extra memory, M = N = 65536)
+#include <benchmark/benchmark.h>
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/attention.hpp"
+#include "strata/tensor.hpp"
+
+namespace {
+
+using strata::Tensor;
+using i64 = std::int64_t;
+
+enum class Layout { contiguous, fused, kcol };
+
+struct Inputs {
+  Tensor q, k, v, out;
+};
+
+// q [M, d], k [N, d], v [N, d], out [M, d] (one head), in the given layout.
+Inputs make_inputs(i64 M, i64 N, i64 d, Layout layout) {
+  Inputs in;
+  if (layout == Layout::fused) {
+    // Self-attention style projection output: one row per token, q|k|v side by side.
+    const i64 L = std::max(M, N);
+    Tensor qkv = Tensor::randn({L, 3 * d}, 7);
+    in.q = qkv.slice(0, 0, M).slice(1, 0, d);
+    in.k = qkv.slice(0, 0, N).slice(1, d, 2 * d);
+    in.v = qkv.slice(0, 0, N).slice(1, 2 * d, 3 * d);
+  } else {
+    in.q = Tensor::randn({M, d}, 1);
+    in.k = layout == Layout::kcol ? Tensor::randn({d, N}, 2).transpose(0, 1)
+                                  : Tensor::randn({N, d}, 2);
+    in.v = Tensor::randn({N, d}, 3);
+  }
+  in.out = Tensor::empty({M, d});
+  return in;
+}
+
+void set_counters(benchmark::State& st, i64 M, i64 N, i64 d, int threads) {
+  const double flops = 4.0 * static_cast<double>(M) * static_cast<double>(N) * d;
+  const double bytes = 4.0 * (2.0 * M * d + 2.0 * N * d);
+  st.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = threads;
+}
+
+void bm_backend(benchmark::State& st, std::string backend, Layout layout) {
+  const i64 M = st.range(0), N = st.range(1), d = st.range(2);
+  const int threads = static_cast<int>(st.range(3));
+  omp_set_num_threads(threads);
+  Inputs in = make_inputs(M, N, d, layout);
+  strata::AttentionOptions opt;
+  opt.backend = backend;
+  st.SetLabel(strata::softmax_attention_kernel(in.q, in.k, in.v, opt));
+  for (auto _ : st) {
+    strata::softmax_attention_out(in.out, in.q, in.k, in.v, opt);
+    benchmark::DoNotOptimize(in.out.data_ptr());
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, M, N, d, threads);
+}
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// The baseline a user would write with Eigen: materialise S, softmax each
+// row, multiply. Eigen's products use OpenMP threads where it was built with
+// OpenMP; its vectorisation follows this binary's compile flags.
+void bm_eigen_naive(benchmark::State& st) {
+  const i64 M = st.range(0), N = st.range(1), d = st.range(2);
+  const int threads = static_cast<int>(st.range(3));
+  omp_set_num_threads(threads);
+  Eigen::setNbThreads(threads);
+  const RowMat q = RowMat::Random(M, d), k = RowMat::Random(N, d), v = RowMat::Random(N, d);
+  RowMat s(M, N), out(M, d);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (auto _ : st) {
+    s.noalias() = (q * k.transpose()) * scale;
+    for (i64 i = 0; i < M; ++i) {
+      auto row = s.row(i).array();
+      row = (row - row.maxCoeff()).exp();
+      row /= row.sum();
+    }
+    out.noalias() = s * v;
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, M, N, d, threads);
+}
+
+// Peak resident memory the cpu backend adds on top of its inputs at
+// M = N = 65536, d = 64 (inputs and output: 4 x 16 MiB). Run it on its own
+// (--benchmark_filter=memory): ru_maxrss is a process-wide high-water mark.
+void bm_memory(benchmark::State& st) {
+  const i64 M = st.range(0), N = st.range(1), d = st.range(2);
+  omp_set_num_threads(static_cast<int>(st.range(3)));
+  Inputs in = make_inputs(M, N, d, Layout::contiguous);
+  in.out.fill(0.0);  // touch every page before the baseline reading
+  strata::AttentionOptions opt;
+  opt.backend = "cpu";
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double before = static_cast<double>(ru.ru_maxrss);
+  for (auto _ : st) {
+    strata::softmax_attention_out(in.out, in.q, in.k, in.v, opt);
+    benchmark::ClobberMemory();
+  }
+  getrusage(RUSAGE_SELF, &ru);
+  st.counters["extra_MiB"] = (static_cast<double>(ru.ru_maxrss) - before) / 1024.0;
+  set_counters(st, M, N, d, static_cast<int>(st.range(3)));
+}
+
+struct Shape {
+  i64 M, N, d;
+  bool reference;  // small enough for the reference backend
+};
+
+const Shape kShapes[] = {{1024, 1024, 64, true},
+                         {4096, 4096, 64, false},
+                         {2048, 2048, 128, false},
+                         {1, 65536, 128, true},
+                         {64, 16384, 128, false}};
+
+int register_all() {
+  const int maxt = omp_get_max_threads();
+  std::vector<int> thread_counts{1};
+  if (maxt > 1) thread_counts.push_back(maxt);
+  for (const Shape& s : kShapes) {
+    for (int t : thread_counts) {
+      const std::vector<i64> args{s.M, s.N, s.d, t};
+      benchmark::RegisterBenchmark("cpu", bm_backend, std::string("cpu"), Layout::contiguous)
+          ->Args(args)->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (s.M > 1) {  // strided views; decode reads k, v once whatever the layout
+        benchmark::RegisterBenchmark("cpu_fused", bm_backend, std::string("cpu"), Layout::fused)
+            ->Args(args)->UseRealTime()->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark("cpu_kcol", bm_backend, std::string("cpu"), Layout::kcol)
+            ->Args(args)->UseRealTime()->Unit(benchmark::kMillisecond);
+      }
+      benchmark::RegisterBenchmark("eigen_naive", bm_eigen_naive)->Args(args)->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (s.reference && t == maxt)
+        benchmark::RegisterBenchmark("reference", bm_backend, std::string("reference"),
+                                     Layout::contiguous)
+            ->Args(args)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::RegisterBenchmark("memory", bm_memory)->Args({65536, 65536, 64, maxt})->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_all();
+  // Wall time: the work runs on OpenMP threads, not the benchmark's thread.
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

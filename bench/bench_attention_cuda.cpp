@@ -1,0 +1,155 @@
+// softmax_attention on the cuda backend, timed with CUDA events after
+// warm-up (Google Benchmark manual time). Each shape reports TFLOP/s
+// (4*M*N*d per head for d == dv, halved for causal) and GB/s (q, k, v read
+// once, out written once). bench/peer_attention.py runs the same shapes
+// through PyTorch and reads this binary's JSON output.
+//
+//   bench_attention_cuda --benchmark_out=cuda.json --benchmark_out_format=json
+//   STRATA_CUDA_VARIANT=<name> forces a kernel variant (tuning).
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "strata/attention.hpp"
+#include "strata/tensor.hpp"
+
+namespace {
+
+using strata::Device;
+using strata::DType;
+using strata::Tensor;
+
+struct Shape {
+  const char* name;
+  std::int64_t B, H, M, N, d;
+  bool causal = false;
+  bool fused = false;  // q, k, v sliced out of one [B, L, 3, H, d] buffer
+  bool two_d = false;  // q [M, d] (no batch, no head dim)
+  DType dt = DType::f32;
+  bool kt = false;  // k stored column-major ([d, N] transposed)
+};
+
+// Kept in step with SHAPES in bench/peer_attention.py.
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> s = {
+      {"single_1024_d64", 1, 1, 1024, 1024, 64, false, false, true},
+      {"single_4096_d64", 1, 1, 4096, 4096, 64, false, false, true},
+      {"single_8192_d128", 1, 1, 8192, 8192, 128, false, false, true},
+      {"single_4096_d100", 1, 1, 4096, 4096, 100, false, false, true},
+      {"single_4096_d128", 1, 1, 4096, 4096, 128, false, false, true},
+      {"decode_262144_d128", 1, 1, 1, 262144, 128, false, false, true},
+      {"decode_b8h32_32768_d128", 8, 32, 1, 32768, 128},
+      {"b4h16_4096_d64", 4, 16, 4096, 4096, 64},
+      {"b4h16_4096_d64_causal", 4, 16, 4096, 4096, 64, true},
+      {"b4h16_4096_d64_fused", 4, 16, 4096, 4096, 64, false, true},
+      {"b1h32_8192_d128", 1, 32, 8192, 8192, 128},
+      {"b1h32_8192_d128_causal", 1, 32, 8192, 8192, 128, true},
+      {"b1h32_8192_d128_fused", 1, 32, 8192, 8192, 128, false, true},
+      {"single_4096_d64_kt", 1, 1, 4096, 4096, 64, false, false, true, DType::f32, true},
+      {"f64_single_2048_d64", 1, 1, 2048, 2048, 64, false, false, true, DType::f64},
+  };
+  return s;
+}
+
+double flops(const Shape& s) {
+  const double f = 4.0 * double(s.B * s.H) * double(s.M) * double(s.N) * double(s.d);
+  return s.causal ? f / 2 : f;
+}
+
+double bytes(const Shape& s) {
+  const double isz = s.dt == DType::f64 ? 8 : 4;
+  return isz * double(s.B * s.H) * double(2 * s.M * s.d + 2 * s.N * s.d);
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+void run_shape(benchmark::State& state, const Shape& s) {
+  const Device gpu = Device::cuda(0);
+  const std::uint64_t seed = 42;
+  Tensor q, k, v;
+  if (s.fused) {
+    const Tensor qkv = Tensor::randn({s.B, s.M, 3, s.H, s.d}, seed, s.dt, gpu);
+    q = qkv.select(2, 0).transpose(1, 2);  // [B, H, L, d], row stride 3*H*d
+    k = qkv.select(2, 1).transpose(1, 2);
+    v = qkv.select(2, 2).transpose(1, 2);
+  } else if (s.two_d) {
+    q = Tensor::randn({s.M, s.d}, seed, s.dt, gpu);
+    k = s.kt ? Tensor::randn({s.d, s.N}, seed + 1, s.dt, gpu).transpose(0, 1)
+             : Tensor::randn({s.N, s.d}, seed + 1, s.dt, gpu);
+    v = Tensor::randn({s.N, s.d}, seed + 2, s.dt, gpu);
+  } else {
+    q = Tensor::randn({s.B, s.H, s.M, s.d}, seed, s.dt, gpu);
+    k = Tensor::randn({s.B, s.H, s.N, s.d}, seed + 1, s.dt, gpu);
+    v = Tensor::randn({s.B, s.H, s.N, s.d}, seed + 2, s.dt, gpu);
+  }
+  strata::AttentionOptions opt;
+  opt.backend = "cuda";
+  if (s.causal) opt.causal = strata::Causal::bottom_right;
+  strata::Shape oshape = q.shape();
+  oshape.back() = s.d;
+  const Tensor out = Tensor::empty(oshape, s.dt, gpu);
+  state.SetLabel(strata::softmax_attention_kernel(q, k, v, opt));
+
+  // Several calls per timed iteration for short problems so that host-side
+  // dispatch stays hidden behind queued GPU work.
+  const double est_s = flops(s) / 15e12 + bytes(s) / 3e12;
+  const int reps = est_s < 2e-4 ? 20 : est_s < 2e-3 ? 5 : 1;
+  for (int i = 0; i < 3; ++i) strata::softmax_attention_out(out, q, k, v, opt);
+  check_cuda(cudaDeviceSynchronize(), "warm-up");
+
+  cudaEvent_t start, stop;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  for (auto _ : state) {
+    check_cuda(cudaEventRecord(start, nullptr), "cudaEventRecord");
+    for (int r = 0; r < reps; ++r) strata::softmax_attention_out(out, q, k, v, opt);
+    check_cuda(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    state.SetIterationTime(double(ms) / 1e3 / reps);
+  }
+  check_cuda(cudaEventDestroy(start), "cudaEventDestroy");
+  check_cuda(cudaEventDestroy(stop), "cudaEventDestroy");
+  state.counters["TFLOPs"] =
+      benchmark::Counter(flops(s) / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GBps"] =
+      benchmark::Counter(bytes(s) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flop"] = flops(s);
+  state.counters["bytes"] = bytes(s);
+}
+
+int register_all() {
+  for (const Shape& s : shapes()) {
+    benchmark::RegisterBenchmark((std::string("attention_cuda/") + s.name).c_str(),
+                                 [&s](benchmark::State& st) { run_shape(st, s); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("bench_attention_cuda: no CUDA device; nothing to time\n");
+    return 0;
+  }
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Peer comparison for Strata's cuda attention (fp32, exact: TF32 off).
+
+Runs the shapes of bench/bench_attention_cuda.cpp through PyTorch's
+scaled_dot_product_attention with every backend that accepts fp32 (the
+others are reported as n/a) and through the naive matmul-softmax-matmul
+path, in the same run as the Strata benchmark, and prints one table of
+TFLOP/s (4*M*N*d per head, halved for causal) with the ratio of Strata to
+the best peer per shape.
+
+    python3 bench/peer_attention.py --strata cuda.json [--out table.md]
+"""
+import argparse
+import json
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+
+# name: (B, H, M, N, d, causal, fused, two_d, dtype, kt); kept in step with
+# shapes() in bench/bench_attention_cuda.cpp.
+SHAPES = {
+    "single_1024_d64": (1, 1, 1024, 1024, 64, False, False, True, torch.float32, False),
+    "single_4096_d64": (1, 1, 4096, 4096, 64, False, False, True, torch.float32, False),
+    "single_8192_d128": (1, 1, 8192, 8192, 128, False, False, True, torch.float32, False),
+    "single_4096_d100": (1, 1, 4096, 4096, 100, False, False, True, torch.float32, False),
+    "single_4096_d128": (1, 1, 4096, 4096, 128, False, False, True, torch.float32, False),
+    "decode_262144_d128": (1, 1, 1, 262144, 128, False, False, True, torch.float32, False),
+    "decode_b8h32_32768_d128": (8, 32, 1, 32768, 128, False, False, False, torch.float32, False),
+    "b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float32, False),
+    "b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.float32, False),
+    "b4h16_4096_d64_fused": (4, 16, 4096, 4096, 64, False, True, False, torch.float32, False),
+    "b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float32, False),
+    "b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False, torch.float32, False),
+    "b1h32_8192_d128_fused": (1, 32, 8192, 8192, 128, False, True, False, torch.float32, False),
+    "single_4096_d64_kt": (1, 1, 4096, 4096, 64, False, False, True, torch.float32, True),
+    "f64_single_2048_d64": (1, 1, 2048, 2048, 64, False, False, True, torch.float64, False),
+}
+
+
+def flops(B, H, M, N, d, causal):
+    f = 4.0 * B * H * M * N * d
+    return f / 2 if causal else f
+
+
+def make_inputs(B, H, M, N, d, fused, dt, kt):
+    g = torch.Generator(device="cuda").manual_seed(42)
+    if fused:
+        qkv = torch.randn(B, M, 3, H, d, device="cuda", dtype=dt, generator=g)
+        return (qkv[:, :, 0].transpose(1, 2), qkv[:, :, 1].transpose(1, 2),
+                qkv[:, :, 2].transpose(1, 2))
+    q = torch.randn(B, H, M, d, device="cuda", dtype=dt, generator=g)
+    if kt:
+        k = torch.randn(B, H, d, N, device="cuda", dtype=dt, generator=g).transpose(-1, -2)
+    else:
+        k = torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g)
+    v = torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g)
+    return q, k, v
+
+
+def bottom_right_mask(M, N):
+    i = torch.arange(M, device="cuda")[:, None]
+    j = torch.arange(N, device="cuda")[None, :]
+    return j <= i + (N - M)
+
+
+def time_ms(fn):
+    from triton.testing import do_bench
+    return do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def peers(q, k, v, causal):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    M, N = q.shape[-2], k.shape[-2]
+    mask = bottom_right_mask(M, N) if causal and M != N else None
+    is_causal = causal and M == N  # PyTorch's is_causal is top-left; equal for M == N
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    out = {}
+    for name, be in [("sdpa_math", SDPBackend.MATH),
+                     ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION),
+                     ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
+                     ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION)]:
+        def run(be=be):
+            with sdpa_kernel(be):
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                      is_causal=is_causal)
+        try:
+            run()
+            torch.cuda.synchronize()
+            out[name] = time_ms(run)
+        except Exception as e:  # backend does not accept these inputs
+            out[name] = None
+            print(f"  {name}: n/a ({str(e).splitlines()[0][:90]})", file=sys.stderr)
+        torch.cuda.empty_cache()
+
+    def naive():
+        s = torch.matmul(q, k.transpose(-1, -2)) * scale
+        if causal:
+            s = s.masked_fill(~bottom_right_mask(M, N), float("-inf"))
+        return torch.matmul(torch.softmax(s, dim=-1), v)
+    try:
+        naive()
+        torch.cuda.synchronize()
+        out["naive"] = time_ms(naive)
+    except Exception as e:
+        out["naive"] = None
+        print(f"  naive: n/a ({str(e).splitlines()[0][:90]})", file=sys.stderr)
+    torch.cuda.empty_cache()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", help="bench_attention_cuda JSON output")
+    ap.add_argument("--out", help="write the markdown table here too")
+    ap.add_argument("--only", nargs="*", help="shape names")
+    args = ap.parse_args()
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+    strata = {}
+    if args.strata:
+        with open(args.strata) as f:
+            for b in json.load(f)["benchmarks"]:
+                name = b["name"].split("/", 1)[1].split("/")[0]
+                unit = {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b.get("time_unit", "ms")]
+                strata[name] = (b["real_time"] * unit, b.get("label", ""))
+
+    cols = ["sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive"]
+    lines = ["| shape | Strata ms | Strata TFLOP/s | " + " | ".join(cols) +
+             " | best peer | Strata / best |",
+             "|---|---|---|" + "---|" * len(cols) + "---|---|"]
+    for name, (B, H, M, N, d, causal, fused, two_d, dt, kt) in SHAPES.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        q, k, v = make_inputs(B, H, M, N, d, fused, dt, kt)
+        res = peers(q, k, v, causal)
+        del q, k, v
+        torch.cuda.empty_cache()
+        f = flops(B, H, M, N, d, causal)
+        tf = {c: (f / (res[c] * 1e-3) / 1e12 if res.get(c) else None) for c in cols}
+        valid = [c for c in cols if tf[c]]
+        best = max(valid, key=lambda c: tf[c]) if valid else None
+        s_ms, label = strata.get(name, (None, ""))
+        s_tf = f / (s_ms * 1e-3) / 1e12 if s_ms else None
+
+        def fmt(x, ms=None):
+            if x is None:
+                return "n/a"
+            return f"{x:.2f}" + (f" ({ms:.3f} ms)" if ms is not None else "")
+        row = [name, f"{s_ms:.4f}" if s_ms else "n/a", fmt(s_tf)]
+        row += [fmt(tf[c], res[c]) for c in cols]
+        row += [f"{best} {tf[best]:.2f}" if best else "n/a",
+                f"{s_tf / tf[best]:.2f}x" if (best and s_tf) else "n/a"]
+        lines.append("| " + " | ".join(row) + " |")
+    table = "\n".join(lines)
+    print(f"\nGPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, fp32 TF32 off, "
+          f"TFLOP/s = 4*M*N*d per head (causal halved); peers: median ms (triton do_bench)")
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+#include "strata/storage.hpp"
+
+#include <new>
+#include <utility>
+
+#include "strata/device_runtime.hpp"
+#include "strata/error.hpp"
+
+namespace strata {
+
+namespace {
+
+constexpr std::align_val_t kHostAlignment{64};
+
+// The runtime that owns `dev`'s memory, checked to be built and usable.
+DeviceRuntime& runtime_for(Device dev, const char* op) {
+  DeviceRuntime* rt = device_runtime(dev.type);
+  check(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ", dev.str(),
+        ")");
+  const int count = rt->device_count();
+  check(count > 0, op, "device ", dev.str(), " unavailable: ", rt->unavailable_reason());
+  check(dev.index >= 0 && dev.index < count, op, "device ", dev.str(), " out of range (", count,
+        " ", device_type_name(dev.type), " device(s))");
+  return *rt;
+}
+
+}  // namespace
+
+Storage::Storage(void* data, std::size_t nbytes, Device device, bool owned,
+                 std::shared_ptr<void> keep_alive)
+    : data_(data),
+      nbytes_(nbytes),
+      device_(device),
+      owned_(owned),
+      keep_alive_(std::move(keep_alive)) {}
+
+std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
+  void* p = nullptr;
+  if (device.is_cpu()) {
+    try {
+      // A zero-byte request still gets a unique, aligned, non-null block.
+      p = ::operator new(nbytes == 0 ? 1 : nbytes, kHostAlignment);
+    } catch (const std::bad_alloc&) {
+      fail("Storage::allocate", "out of host memory allocating ", nbytes, " bytes");
+    }
+  } else {
+    DeviceRuntime& rt = runtime_for(device, "Storage::allocate");
+    p = rt.allocate(nbytes, device.index);
+  }
+  try {
+    return std::shared_ptr<Storage>(new Storage(p, nbytes, device, true, nullptr));
+  } catch (...) {
+    if (device.is_cpu()) {
+      ::operator delete(p, kHostAlignment);
+    } else {
+      device_runtime(device.type)->deallocate(p, device.index);
+    }
+    throw;
+  }
+}
+
+std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t nbytes, Device device,
+                                       std::shared_ptr<void> keep_alive) {
+  check(data != nullptr || nbytes == 0, "Storage::wrap", "null data pointer with nbytes ", nbytes);
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, false, std::move(keep_alive)));
+}
+
+Storage::~Storage() {
+  if (!owned_) return;
+  if (device_.is_cpu()) {
+    ::operator delete(data_, kHostAlignment);
+  } else if (DeviceRuntime* rt = device_runtime(device_.type)) {
+    rt->deallocate(data_, device_.index);
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,176 @@
+// Copies between any two layouts and devices. The host path is a strided
+// loop here in core; anything touching another device goes through that
+// device's DeviceRuntime (contiguous byte copies across devices, strided
+// copies within one device).
+#include <cstring>
+
+#include "strata/tensor.hpp"
+
+namespace strata {
+
+namespace {
+
+DeviceRuntime& runtime_of(Device dev, const char* op) {
+  DeviceRuntime* rt = device_runtime(dev.type);
+  check(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ", dev.str(),
+        ")");
+  return *rt;
+}
+
+// dst[i] = src[i] over `shape` for elements of N bytes; both pointers address
+// element [0, ..., 0], strides in elements. memcpy because wrapped caller
+// memory need not be aligned.
+template <std::size_t N>
+void host_copy_n(char* dst, const std::int64_t* dstr, const char* src, const std::int64_t* sstr,
+                 const std::int64_t* shape, int rank) {
+  if (rank == 0) {
+    std::memcpy(dst, src, N);
+    return;
+  }
+  const int last = rank - 1;
+  const std::int64_t n = shape[last];
+  const std::int64_t dinner = dstr[last] * static_cast<std::int64_t>(N);
+  const std::int64_t sinner = sstr[last] * static_cast<std::int64_t>(N);
+  std::int64_t idx[kMaxDims] = {};
+  std::int64_t doff = 0, soff = 0;  // byte offsets of the current row
+  for (;;) {
+    char* d = dst + doff;
+    const char* s = src + soff;
+    for (std::int64_t i = 0; i < n; ++i) std::memcpy(d + i * dinner, s + i * sinner, N);
+    // Odometer over the outer dims.
+    int k = last - 1;
+    for (; k >= 0; --k) {
+      doff += dstr[k] * static_cast<std::int64_t>(N);
+      soff += sstr[k] * static_cast<std::int64_t>(N);
+      if (++idx[k] < shape[k]) break;
+      doff -= dstr[k] * shape[k] * static_cast<std::int64_t>(N);
+      soff -= sstr[k] * shape[k] * static_cast<std::int64_t>(N);
+      idx[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+
+// Both on the host, same shape (src already broadcast), same dtype, non-empty.
+void host_copy(const Tensor& dst, const Tensor& src) {
+  const std::size_t isz = itemsize(dst.dtype());
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    std::memmove(dst.data_ptr(), src.data_ptr(), static_cast<std::size_t>(dst.numel()) * isz);
+    return;
+  }
+  char* d = static_cast<char*>(dst.data_ptr());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  const auto* ds = dst.strides().data();
+  const auto* ss = src.strides().data();
+  const auto* sh = dst.shape().data();
+  const int r = dst.dim();
+  switch (isz) {
+    case 1:
+      return host_copy_n<1>(d, ds, s, ss, sh, r);
+    case 2:
+      return host_copy_n<2>(d, ds, s, ss, sh, r);
+    case 4:
+      return host_copy_n<4>(d, ds, s, ss, sh, r);
+    case 8:
+      return host_copy_n<8>(d, ds, s, ss, sh, r);
+    default:
+      fail("Tensor::copy_from", "unsupported item size ", isz);
+  }
+}
+
+bool same_layout(const Tensor& a, const Tensor& b) {
+  return a.storage()->data() == b.storage()->data() && a.offset() == b.offset() &&
+         a.shape() == b.shape() && a.strides() == b.strides();
+}
+
+}  // namespace
+
+const Tensor& Tensor::copy_from(const Tensor& source) const {
+  const char* op = "Tensor::copy_from";
+  check(defined(), op, "destination is undefined");
+  check(source.defined(), op, "source is undefined");
+  check(source.dtype() == dtype_, op, "source dtype ", dtype_name(source.dtype()),
+        " differs from destination dtype ", dtype_name(dtype_), "; convert with to(DType) first");
+  Tensor src;
+  try {
+    src = source.expand(shape_);
+  } catch (const Error&) {
+    fail(op, "cannot broadcast source shape ", shape_str(source.shape()), " to destination shape ",
+         shape_str(shape_));
+  }
+  if (numel() == 0 || same_layout(*this, src)) return *this;
+  // A source that shares bytes with us could be overwritten before it is read.
+  if (may_overlap(*this, src)) src = src.clone();
+
+  const Device dd = device(), sd = src.device();
+  if (dd.is_cpu() && sd.is_cpu()) {
+    host_copy(*this, src);
+    return *this;
+  }
+  if (dd == sd) {
+    DeviceRuntime& rt = runtime_of(dd, op);
+    if (is_contiguous() && src.is_contiguous()) {
+      rt.copy_bytes(data_ptr(), dd, src.data_ptr(), sd,
+                    static_cast<std::size_t>(numel()) * itemsize(dtype_));
+    } else {
+      rt.copy_strided(layout(), src.layout(), dtype_, dd);
+    }
+    return *this;
+  }
+  // Across devices: make the source contiguous where it lives, move the bytes,
+  // then scatter into our layout on our own device.
+  const Tensor packed = src.contiguous();
+  if (!dd.is_cpu() && !sd.is_cpu() && dd.type != sd.type) {  // no runtime spans two kinds
+    copy_from(packed.to(Device::cpu()));
+    return *this;
+  }
+  const Tensor target = is_contiguous() ? *this : Tensor::empty(shape_, dtype_, dd);
+  DeviceRuntime& rt = runtime_of(dd.is_cpu() ? sd : dd, op);
+  rt.copy_bytes(target.data_ptr(), dd, packed.data_ptr(), sd,
+                static_cast<std::size_t>(numel()) * itemsize(dtype_));
+  if (!is_contiguous()) copy_from(target);
+  return *this;
+}
+
+Tensor Tensor::contiguous() const {
+  check(defined(), "Tensor::contiguous", "tensor is undefined");
+  return is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::clone() const {
+  check(defined(), "Tensor::clone", "tensor is undefined");
+  Tensor out = empty(shape_, dtype_, device());
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::to(Device dev) const {
+  check(defined(), "Tensor::to", "tensor is undefined");
+  if (dev == device()) return *this;
+  Tensor out = empty(shape_, dtype_, dev);
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::to(DType dt) const {
+  check(defined(), "Tensor::to", "tensor is undefined");
+  if (dt == dtype_) return *this;
+  const Tensor src = to(Device::cpu()).contiguous();
+  Tensor out = empty(shape_, dt, Device::cpu());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  char* d = static_cast<char*>(out.data_ptr());
+  const std::size_t si = itemsize(dtype_), di = itemsize(dt);
+  const auto n = static_cast<std::size_t>(numel());
+  for (std::size_t i = 0; i < n; ++i)
+    store_from_double(d + i * di, dt, load_as_double(s + i * si, dtype_));
+  return out.to(device());
+}
+
+void Tensor::fill(double value) const {
+  check(defined(), "Tensor::fill", "tensor is undefined");
+  Tensor one = empty({}, dtype_, Device::cpu());
+  store_from_double(one.data_ptr(), dtype_, value);
+  copy_from(one);
+}
+
+}  // namespace strata

@@ -1,0 +1,42 @@
+#pragma once
+// Internal to the softmax_attention front end (and the cross-backend
+// harness, which reuses it to run the same-dtype naive baseline): the
+// validated geometry of one call, and the AttentionArgs built from it.
+#include <cstdint>
+#include <string>
+
+#include "strata/attention.hpp"
+#include "strata/attention_args.hpp"
+#include "strata/tensor.hpp"
+
+namespace strata::detail {
+
+struct AttentionPlan {
+  Shape batch;           // broadcast batch dims of q, k, v (possibly empty)
+  bool has_head = true;  // out has a head dim (false only for 2-D q without batch)
+  std::int64_t Hq = 1, Hkv = 1, M = 0, N = 0, d = 1, dv = 1;
+  Shape out_shape;  // batch + [Hq] + [M, dv]   (head dim only when has_head)
+  Shape lse_shape;  // batch + [Hq] + [M]
+  double scale = 1.0;
+  std::int64_t band_lo = -kNoLimit, band_hi = kNoLimit;
+  Tensor mask;          // expanded (stride 0) to batch + [Hq] + [M, N]; undefined if none
+  std::string backend;  // resolved: "reference", "cpu", "cuda", ...
+  bool empty_output() const { return shape_numel(out_shape) == 0; }
+};
+
+// Validates q, k, v and the options (everything but the outputs) and
+// resolves the backend. Throws strata::Error("<op>: ...") on bad input.
+AttentionPlan plan_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const AttentionOptions& opt);
+
+// Validates caller-supplied out (required) and lse (optional: undefined)
+// against the plan: shape, dtype, device, self-overlap, overlap with inputs.
+void check_attention_outputs(const char* op, const AttentionPlan& plan, const Tensor& out,
+                             const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& mask);
+
+// The plain kernel struct for a validated call.
+AttentionArgs make_attention_args(const AttentionPlan& plan, const Tensor& out, const Tensor& lse,
+                                  const Tensor& q, const Tensor& k, const Tensor& v, void* stream);
+
+}  // namespace strata::detail

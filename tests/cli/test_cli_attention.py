@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""End-to-end test of `strata attention --q/--k/--v --out` on .npy files.
+
+Makes the arrays a new user would make with NumPy (C and Fortran order,
+transposed saves, batched, broadcast batch dims, GQA, bool and float masks,
+causal both ways, windows, custom scale, f32 and f64, empty key sets), runs the
+tool, and compares OUT and LSE with an independent float64 NumPy
+implementation of the attention contract (docs/cli.md, DESIGN.md section 1).
+Then checks that every error exits non-zero with one line on stderr and leaves
+no output file behind.
+
+usage: /usr/bin/python3 test_cli_attention.py /path/to/strata
+Exit 77 (CTest: skipped) when NumPy is missing.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    print("SKIPPED: numpy is not importable by %s; install python3-numpy and run this "
+          "script with /usr/bin/python3" % sys.executable)
+    sys.exit(77)
+
+STRATA = os.path.abspath(sys.argv[1])
+TOL = {np.float32: 1e-5, np.float64: 1e-12}  # relative Frobenius, as `strata attention`
+failures = []
+
+
+# ---- the independent reference --------------------------------------------------------
+def reference(q, k, v, mask=None, causal="none", window=None, align="bottom-right", scale=None):
+    """softmax(scale * q k^T + bias) v in float64, with lse; -inf / 0 for empty rows."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    single = q.ndim == 2
+    if single:
+        q, k, v = q[None], k[None], v[None]
+    hq, m, d = q.shape[-3:]
+    hkv, n = k.shape[-3], k.shape[-2]
+    k = np.repeat(k, hq // hkv, axis=-3)  # query head h reads kv head h // (hq // hkv)
+    v = np.repeat(v, hq // hkv, axis=-3)
+    if scale is None:
+        scale = 1.0 / np.sqrt(d)
+    s = scale * np.matmul(q, np.swapaxes(k, -1, -2))
+    i = np.arange(m)[:, None]
+    j = np.arange(n)[None, :]
+    off = 0 if (causal == "top-left" or align == "top-left") else n - m
+    keep = np.ones((m, n), dtype=bool)
+    if causal != "none":
+        keep &= j <= i + off
+    if window is not None:
+        left, right = window
+        if left >= 0:
+            keep &= j >= i + off - left
+        if right >= 0:
+            keep &= j <= i + off + right
+    if mask is not None:
+        if mask.dtype == np.bool_:
+            keep = keep & mask
+        else:
+            s = s + mask.astype(np.float64)
+    keep = np.broadcast_to(keep, s.shape)
+    s = np.where(keep, s, -np.inf)
+    mx = s.max(axis=-1, keepdims=True, initial=-np.inf)
+    p = np.where(keep & np.isfinite(s), np.exp(s - np.where(np.isfinite(mx), mx, 0.0)), 0.0)
+    l = p.sum(axis=-1, keepdims=True)
+    out = np.where(l > 0, np.matmul(p, v) / np.where(l > 0, l, 1.0), 0.0)
+    lse = np.where(l[..., 0] > 0, mx[..., 0] + np.log(np.where(l[..., 0] > 0, l[..., 0], 1.0)),
+                   -np.inf)
+    if single:
+        out, lse = out[0], lse[0]
+    return out, lse
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def run(args):
+    return subprocess.run([STRATA, "attention", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def rel_err(got, want):
+    got = np.asarray(got, dtype=np.float64)
+    fin = np.isfinite(want)
+    if not np.array_equal(fin, np.isfinite(got)) or not np.array_equal(got[~fin], want[~fin]):
+        return np.inf
+    num = np.linalg.norm(got[fin] - want[fin])
+    den = np.linalg.norm(want[fin])
+    return num / den if den > 0 else num
+
+
+def fail(name, why):
+    failures.append("%s: %s" % (name, why))
+    print("FAIL %s: %s" % (name, why))
+
+
+def leftovers(d):
+    return [f for f in os.listdir(d) if f.startswith(".strata-tmp")]
+
+
+def check_case(tmp, name, q, k, v, mask=None, causal="none", window=None, align="bottom-right",
+               scale=None, backend=None, repeat=None, want_lse=True):
+    print("case %s: q %s %s%s, k %s, v %s%s" % (
+        name, q.shape, q.dtype, " F" if q.flags.f_contiguous and not q.flags.c_contiguous else "",
+        k.shape, v.shape, "" if mask is None else ", mask %s %s" % (mask.shape, mask.dtype)))
+    paths = {}
+    for key, arr in (("q", q), ("k", k), ("v", v), ("mask", mask)):
+        if arr is not None:
+            paths[key] = os.path.join(tmp, "%s_%s.npy" % (name, key))
+            np.save(paths[key], arr)
+    out_path = os.path.join(tmp, name + "_out.npy")
+    lse_path = os.path.join(tmp, name + "_lse.npy")
+    args = ["--q", paths["q"], "--k", paths["k"], "--v", paths["v"], "--out", out_path]
+    if want_lse:
+        args += ["--lse", lse_path]
+    if mask is not None:
+        args += ["--mask", paths["mask"]]
+    if causal != "none":
+        args += ["--causal", causal]
+    if window is not None:
+        args += ["--window=%d,%d" % window]
+    if align != "bottom-right":
+        args += ["--window-align", align]
+    if scale is not None:
+        args += ["--scale", repr(scale)]
+    if backend is not None:
+        args += ["--backend", backend]
+    if repeat is not None:
+        args += ["--repeat", str(repeat)]
+    r = run(args)
+    if r.returncode != 0:
+        return fail(name, "exit %d, stderr: %s" % (r.returncode, r.stderr.strip()))
+    want_out, ref_lse = reference(q, k, v, mask, causal, window, align, scale)
+    out = np.load(out_path)
+    if out.dtype != q.dtype:
+        return fail(name, "out dtype %s, expected %s" % (out.dtype, q.dtype))
+    if not out.flags.c_contiguous:
+        return fail(name, "out is not in C order")
+    if out.shape != want_out.shape:
+        return fail(name, "out shape %s, expected %s" % (out.shape, want_out.shape))
+    tol = TOL[q.dtype.type]
+    e = rel_err(out, want_out)
+    if not e <= tol:
+        return fail(name, "out rel err %.3g > %.0e" % (e, tol))
+    if want_lse:
+        lse = np.load(lse_path)
+        if lse.shape != ref_lse.shape:
+            return fail(name, "lse shape %s, expected %s" % (lse.shape, ref_lse.shape))
+        el = rel_err(lse, ref_lse)
+        if not el <= tol:
+            return fail(name, "lse rel err %.3g > %.0e (or -inf rows differ)" % (el, tol))
+    print("  ok: out rel err %.2e" % e)
+
+
+def check_error(tmp, name, args, expect_code=None):
+    """The command must fail: non-zero exit, one stderr line, no output file."""
+    out_path = os.path.join(tmp, "err_%s_out.npy" % name)
+    lse_path = os.path.join(tmp, "err_%s_lse.npy" % name)
+    full = [a.replace("@OUT", out_path).replace("@LSE", lse_path) for a in args]
+    r = run(full)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    print("error case %s: exit %d, stderr: %s" % (name, r.returncode, r.stderr.strip()))
+    if r.returncode == 0:
+        return fail(name, "exit 0, expected failure")
+    if expect_code is not None and r.returncode != expect_code:
+        return fail(name, "exit %d, expected %d" % (r.returncode, expect_code))
+    if len(lines) != 1 or not lines[0].startswith("strata: error: "):
+        return fail(name, "stderr is not one 'strata: error:' line: %r" % r.stderr)
+    for p in (out_path, lse_path):
+        if os.path.exists(p):
+            return fail(name, "created %s" % p)
+    if leftovers(tmp):
+        return fail(name, "left temporary files %s" % leftovers(tmp))
+
+
+def randn(rng, shape, dtype):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# ---- the cases -------------------------------------------------------------------------
+def correctness_cases(tmp):
+    rng = np.random.default_rng(20261107)
+    f4, f8 = np.float32, np.float64
+
+    # Plain C order, batched, d != dv, M != N.
+    check_case(tmp, "c_f32", randn(rng, (2, 4, 33, 16), f4), randn(rng, (2, 4, 47, 16), f4),
+               randn(rng, (2, 4, 47, 24), f4))
+    # The same in Fortran order (column-major strided tensors inside strata), f64.
+    check_case(tmp, "fortran_f64", np.asfortranarray(randn(rng, (2, 3, 31, 7), f8)),
+               np.asfortranarray(randn(rng, (2, 3, 65, 7), f8)),
+               np.asfortranarray(randn(rng, (2, 3, 65, 5), f8)))
+    # What np.save writes for a transposed array: x.T is F-contiguous, so the file is F order.
+    check_case(tmp, "transposed_save_f32", randn(rng, (16, 20, 3, 2), f4).T,
+               randn(rng, (16, 40, 3, 2), f4).T, randn(rng, (8, 40, 3, 2), f4).T)
+    # Mixed layouts across q, k, v.
+    check_case(tmp, "mixed_layouts", randn(rng, (3, 17, 9), f4),
+               np.asfortranarray(randn(rng, (3, 29, 9), f4)), randn(rng, (3, 29, 9), f4))
+    # A single head: q [M, d].
+    check_case(tmp, "single_head_2d", randn(rng, (9, 5), f8), randn(rng, (11, 5), f8),
+               randn(rng, (11, 3), f8))
+    # Batch dims that broadcast: k and v shared across the batch of q.
+    check_case(tmp, "broadcast_batch", randn(rng, (3, 2, 5, 8), f4), randn(rng, (1, 2, 7, 8), f4),
+               randn(rng, (1, 2, 7, 8), f4))
+    check_case(tmp, "broadcast_batch_rank", randn(rng, (2, 3, 2, 6, 4), f8),
+               randn(rng, (3, 1, 10, 4), f8), randn(rng, (3, 1, 10, 4), f8))
+    # Grouped-query attention: 8 query heads over 2 kv heads.
+    check_case(tmp, "gqa", randn(rng, (1, 8, 10, 16), f4), randn(rng, (1, 2, 12, 16), f4),
+               randn(rng, (1, 2, 12, 16), f4))
+    # Bool mask broadcast over batch and heads, with one fully masked row.
+    m, n = 12, 20
+    bmask = rng.random((1, 1, m, n)) < 0.7
+    bmask[0, 0, 3, :] = False
+    check_case(tmp, "bool_mask", randn(rng, (2, 3, m, 8), f4), randn(rng, (2, 3, n, 8), f4),
+               randn(rng, (2, 3, n, 8), f4), mask=bmask)
+    # Bool mask in Fortran order, per head.
+    check_case(tmp, "bool_mask_fortran", randn(rng, (3, m, 8), f8), randn(rng, (3, n, 8), f8),
+               randn(rng, (3, n, 8), f8), mask=np.asfortranarray(rng.random((3, m, n)) < 0.5))
+    # Float mask [M, N] made in NumPy's default float64, on f32 inputs (converted).
+    fmask = rng.standard_normal((m, n))
+    fmask[2, 5:] = -np.inf
+    check_case(tmp, "float_mask_f64_on_f32", randn(rng, (2, m, 8), f4), randn(rng, (2, n, 8), f4),
+               randn(rng, (2, n, 8), f4), mask=fmask)
+    check_case(tmp, "float_mask_f32", randn(rng, (2, m, 8), f4), randn(rng, (2, n, 8), f4),
+               randn(rng, (2, n, 8), f4), mask=fmask.astype(f4))
+    # Causal, both alignments, M < N and M > N (top rows fully masked bottom-right).
+    for mm, nn in ((7, 19), (19, 7)):
+        for causal in ("bottom-right", "top-left"):
+            check_case(tmp, "causal_%s_%dx%d" % (causal, mm, nn), randn(rng, (2, mm, 8), f4),
+                       randn(rng, (2, nn, 8), f4), randn(rng, (2, nn, 8), f4), causal=causal)
+    # Sliding windows, with causal and alone, both alignments; custom scale.
+    check_case(tmp, "window", randn(rng, (2, 30, 8), f8), randn(rng, (2, 40, 8), f8),
+               randn(rng, (2, 40, 8), f8), window=(5, 3))
+    check_case(tmp, "window_causal", randn(rng, (2, 30, 8), f4), randn(rng, (2, 40, 8), f4),
+               randn(rng, (2, 40, 8), f4), window=(4, -1), causal="bottom-right")
+    check_case(tmp, "window_top_left_scale", randn(rng, (2, 30, 8), f4),
+               randn(rng, (2, 40, 8), f4), randn(rng, (2, 40, 8), f4), window=(-1, 2),
+               align="top-left", scale=0.3)
+    # Everything at once, on the reference backend and the cpu backend.
+    for backend in ("reference", "cpu"):
+        check_case(tmp, "all_" + backend, np.asfortranarray(randn(rng, (2, 4, 21, 12), f4)),
+                   randn(rng, (1, 2, 33, 12), f4), randn(rng, (1, 2, 33, 6), f4),
+                   mask=rng.random((4, 21, 33)) < 0.8, causal="top-left", window=(9, -1),
+                   scale=0.25, backend=backend, repeat=2)
+    # No keys at all: out = 0, lse = -inf.
+    check_case(tmp, "no_keys", randn(rng, (2, 5, 4), f4), randn(rng, (2, 0, 4), f4),
+               randn(rng, (2, 0, 3), f4))
+    # Odd head dims.
+    check_case(tmp, "d1_dv257", randn(rng, (1, 13, 1), f4), randn(rng, (1, 9, 1), f4),
+               randn(rng, (1, 9, 257), f4), want_lse=False)
+
+
+def error_cases(tmp):
+    rng = np.random.default_rng(7)
+    good = {}
+    for key, shape in (("q", (2, 5, 8)), ("k", (2, 6, 8)), ("v", (2, 6, 4)), ("k7", (2, 6, 7)),
+                       ("q3h", (3, 5, 8)), ("qb3", (3, 2, 5, 8)),
+                       ("kb2", (2, 2, 6, 8)), ("vb2", (2, 2, 6, 4)), ("mask_bad", (5, 7))):
+        good[key] = os.path.join(tmp, "e_%s.npy" % key)
+        np.save(good[key], rng.standard_normal(shape).astype(np.float32))
+    for key, arr in (("i64", np.arange(80).reshape(2, 5, 8)),
+                     ("f16", rng.standard_normal((2, 5, 8)).astype(np.float16))):
+        good[key] = os.path.join(tmp, "e_%s.npy" % key)
+        np.save(good[key], arr)
+    garbage = os.path.join(tmp, "e_garbage.npy")
+    with open(garbage, "wb") as f:
+        f.write(b"this is not a numpy file at all")
+    truncated = os.path.join(tmp, "e_truncated.npy")
+    with open(good["q"], "rb") as f:
+        data = f.read()
+    with open(truncated, "wb") as f:
+        f.write(data[:-10])
+    qkv = ["--q", good["q"], "--k", good["k"], "--v", good["v"]]
+
+    check_error(tmp, "missing_file", ["--q", os.path.join(tmp, "nope.npy"), "--k", good["k"],
+                                      "--v", good["v"], "--out", "@OUT"])
+    check_error(tmp, "garbage_file", ["--q", garbage, "--k", good["k"], "--v", good["v"],
+                                      "--out", "@OUT"])
+    check_error(tmp, "truncated_file", ["--q", truncated, "--k", good["k"], "--v", good["v"],
+                                        "--out", "@OUT", "--lse", "@LSE"])
+    check_error(tmp, "directory_as_input", ["--q", tmp, "--k", good["k"], "--v", good["v"],
+                                            "--out", "@OUT"])
+    check_error(tmp, "int64_input", ["--q", good["i64"], "--k", good["k"], "--v", good["v"],
+                                     "--out", "@OUT"])
+    check_error(tmp, "float16_input", ["--q", good["f16"], "--k", good["k"], "--v", good["v"],
+                                       "--out", "@OUT"])
+    check_error(tmp, "head_dim_mismatch", ["--q", good["q"], "--k", good["k7"], "--v", good["v"],
+                                           "--out", "@OUT", "--lse", "@LSE"])
+    check_error(tmp, "batch_no_broadcast", ["--q", good["qb3"], "--k", good["kb2"], "--v",
+                                            good["vb2"], "--out", "@OUT"])
+    check_error(tmp, "gqa_heads", ["--q", good["q3h"], "--k", good["k"], "--v", good["v"],
+                                   "--out", "@OUT"])
+    check_error(tmp, "mask_shape", qkv + ["--mask", good["mask_bad"], "--out", "@OUT"])
+    check_error(tmp, "unknown_backend", qkv + ["--backend", "tpu", "--out", "@OUT"])
+    check_error(tmp, "bad_causal", qkv + ["--causal", "sideways", "--out", "@OUT"])
+    check_error(tmp, "bad_window", qkv + ["--window", "x,1", "--out", "@OUT"])
+    check_error(tmp, "nan_scale", qkv + ["--scale", "nan", "--out", "@OUT"])
+    check_error(tmp, "out_is_lse", qkv + ["--out", "@OUT", "--lse", "@OUT"], expect_code=2)
+    check_error(tmp, "no_out", qkv, expect_code=2)
+    check_error(tmp, "only_q", ["--q", good["q"], "--out", "@OUT"], expect_code=2)
+    check_error(tmp, "out_dir_missing", qkv + ["--out", os.path.join(tmp, "no", "such", "o.npy")])
+
+    # An existing output file is left byte for byte as it was when the run fails.
+    keep = os.path.join(tmp, "existing_out.npy")
+    with open(keep, "wb") as f:
+        f.write(b"precious")
+    r = run(["--q", good["q"], "--k", good["k7"], "--v", good["v"], "--out", keep])
+    with open(keep, "rb") as f:
+        if r.returncode == 0 or f.read() != b"precious":
+            fail("existing_out_untouched", "a failed run changed %s" % keep)
+        else:
+            print("error case existing_out_untouched: ok")
+
+    # cuda: either unavailable (one clear line, no file) or, on a GPU machine, correct.
+    r = run(qkv + ["--backend", "cuda", "--out", os.path.join(tmp, "probe_cuda.npy")])
+    if r.returncode == 0:
+        print("cuda is available here: checking its answers")
+        rng2 = np.random.default_rng(11)
+        check_case(tmp, "cuda_fortran_mask", np.asfortranarray(randn(rng2, (2, 4, 37, 16), np.float32)),
+                   randn(rng2, (2, 2, 45, 16), np.float32), randn(rng2, (2, 2, 45, 8), np.float32),
+                   mask=rng2.random((37, 45)) < 0.6, causal="bottom-right", backend="cuda")
+    else:
+        check_error(tmp, "cuda_unavailable", qkv + ["--backend", "cuda", "--out", "@OUT"])
+
+    if leftovers(tmp):
+        fail("temporaries", "left %s" % leftovers(tmp))
+
+
+def main():
+    if not os.access(STRATA, os.X_OK):
+        print("no strata binary at %s" % STRATA)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="strata_cli_") as tmp:
+        correctness_cases(tmp)
+        error_cases(tmp)
+    if failures:
+        print("\n%d FAILURES:\n  %s" % (len(failures), "\n  ".join(failures)))
+        return 1
+    print("\nall CLI cases passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+// softmax_attention on the cuda backend, through the cross-backend harness
+// (every case compared with the f64 reference, outputs poisoned and
+// guarded). The cases aim at the cuda kernels' own boundaries: decode vs
+// tiled (M = 8 / 9), split-KV (few query tiles, many keys), head dims around
+// the specialised 64/128 paths and the general chunked path, every layout.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "strata/attention.hpp"
+#include "strata/harness.hpp"
+#include "strata/tensor.hpp"
+
+using strata::Causal;
+using strata::Device;
+using strata::DType;
+using strata::Tensor;
+using strata::harness::AttentionCase;
+using strata::harness::Layout;
+using strata::harness::MaskKind;
+
+namespace {
+
+void require_cuda_pass(const AttentionCase& c) {
+  const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
+  INFO(r.summary());
+  bool saw_cuda = false;
+  for (const auto& b : r.results) {
+    if (b.backend != "cuda") continue;
+    saw_cuda = true;
+    CHECK(b.error.empty());
+    CHECK(b.fully_written);
+    CHECK(b.guard_intact);
+    CHECK(b.nan_mismatch == 0);
+    CHECK(b.inf_mismatch == 0);
+    CHECK(b.pass);
+  }
+  CHECK(saw_cuda);
+}
+
+}  // namespace
+
+TEST_CASE("cuda attention: head dims, both dtypes, decode and tiled", "[cuda][attention]") {
+  std::uint64_t seed = 1000;
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (std::int64_t d : {1, 3, 64, 100, 128, 257}) {
+      for (std::int64_t M : {1, 8, 9, 65}) {
+        AttentionCase c;
+        c.dtype = dt;
+        c.Hq = 2;
+        c.Hkv = 2;
+        c.M = M;
+        c.N = 129;
+        c.d = d;
+        c.dv = d == 257 ? 65 : d;
+        c.seed = ++seed;
+        require_cuda_pass(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda attention: dv differs from d", "[cuda][attention]") {
+  std::uint64_t seed = 2000;
+  const std::vector<std::pair<std::int64_t, std::int64_t>> dims = {
+      {64, 128}, {128, 64}, {32, 300}, {300, 32}, {7, 129}, {64, 1}};
+  for (auto [d, dv] : dims) {
+    for (std::int64_t M : {2, 70}) {
+      AttentionCase c;
+      c.batch = {2};
+      c.Hq = 2;
+      c.Hkv = 1;
+      c.M = M;
+      c.N = 100;
+      c.d = d;
+      c.dv = dv;
+      c.seed = ++seed;
+      require_cuda_pass(c);
+    }
+  }
+}
+
+TEST_CASE("cuda attention: split-KV (few query tiles, many keys)", "[cuda][attention][split]") {
+  std::uint64_t seed = 3000;
+  for (std::int64_t M : {1, 3, 64, 200}) {
+    for (std::int64_t N : {4000, 20011}) {
+      AttentionCase c;
+      c.M = M;
+      c.N = N;
+      c.d = 64;
+      c.dv = 64;
+      c.seed = ++seed;
+      require_cuda_pass(c);
+      c.causal = Causal::bottom_right;
+      c.seed = ++seed;
+      require_cuda_pass(c);
+      c.causal = Causal::none;
+      c.mask = MaskKind::bool_full;
+      c.masked_rows = true;
+      c.seed = ++seed;
+      require_cuda_pass(c);
+    }
+  }
+}
+
+TEST_CASE("cuda attention: every layout, masks and bands", "[cuda][attention][layout]") {
+  std::uint64_t seed = 4000;
+  for (Layout l : strata::harness::all_layouts()) {
+    for (std::int64_t d : {64, 100}) {
+      for (std::int64_t M : {1, 77}) {
+        AttentionCase c;
+        c.batch = {2};
+        c.Hq = 4;
+        c.Hkv = 2;
+        c.M = M;
+        c.N = l == Layout::fused_qkv ? M : 77;
+        c.d = d;
+        c.dv = d;
+        c.layout = l;
+        c.seed = ++seed;
+        INFO("layout " << strata::harness::layout_name(l));
+        require_cuda_pass(c);
+        c.mask = MaskKind::float_bcast;
+        c.causal = Causal::top_left;
+        c.seed = ++seed;
+        require_cuda_pass(c);
+        c.mask = MaskKind::bool_bcast;
+        c.causal = Causal::none;
+        c.window = std::make_pair<std::int64_t, std::int64_t>(5, 3);
+        c.seed = ++seed;
+        require_cuda_pass(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda attention: empty rows, N = 0, large logits", "[cuda][attention][edge]") {
+  std::uint64_t seed = 5000;
+  for (DType dt : {DType::f32, DType::f64}) {
+    AttentionCase c;
+    c.dtype = dt;
+    c.Hq = 2;
+    c.M = 70;
+    c.N = 0;
+    c.d = 64;
+    c.dv = 64;
+    c.seed = ++seed;
+    require_cuda_pass(c);
+    c.M = 1;
+    require_cuda_pass(c);
+    c.N = 90;
+    c.M = 90;
+    c.masked_rows = true;
+    c.mask = MaskKind::float_full;
+    c.seed = ++seed;
+    require_cuda_pass(c);
+    // Causal top-left with M > N leaves the first rows of a bottom-right
+    // band empty; a narrow window leaves rows without keys too.
+    c.mask = MaskKind::none;
+    c.masked_rows = false;
+    c.M = 150;
+    c.N = 40;
+    c.causal = Causal::bottom_right;
+    c.seed = ++seed;
+    require_cuda_pass(c);
+    c.causal = Causal::none;
+    c.window = std::make_pair<std::int64_t, std::int64_t>(0, 0);
+    require_cuda_pass(c);
+    c.window.reset();
+    c.input_scale = 30.0;
+    c.seed = ++seed;
+    require_cuda_pass(c);
+  }
+}
+
+TEST_CASE("cuda attention: NaN in q reaches only its own row", "[cuda][attention][edge]") {
+  const std::uint64_t seed = 6001;
+  INFO("seed " << seed);
+  for (std::int64_t M : {1, 70}) {
+    INFO("M " << M);
+    const Tensor q = Tensor::randn({M, 64}, seed, DType::f32);
+    const Tensor k = Tensor::randn({300, 64}, seed + 1, DType::f32);
+    const Tensor v = Tensor::randn({300, 64}, seed + 2, DType::f32);
+    q.set_item({0, 5}, std::numeric_limits<double>::quiet_NaN());
+    const auto r = strata::softmax_attention_lse(q.to(Device::cuda()), k.to(Device::cuda()),
+                                                 v.to(Device::cuda()));
+    const auto out = r.out.to_vector<double>();
+    for (std::int64_t c = 0; c < 64; ++c) CHECK(std::isnan(out[c]));
+    for (std::size_t i = 64; i < out.size(); ++i) REQUIRE(std::isfinite(out[i]));
+    CHECK(std::isnan(r.lse.item({0})));
+  }
+}
+
+TEST_CASE("cuda attention: offsets past 2^31 elements", "[cuda][attention][large]") {
+  // k and v of head 1 start 2^31 + 64 elements into one buffer: any 32-bit
+  // product in the kernels' address arithmetic would read the wrong rows.
+  const std::int64_t N = 96, d = 64, far = (std::int64_t(1) << 31) + 64;
+  const std::uint64_t seed = 7001;
+  INFO("seed " << seed);
+  Tensor big;
+  try {
+    big = Tensor::empty({far + N * d}, DType::f32, Device::cuda());
+  } catch (const strata::Error& e) {
+    WARN("skipped: cannot allocate 8 GiB: " << e.what());
+    return;
+  }
+  const Tensor k = big.as_strided({2, N, d}, {far, d, 1}, 0);
+  const Tensor kh = Tensor::randn({2, N, d}, seed, DType::f32);
+  k.copy_from(kh);
+  const Tensor q = Tensor::randn({2, 33, d}, seed + 1, DType::f32);
+  strata::AttentionOptions ref;
+  ref.backend = "reference";
+  const Tensor want = strata::softmax_attention(q, kh, kh, ref);
+  const Tensor got = strata::softmax_attention(q.to(Device::cuda()), k, k);
+  const auto g = got.to_vector<double>();
+  const auto w = want.to_vector<double>();
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(std::abs(g[i] - w[i]) <= 1e-5 * (1 + std::abs(w[i])));
+  }
+}
