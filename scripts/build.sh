@@ -4,7 +4,7 @@
 # CUDA is built when nvcc is found (/usr/local/cuda/bin/nvcc or on PATH).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:-$root/build}
+dir=$(realpath -m "${1:-$root/build}")
 shift || true
 bash "$root/scripts/install-deps.sh"
 launcher=()

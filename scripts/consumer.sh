@@ -4,7 +4,7 @@
 #   scripts/consumer.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:-$root/build}
+dir=$(realpath -m "${1:-$root/build}")
 prefix=$dir/install
 cmake --install "$dir" --prefix "$prefix" >/dev/null
 cmake -S "$root/examples/consumer" -B "$dir/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null

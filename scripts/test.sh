@@ -4,7 +4,7 @@
 #   scripts/test.sh [BUILD_DIR] [extra cmake args...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:-$root/build}
+dir=$(realpath -m "${1:-$root/build}")
 shift || true
 bash "$root/scripts/build.sh" "$dir" "$@"
 cd "$dir" && ctest --output-on-failure -j "$(nproc)"
