@@ -162,12 +162,12 @@ TEST_CASE("core: every half and bfloat16 pattern round-trips", "[core][dtype]") 
 }
 
 TEST_CASE("core: float to half/bfloat16 rounding matches a nearest-value search", "[core][dtype]") {
-  const std::uint64_t seed = GENERATE(1u, 2u, 3u);
+  const std::uint64_t seed = 1;
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
   std::vector<float> xs;
   // Random bit patterns over the whole float range, and over half's range.
-  for (int i = 0; i < 20000; ++i) {
+  for (int i = 0; i < 8000; ++i) {
     xs.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
     xs.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng()) & 0x80ffffffu));  // tiny
     const auto exp = static_cast<std::uint32_t>(std::uniform_int_distribution<int>(95, 145)(rng));
@@ -190,7 +190,7 @@ TEST_CASE("core: float to half/bfloat16 rounding matches a nearest-value search"
   }
   // store_from_double rounds doubles once, straight to the narrow format.
   std::vector<double> ds;
-  for (int i = 0; i < 20000; ++i) {
+  for (int i = 0; i < 8000; ++i) {
     ds.push_back(std::bit_cast<double>(rng()));
     const auto exp = static_cast<std::uint64_t>(std::uniform_int_distribution<int>(880, 1040)(rng));
     ds.push_back(std::bit_cast<double>((rng() & 0x800fffffffffffffull) | (exp << 52)));

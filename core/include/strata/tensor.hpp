@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "strata/device.hpp"
@@ -24,6 +26,7 @@ using Shape = std::vector<std::int64_t>;
 
 // Python-style slice bounds: negative indices count from the end, missing
 // bounds mean "from the start / to the end" in the direction of `step`.
+// Unlike Python, a given bound outside [-n, n] throws instead of clamping.
 struct Slice {
   std::optional<std::int64_t> start;
   std::optional<std::int64_t> stop;
@@ -100,7 +103,7 @@ class Tensor {
   Tensor contiguous() const;  // self when already contiguous
   Tensor clone() const;       // always a fresh contiguous tensor
   Tensor to(Device dev) const;  // self when already there
-  Tensor to(DType dt) const;    // converting copy (host-side conversion)
+  Tensor to(DType dt) const;    // converting copy (host-side conversion); self when already dt
   // Copies `src` into this view, broadcasting src to our shape; any layouts,
   // any devices, same dtype. Returns *this.
   const Tensor& copy_from(const Tensor& src) const;
