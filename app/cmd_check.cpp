@@ -22,8 +22,13 @@ double ratio(const harness::BackendResult& r) {
   return r.tol_rel_fro > 0 ? r.rel_fro_err / r.tol_rel_fro : r.rel_fro_err;
 }
 
-int run_check(bool full) {
-  const std::vector<SweepCase> cases = check_sweep(full);
+int run_check(bool full, const std::string& only) {
+  std::vector<SweepCase> cases = check_sweep(full);
+  if (!only.empty()) {
+    std::erase_if(cases,
+                  [&](const SweepCase& c) { return c.group.find(only) == std::string::npos; });
+    if (cases.empty()) throw UsageError("check: no group matches --group '" + only + "'");
+  }
   std::vector<std::string> backends;
   for (const BackendInfo& b : Registry::get().backends())
     if (b.compiled && b.available) backends.push_back(b.name);
@@ -98,8 +103,13 @@ void add_check_command(CLI::App& root, int& status) {
       "Run the cross-backend sweep: every case on every available backend against the "
       "float64 reference");
   static bool full = false;
-  cmd->add_flag("--full", full, "The full cross product (minutes) instead of the quick sweep");
-  cmd->callback([&status] { status = run_check(full); });
+  static std::string only;
+  cmd->add_flag("--full", full,
+                "More shapes, each crossed with every layout and option (minutes on 2 cores)");
+  cmd->add_option("--group", only,
+                  "Only the groups whose name contains this (shapes, layouts, causal, window, "
+                  "masks, gqa, scale, batch, edge)");
+  cmd->callback([&status] { status = run_check(full, only); });
 }
 
 }  // namespace strata::cli
