@@ -96,6 +96,7 @@ struct Case {
   double scale = 0;           // 0: 1/sqrt(d)
   int fully_masked_row = -1;  // with a mask: this row keeps nothing
   int nan_row = -1;           // NaN in this query row (of every head)
+  double k_jump = 1;          // keys j >= N / 2 scaled by this: the running max jumps
   std::uint64_t seed = 1;
 };
 
@@ -108,7 +109,8 @@ std::string describe(const Case& c) {
          std::to_string(c.band_lo) + "," + std::to_string(c.band_hi) +
          "] mask=" + std::to_string(int(c.mask)) + (c.mask_bcast ? "(bcast)" : "") +
          " scale=" + std::to_string(c.scale) + " masked_row=" + std::to_string(c.fully_masked_row) +
-         " nan_row=" + std::to_string(c.nan_row) + " seed=" + std::to_string(c.seed);
+         " nan_row=" + std::to_string(c.nan_row) + " k_jump=" + std::to_string(c.k_jump) +
+         " seed=" + std::to_string(c.seed);
 }
 
 template <class T>
@@ -123,6 +125,11 @@ void run_case(const Case& cs) {
   fill_random(q, rng);
   fill_random(k, rng);
   fill_random(v, rng);
+  for (i64 b = 0; b < cs.B; ++b)
+    for (i64 h = 0; h < cs.Hkv; ++h)
+      for (i64 j = 0; j < cs.N; ++j)
+        for (i64 c = 0; c < cs.d; ++c)
+          k.at(b, h, j, c) *= static_cast<T>(2 * j >= cs.N ? cs.k_jump : 1);
   if (cs.nan_row >= 0)
     for (i64 b = 0; b < cs.B; ++b)
       for (i64 h = 0; h < cs.Hq; ++h) q.at(b, h, cs.nan_row, 0) = qnan;
@@ -333,9 +340,17 @@ std::vector<Case> sweep() {
   // Split-key path (few rows, many keys), with masks and a custom scale.
   for (i64 M : {1, 3, 64, 100}) {
     Case c;
-    c.M = M, c.N = 5000, c.d = 64, c.dv = 48, c.scale = 0.3;
+    c.M = M, c.N = M > 3 ? 1600 : 5000, c.d = 40, c.dv = 24, c.scale = 0.3;
     add(c);
     c.mask = MaskKind::boolean, c.fully_masked_row = 0, c.lk = Layout::transposed;
+    add(c);
+  }
+  // Scores that jump half-way along the keys, by far more than the
+  // kernel's lazy-rescaling threshold (and than 2^128 in f32): the blocks
+  // after the jump must rescale.
+  for (i64 M : {2, 70}) {
+    Case c;
+    c.M = M, c.N = 1500, c.d = 16, c.dv = 16, c.k_jump = 40;
     add(c);
   }
   // N = 0 and a NaN query row.

@@ -2,7 +2,8 @@
 // available backend (reference and cpu here; cuda too on the GPU machine)
 // and is compared with the reference in f64. Tolerances are derived per case
 // from a naive same-dtype computation (harness/src/run_case.cpp says why).
-// The default sweep stays at a few seconds; [.slow] runs a larger product.
+// The default sweep stays at a few seconds; "[attention_slow]" (hidden, tag
+// [.slow]) runs a larger product.
 #include <vector>
 
 #include "catch.hpp"
@@ -86,40 +87,59 @@ TEST_CASE("attention sweep: layouts", "[attention][sweep]") {
   }
 }
 
-TEST_CASE("attention sweep: causal, windows and masks on every layout", "[attention][sweep]") {
-  struct Opt {
-    Causal causal;
-    std::optional<Window> window;
-    bool top_left;
-    MaskKind mask;
-  };
-  const std::vector<Opt> opts = {
-      {Causal::bottom_right, std::nullopt, false, MaskKind::none},
-      {Causal::top_left, std::nullopt, false, MaskKind::none},
-      {Causal::none, Window{5, 3}, false, MaskKind::none},
-      {Causal::none, Window{0, 0}, true, MaskKind::none},
-      {Causal::none, Window{-1, 2}, false, MaskKind::bool_full},
-      {Causal::bottom_right, Window{16, -1}, false, MaskKind::float_full},
-      {Causal::top_left, Window{3, 7}, false, MaskKind::bool_bcast},
-      {Causal::none, std::nullopt, false, MaskKind::float_bcast},
-      {Causal::bottom_right, std::nullopt, false, MaskKind::bool_bcast},
-  };
-  // M < N (decode-like), M > N (rows without keys under bottom-right causal), M == N.
-  const std::vector<Dims> shapes = {{7, 33, 16, 16}, {33, 7, 16, 16}, {32, 32, 31, 31}};
+namespace {
+
+struct Opt {
+  Causal causal;
+  std::optional<Window> window;
+  bool top_left;
+  MaskKind mask;
+};
+const std::vector<Opt> kOpts = {
+    {Causal::bottom_right, std::nullopt, false, MaskKind::none},
+    {Causal::top_left, std::nullopt, false, MaskKind::none},
+    {Causal::none, Window{5, 3}, false, MaskKind::none},
+    {Causal::none, Window{0, 0}, true, MaskKind::none},
+    {Causal::none, Window{-1, 2}, false, MaskKind::bool_full},
+    {Causal::bottom_right, Window{16, -1}, false, MaskKind::float_full},
+    {Causal::top_left, Window{3, 7}, false, MaskKind::bool_bcast},
+    {Causal::none, std::nullopt, false, MaskKind::float_bcast},
+    {Causal::bottom_right, std::nullopt, false, MaskKind::bool_bcast},
+};
+// M < N (decode-like), M > N (rows without keys under bottom-right causal), M == N.
+const std::vector<Dims> kOptShapes = {{7, 33, 16, 16}, {33, 7, 16, 16}, {32, 32, 31, 31}};
+
+AttentionCase with_opt(AttentionCase c, const Opt& o) {
+  c.causal = o.causal;
+  c.window = o.window;
+  c.window_top_left = o.top_left;
+  c.mask = o.mask;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("attention sweep: causal, windows and masks", "[attention][sweep]") {
+  // Every option on every shape; the layout rotates so that each layout sees
+  // most options (the full product is in the slow sweep).
   std::uint64_t seed = 300;
+  const auto& layouts = all_layouts();
   for (const DType dt : kDtypes) {
-    for (const Layout l : all_layouts()) {
-      for (const Opt& o : opts) {
-        for (const Dims& s : shapes) {
-          AttentionCase c = make_case(s.M, s.N, s.d, s.dv, dt, ++seed);
-          c.layout = l;
-          c.causal = o.causal;
-          c.window = o.window;
-          c.window_top_left = o.top_left;
-          c.mask = o.mask;
-          check_case(c);
-        }
+    for (std::size_t o = 0; o < kOpts.size(); ++o) {
+      for (std::size_t s = 0; s < kOptShapes.size(); ++s) {
+        const Dims& sh = kOptShapes[s];
+        AttentionCase c = make_case(sh.M, sh.N, sh.d, sh.dv, dt, ++seed);
+        c.layout = layouts[(o * 3 + s + (dt == DType::f64 ? 1 : 0)) % layouts.size()];
+        check_case(with_opt(c, kOpts[o]));
       }
+    }
+    // Every layout with everything at once.
+    for (const Layout l : layouts) {
+      AttentionCase c = make_case(21, 29, 24, 24, dt, ++seed);
+      c.layout = l;
+      c.Hq = 4;
+      c.masked_rows = true;
+      check_case(with_opt(c, {Causal::bottom_right, Window{9, 2}, false, MaskKind::float_bcast}));
     }
   }
 }
@@ -206,7 +226,7 @@ TEST_CASE("attention sweep: batch broadcast, 2-D q, no lse", "[attention][sweep]
   }
 }
 
-TEST_CASE("attention sweep: large product", "[attention][sweep][.slow]") {
+TEST_CASE("attention sweep: large product", "[.slow][attention_slow]") {
   const std::vector<std::int64_t> sizes = {1, 2, 7, 31, 32, 33, 63, 64, 65, 100, 129, 257};
   const std::vector<std::int64_t> heads = {1, 3, 32, 64, 65, 128, 129, 257};
   std::uint64_t seed = 10000;
@@ -225,6 +245,18 @@ TEST_CASE("attention sweep: large product", "[attention][sweep][.slow]") {
           c.mask = static_cast<MaskKind>(seed % 5);
           c.masked_rows = seed % 7 == 0;
           check_case(c);
+        }
+      }
+    }
+  }
+  // Every option on every layout and shape.
+  for (const DType dt : kDtypes) {
+    for (const Layout l : all_layouts()) {
+      for (const Opt& o : kOpts) {
+        for (const Dims& sh : kOptShapes) {
+          AttentionCase c = make_case(sh.M, sh.N, sh.d, sh.dv, dt, ++seed);
+          c.layout = l;
+          check_case(with_opt(c, o));
         }
       }
     }

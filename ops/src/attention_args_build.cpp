@@ -13,15 +13,15 @@ void split_strides(const Tensor& t, const Shape& batch, int core, std::int64_t* 
                    std::int64_t* head, std::int64_t* rows, std::int64_t* cols) {
   const int r = t.dim();
   const int tail = core;  // dims after the batch dims: [H,] rows, cols
-  *cols = t.stride(r - 1);
-  *rows = t.stride(r - 2);
+  *cols = dim_stride(t, r - 1);
+  *rows = dim_stride(t, r - 2);
   *head = 0;
-  if (tail == 3 && r >= 3 && t.size(r - 3) != 1) *head = t.stride(r - 3);
+  if (tail == 3 && r >= 3 && dim_size(t, r - 3) != 1) *head = dim_stride(t, r - 3);
   const int tb = r - tail;  // the tensor's own batch dims
   const int B = static_cast<int>(batch.size());
   for (int i = 0; i < B; ++i) {
     const int ti = i - (B - tb);
-    bs[i] = (ti >= 0 && t.size(ti) != 1) ? t.stride(ti) : 0;
+    bs[i] = (ti >= 0 && dim_size(t, ti) != 1) ? dim_stride(t, ti) : 0;
   }
 }
 
@@ -52,11 +52,17 @@ AttentionArgs make_attention_args(const AttentionPlan& p, const Tensor& out, con
   a.out = out.data_ptr();
   split_strides(out, p.batch, p.has_head ? 3 : 2, a.o_bs, &a.o_hs, &a.o_ms, &a.o_ds);
   if (lse.defined()) {
-    // lse is [batch..., H, M]: view it as [batch..., H, M, 1] for the split.
-    const Tensor l = lse.unsqueeze(-1);
-    std::int64_t unused = 0;
+    // lse [batch..., H, M] splits like a [batch..., H, M, 1] tensor would.
     a.lse = lse.data_ptr();
-    split_strides(l, p.batch, p.has_head ? 3 : 2, a.l_bs, &a.l_hs, &a.l_ms, &unused);
+    const int r = lse.dim();
+    const int tail = p.has_head ? 2 : 1;  // [H,] M
+    a.l_ms = dim_stride(lse, r - 1);
+    a.l_hs = p.has_head && dim_size(lse, r - 2) != 1 ? dim_stride(lse, r - 2) : 0;
+    const int B = a.batch_rank;
+    for (int i = 0; i < B; ++i) {
+      const int ti = i - (B - (r - tail));
+      a.l_bs[i] = (ti >= 0 && dim_size(lse, ti) != 1) ? dim_stride(lse, ti) : 0;
+    }
   }
   if (p.mask.defined()) {
     a.mask = p.mask.data_ptr();

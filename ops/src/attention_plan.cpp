@@ -17,8 +17,10 @@ void check_defined(const char* op, const Tensor& t, const char* name) {
 }
 
 void check_rank(const char* op, const Tensor& t, const char* name) {
-  check(t.dim() >= 2 && t.dim() <= kMaxDims, op, name, " must have 2 to ", kMaxDims,
-        " dims ([..., H, rows, cols]) but has ", t.dim(), " (shape ", shape_str(t.shape()), ")");
+  if (t.dim() < 2 || t.dim() > kMaxDims) {
+    fail(op, name, " must have 2 to ", kMaxDims, " dims ([..., H, rows, cols]) but has ", t.dim(),
+         " (shape ", shape_str(t.shape()), ")");
+  }
 }
 
 void check_dtype(const char* op, const Tensor& t, const char* name, DType want) {
@@ -27,7 +29,7 @@ void check_dtype(const char* op, const Tensor& t, const char* name, DType want) 
 }
 
 void check_device(const char* op, const Tensor& t, const char* name, Device want) {
-  check(t.device() == want, op, name, " is on ", t.device().str(), " but q is on ", want.str());
+  if (t.device() != want) fail(op, name, " is on ", t.device().str(), " but q is on ", want.str());
 }
 
 // Leading dims before [H, rows, cols]; a 2-D tensor has none and one head.
@@ -35,7 +37,7 @@ Shape batch_of(const Tensor& t) {
   if (t.dim() <= 3) return {};
   return Shape(t.shape().begin(), t.shape().end() - 3);
 }
-std::int64_t heads_of(const Tensor& t) { return t.dim() >= 3 ? t.size(-3) : 1; }
+std::int64_t heads_of(const Tensor& t) { return t.dim() >= 3 ? dim_size(t, -3) : 1; }
 
 // NumPy broadcast of batch dims with a message naming both arguments.
 Shape broadcast_batch(const char* op, const Shape& a, const char* an, const Shape& b,
@@ -75,8 +77,10 @@ std::string resolve_backend(const char* op, const AttentionOptions& opt, Device 
   }
   check(info->compiled, op, "backend '", name, "' is not built into this library: ", info->why_not);
   check(info->available, op, "backend '", name, "' is not available: ", info->why_not);
-  check(info->device == dev.type, op, "backend '", name, "' runs on ",
-        device_type_name(info->device), " tensors but q is on ", dev.str());
+  if (info->device != dev.type) {
+    fail(op, "backend '", name, "' runs on ", device_type_name(info->device),
+         " tensors but q is on ", dev.str());
+  }
   return name;
 }
 
@@ -86,8 +90,8 @@ std::string resolve_backend(const char* op, const AttentionOptions& opt, Device 
 bool has_internal_overlap(const Tensor& t) {
   std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // |stride|, size
   for (int i = 0; i < t.dim(); ++i) {
-    if (t.size(i) == 0) return false;
-    if (t.size(i) > 1) dims.emplace_back(std::abs(t.stride(i)), t.size(i));
+    if (dim_size(t, i) == 0) return false;
+    if (dim_size(t, i) > 1) dims.emplace_back(std::abs(dim_stride(t, i)), dim_size(t, i));
   }
   std::sort(dims.begin(), dims.end());
   std::int64_t span = 0;  // largest offset reachable with the smaller dims
@@ -100,13 +104,16 @@ bool has_internal_overlap(const Tensor& t) {
 
 void check_output(const char* op, const Tensor& t, const char* name, const Shape& want, DType dt,
                   Device dev) {
-  check(t.shape() == want, op, name, " has shape ", shape_str(t.shape()), " but must be ",
-        shape_str(want));
+  if (t.shape() != want) {
+    fail(op, name, " has shape ", shape_str(t.shape()), " but must be ", shape_str(want));
+  }
   check(t.dtype() == dt, op, name, " has dtype ", dtype_name(t.dtype()), " but must be ",
         dtype_name(dt), " (q's dtype)");
-  check(t.device() == dev, op, name, " is on ", t.device().str(), " but q is on ", dev.str());
-  check(!has_internal_overlap(t), op, name, " has strides ", shape_str(t.strides()),
-        " under which several elements share memory");
+  if (t.device() != dev) fail(op, name, " is on ", t.device().str(), " but q is on ", dev.str());
+  if (has_internal_overlap(t)) {
+    fail(op, name, " has strides ", shape_str(t.strides()),
+         " under which several elements share memory");
+  }
 }
 
 }  // namespace
@@ -134,17 +141,17 @@ AttentionPlan plan_attention(const char* op, const Tensor& q, const Tensor& k, c
   check_rank(op, v, "v");
 
   AttentionPlan p;
-  p.M = q.size(-2);
-  p.d = q.size(-1);
-  p.N = k.size(-2);
-  p.dv = v.size(-1);
+  p.M = dim_size(q, -2);
+  p.d = dim_size(q, -1);
+  p.N = dim_size(k, -2);
+  p.dv = dim_size(v, -1);
   p.Hq = heads_of(q);
   p.Hkv = heads_of(k);
   check(p.d >= 1, op, "q has head size d = 0 (last dim); d must be >= 1");
   check(p.dv >= 1, op, "v has head size dv = 0 (last dim); dv must be >= 1");
-  check(k.size(-1) == p.d, op, "q has head size d = ", p.d, " but k has ", k.size(-1),
+  check(dim_size(k, -1) == p.d, op, "q has head size d = ", p.d, " but k has ", dim_size(k, -1),
         " (last dims differ)");
-  check(v.size(-2) == p.N, op, "k has ", p.N, " keys but v has ", v.size(-2));
+  check(dim_size(v, -2) == p.N, op, "k has ", p.N, " keys but v has ", dim_size(v, -2));
   check(heads_of(v) == p.Hkv, op, "k has ", p.Hkv, " heads but v has ", heads_of(v));
   if (p.Hkv == 0) {
     check(p.Hq == 0, op, "k has 0 heads but q has ", p.Hq);
@@ -196,17 +203,19 @@ AttentionPlan plan_attention(const char* op, const Tensor& q, const Tensor& k, c
     const Tensor& m = opt.mask;
     check(m.dtype() == DType::boolean || m.dtype() == dt, op, "mask has dtype ",
           dtype_name(m.dtype()), " but must be bool or q's dtype ", dtype_name(dt));
-    check(m.device() == dev, op, "mask is on ", m.device().str(), " but q is on ", dev.str());
+    if (m.device() != dev) fail(op, "mask is on ", m.device().str(), " but q is on ", dev.str());
     Shape target = p.batch;
     if (p.has_head) target.push_back(p.Hq);
     target.insert(target.end(), {p.M, p.N});
     bool ok = m.dim() <= static_cast<int>(target.size());
     for (int i = 1; ok && i <= m.dim(); ++i) {
-      const std::int64_t have = m.size(-i);
+      const std::int64_t have = dim_size(m, -i);
       ok = have == 1 || have == target[target.size() - i];
     }
-    check(ok, op, "mask has shape ", shape_str(m.shape()), " which does not broadcast to ",
-          shape_str(target), " ([..., Hq, M, N])");
+    if (!ok) {
+      fail(op, "mask has shape ", shape_str(m.shape()), " which does not broadcast to ",
+           shape_str(target), " ([..., Hq, M, N])");
+    }
     p.mask = m.expand(target);
   }
 

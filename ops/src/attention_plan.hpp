@@ -11,6 +11,17 @@
 
 namespace strata::detail {
 
+// Size and stride of dim `i` (negative counts from the end) without
+// Tensor::size()'s checked wrap: the front end only asks for dims it has
+// already bounded, and this runs on every call (host overhead matters for
+// small GPU problems).
+inline std::int64_t dim_size(const Tensor& t, int i) {
+  return t.shape()[static_cast<std::size_t>(i < 0 ? t.dim() + i : i)];
+}
+inline std::int64_t dim_stride(const Tensor& t, int i) {
+  return t.strides()[static_cast<std::size_t>(i < 0 ? t.dim() + i : i)];
+}
+
 struct AttentionPlan {
   Shape batch;           // broadcast batch dims of q, k, v (possibly empty)
   bool has_head = true;  // out has a head dim (false only for 2-D q without batch)
@@ -21,7 +32,12 @@ struct AttentionPlan {
   std::int64_t band_lo = -kNoLimit, band_hi = kNoLimit;
   Tensor mask;          // expanded (stride 0) to batch + [Hq] + [M, N]; undefined if none
   std::string backend;  // resolved: "reference", "cpu", "cuda", ...
-  bool empty_output() const { return shape_numel(out_shape) == 0; }
+  bool empty_output() const {
+    for (std::int64_t n : out_shape) {
+      if (n == 0) return true;
+    }
+    return false;
+  }
 };
 
 // Validates q, k, v and the options (everything but the outputs) and

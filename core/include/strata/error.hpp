@@ -30,10 +30,25 @@ template <class... Args>
   throw Error(detail::concat(op, ": ", std::forward<Args>(args)...));
 }
 
-// Throws unless cond holds; the message is only built on failure.
+// Throws unless cond holds. The arguments are evaluated on every call (they
+// are function arguments), so pass only cheap values here; when a message
+// part must be built (shape_str, Device::str), use STRATA_CHECK, which
+// evaluates them only on failure. Hot paths (per-call validation of ops)
+// must use STRATA_CHECK.
 template <class... Args>
 void check(bool cond, const char* op, Args&&... args) {
   if (!cond) fail(op, std::forward<Args>(args)...);
 }
+
+}  // namespace strata
+
+// STRATA_CHECK(cond, op, message parts...): like strata::check, but the
+// message parts are evaluated only when cond is false.
+#define STRATA_CHECK(cond, ...)                     \
+  do {                                              \
+    if (!(cond)) ::strata::fail(__VA_ARGS__);       \
+  } while (false)
+
+namespace strata {
 
 }  // namespace strata
