@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "../../ops/src/attention_plan.hpp"
+#include "strata/detail/attention_plan.hpp"
 #include "case_inputs.hpp"
 #include "reference/attention_reference.hpp"
 #include "strata/registry.hpp"

@@ -3,7 +3,7 @@
 // run it. No maths here.
 #include "strata/attention.hpp"
 
-#include "attention_plan.hpp"
+#include "strata/detail/attention_plan.hpp"
 #include "strata/registry.hpp"
 
 namespace strata {

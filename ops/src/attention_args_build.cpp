@@ -1,6 +1,6 @@
 // Turns validated tensors into the plain AttentionArgs kernels receive:
 // batch dims broadcast with zero strides, a missing head dim as stride 0.
-#include "attention_plan.hpp"
+#include "strata/detail/attention_plan.hpp"
 
 namespace strata::detail {
 namespace {

@@ -1,7 +1,7 @@
 // Validation of softmax_attention calls. Everything a caller can get wrong is
 // checked here, before any output is allocated or written, and reported as
 // strata::Error("<op>: <argument> <what> <value>").
-#include "attention_plan.hpp"
+#include "strata/detail/attention_plan.hpp"
 
 #include <algorithm>
 #include <cmath>

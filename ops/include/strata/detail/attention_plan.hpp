@@ -1,7 +1,7 @@
 #pragma once
-// Internal to the softmax_attention front end (and the cross-backend
-// harness, which reuses it to run the same-dtype naive baseline): the
-// validated geometry of one call, and the AttentionArgs built from it.
+// Internal (strata::detail, not a stable API) to the softmax_attention front end (and the
+// cross-backend harness, which reuses it to run the same-dtype naive baseline): the validated
+// geometry of one call, and the AttentionArgs built from it.
 #include <cstdint>
 #include <string>
 
