@@ -13,7 +13,7 @@ namespace strata::cuda {
 // untouched; the rest is derived once on the host by the launcher.
 struct AttnParams {
   AttentionArgs a;
-  double scale_log2 = 0;  // scale * log2(e): scores are kept in base 2
+  double scale_log2 = 0;   // scale * log2(e): scores are kept in base 2
   std::int64_t group = 1;  // Hq / Hkv
   std::int64_t bh = 1;     // batch_count * Hq
   std::int64_t m_tiles = 1, dv_chunks = 1, splits = 1, keys_per_split = 0;
@@ -21,6 +21,9 @@ struct AttnParams {
   // 16-byte vector loads/stores allowed (unit last-dim stride, every other
   // stride and the base aligned, the last dim a multiple of the vector).
   bool q_vec = false, k_vec = false, v_vec = false, o_vec = false;
+  // Rows contiguous instead (unit row stride, aligned columns: transposed
+  // or column-major inputs): 16-byte loads across rows.
+  bool q_tvec = false, k_tvec = false, v_tvec = false;
   // Split-KV partials: acc [splits][bh][M][dv] and (m, l) [splits][bh][M][2],
   // in the kernel's dtype; m in base 2.
   void* part_acc = nullptr;
@@ -105,8 +108,8 @@ __host__ __device__ inline HeadOffsets head_offsets(const AttnParams& p, std::in
 // Whether key j is kept for query row i by the band and the mask; for a
 // float mask, *bias receives the additive term (in base 2).
 template <class T>
-__device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_head,
-                                         std::int64_t i, std::int64_t j, T* bias) {
+__device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_head, std::int64_t i,
+                                         std::int64_t j, T* bias) {
   const AttentionArgs& a = p.a;
   if (j < i + a.band_lo || j > i + a.band_hi) return false;
   if (p.mask_kind == kMaskBool) {

@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
 
   // q pre-scaled into base 2 once per row.
   T q[QE];
-  load_row<T, QCH>(q, static_cast<const T*>(a.q) + off.q + row * a.q_ms, a.q_ds, a.d, p.k_vec && p.q_vec,
-                   true, lane);
+  load_row<T, QCH>(q, static_cast<const T*>(a.q) + off.q + row * a.q_ms, a.q_ds, a.d,
+                   p.k_vec && p.q_vec, true, lane);
   const T sl2 = static_cast<T>(p.scale_log2);
 #pragma unroll
   for (int e = 0; e < QE; ++e) q[e] *= sl2;
@@ -95,13 +95,15 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
 #pragma unroll
   for (int e = 0; e < VE; ++e) acc[e] = 0;
 
-  for (std::int64_t jb = j_begin + std::int64_t(warp) * U; jb < j_end; jb += std::int64_t(WARPS) * U) {
+  for (std::int64_t jb = j_begin + std::int64_t(warp) * U; jb < j_end;
+       jb += std::int64_t(WARPS) * U) {
     T kr[U][QE], vr[U][VE];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const std::int64_t j = jb + u;
       const bool ok = j < j_end;
-      load_row<T, QCH>(kr[u], kg + (ok ? j : 0) * a.k_ns, a.k_ds, a.d, p.k_vec && p.q_vec, ok, lane);
+      load_row<T, QCH>(kr[u], kg + (ok ? j : 0) * a.k_ns, a.k_ds, a.d, p.k_vec && p.q_vec, ok,
+                       lane);
       load_row<T, VCH>(vr[u], vg + (ok ? j : 0) * a.v_ns, a.v_ds, a.dv, p.v_vec, ok, lane);
     }
     T sc[U];

@@ -25,9 +25,9 @@ constexpr int kDecodeMaxRows = 8;  // M at or below this uses the decode kernel
 
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = [] {
-    std::vector<Variant> all = variants_f32();
-    const std::vector<Variant>& f64 = variants_f64();
-    all.insert(all.end(), f64.begin(), f64.end());
+    std::vector<Variant> all;
+    for (const auto* list : {&variants_f32(), &variants_f32t(), &variants_f64()})
+      all.insert(all.end(), list->begin(), list->end());
     return all;
   }();
   return v;
@@ -41,16 +41,32 @@ bool serves(const Variant& v, const AttentionArgs& a) {
   return true;
 }
 
+// Head-dim bound of a variant: the most specialised one that serves wins.
+std::int64_t reach(const Variant& v) {
+  constexpr std::int64_t any = std::int64_t(1) << 40;
+  return (v.max_d ? v.max_d : any) + (v.max_dv ? v.max_dv : any);
+}
+
+// STRATA_CUDA_VARIANT=<name> forces a variant wherever it serves (tuning and
+// tests); otherwise: decode when it serves (M <= 8), then the default variant
+// with the smallest head-dim bounds.
 const Variant& pick(const AttentionArgs& a) {
   static const char* forced = std::getenv("STRATA_CUDA_VARIANT");
   if (forced && *forced) {
     for (const Variant& v : variants())
       if (serves(v, a) && std::string(v.name) == forced) return v;
   }
-  for (const Variant& v : variants())
-    if (v.is_default && serves(v, a)) return v;
-  fail("softmax_attention", "cuda: no kernel variant for ", dtype_name(a.dtype), " d=", a.d,
-       " dv=", a.dv);
+  const Variant* best = nullptr;
+  for (const Variant& v : variants()) {
+    if (!v.is_default || !serves(v, a)) continue;
+    if (!best || (v.decode && !best->decode) ||
+        (v.decode == best->decode && reach(v) < reach(*best)))
+      best = &v;
+  }
+  if (!best)
+    fail("softmax_attention", "cuda: no kernel variant for ", dtype_name(a.dtype), " d=", a.d,
+         " dv=", a.dv);
+  return *best;
 }
 
 struct DeviceInfo {
@@ -90,11 +106,11 @@ int prepare(const Variant& v, int dev) {
   if (occ[vi].size() <= std::size_t(dev)) occ[vi].resize(dev + 1, 0);
   int& n = occ[vi][dev];
   if (n == 0) {
-    CUDA_CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(v.smem)));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(v.smem)));
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, v.kernel, v.threads, v.smem));
-    check(n > 0, "softmax_attention", "cuda: kernel ", v.name, " cannot be resident (",
-          v.smem, " bytes of shared memory)");
+    check(n > 0, "softmax_attention", "cuda: kernel ", v.name, " cannot be resident (", v.smem,
+          " bytes of shared memory)");
   }
   return n;
 }
@@ -114,10 +130,15 @@ bool vec_ok(const AttentionArgs& a, const void* ptr, const std::int64_t* bs, std
 }
 
 int device_of(const void* p) {
+  // One device (the usual case): no per-call pointer query.
+  static const int count = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+  }();
+  if (count == 1) return 0;
   cudaPointerAttributes attr{};
   CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device
-                                                                                 : -1;
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
 }
 
 struct Plan {
@@ -143,6 +164,11 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   p.k_vec = vec_ok(a, a.k, a.k_bs, a.k_hs, a.Hkv, a.k_ns, a.N, a.k_ds, a.d, vec);
   p.v_vec = vec_ok(a, a.v, a.v_bs, a.v_hs, a.Hkv, a.v_ns, a.N, a.v_ds, a.dv, vec);
   p.o_vec = vec_ok(a, a.out, a.o_bs, a.o_hs, a.Hq, a.o_ms, a.M, a.o_ds, a.dv, vec);
+  // Row-contiguous layouts: the roles of rows and columns swap (partial row
+  // groups are bounds-checked in the kernel, so M, N need not be multiples).
+  p.q_tvec = vec_ok(a, a.q, a.q_bs, a.q_hs, a.Hq, a.q_ds, a.d, a.q_ms, 0, vec);
+  p.k_tvec = vec_ok(a, a.k, a.k_bs, a.k_hs, a.Hkv, a.k_ds, a.d, a.k_ns, 0, vec);
+  p.v_tvec = vec_ok(a, a.v, a.v_bs, a.v_hs, a.Hkv, a.v_ds, a.dv, a.v_ns, 0, vec);
 
   const DeviceInfo& di = device_info(dev);
   const int occ = prepare(v, dev);
@@ -204,12 +230,19 @@ void run(const AttentionArgs& a) {
   pl.v->launch(pl.p, int(pl.grid), pl.v->smem, st);
   const cudaError_t launch_err = cudaGetLastError();
   if (launch_err == cudaSuccess && pl.merge) {
-    const std::int64_t rows = pl.p.bh * a.M;
-    if (rows > 0x7fffffff) {
+    const std::int64_t blocks = pl.p.bh * a.M * ((a.dv + kMergeCols - 1) / kMergeCols);
+    if (blocks > 0x7fffffff) {
       if (scratch) (void)cudaFreeAsync(scratch, st);
-      fail("softmax_attention", "cuda: too many rows for the merge launch (", rows, ")");
+      fail("softmax_attention", "cuda: too many rows for the merge launch (", blocks, ")");
     }
-    attn_merge_kernel<T><<<int(rows), kMergeThreads, 0, st>>>(pl.p);
+    if (pl.p.splits <= kMergeSmallSplits) {
+      // Few splits (tiled kernel): one thread per output element.
+      const std::int64_t n = pl.p.bh * a.M * a.dv;
+      attn_merge_small_kernel<T>
+          <<<int((n + kMergeThreads - 1) / kMergeThreads), kMergeThreads, 0, st>>>(pl.p);
+    } else {
+      attn_merge_kernel<T><<<int(blocks), kMergeThreads, 0, st>>>(pl.p);
+    }
   }
   const cudaError_t err = launch_err != cudaSuccess ? launch_err : cudaGetLastError();
   if (scratch) CUDA_CHECK(cudaFreeAsync(scratch, st));

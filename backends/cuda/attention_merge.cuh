@@ -7,6 +7,7 @@
 namespace strata::cuda {
 
 constexpr int kMergeThreads = 256;
+constexpr int kMergeCols = 32;  // output columns per merge block
 constexpr int kMaxSplits = 1024;
 
 template <class T>
@@ -14,7 +15,11 @@ __global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnPar
   __shared__ T wts[kMaxSplits];
   __shared__ T red[kMergeThreads / 32][33];
   const AttentionArgs& a = p.a;
-  const std::int64_t rid = blockIdx.x;  // (bh, row)
+  // One block per (bh, row, 32-column chunk): a row with many splits (decode)
+  // is merged by several SMs at once.
+  const std::int64_t cchunks = (a.dv + kMergeCols - 1) / kMergeCols;
+  const std::int64_t rid = blockIdx.x / cchunks;  // (bh, row)
+  const std::int64_t c0 = (blockIdx.x % cchunks) * kMergeCols;
   const std::int64_t bh = rid / a.M, row = rid % a.M;
   const std::int64_t sstride = p.bh * a.M;
   const T* ml = static_cast<const T*>(p.part_ml);
@@ -54,11 +59,12 @@ __global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnPar
   T* out = static_cast<T*>(a.out);
   const HeadOffsets off = head_offsets(p, bh);
   // Warp w sums splits w, w+W, ...; lanes take 32 adjacent columns.
-  for (std::int64_t c0 = 0; c0 < a.dv; c0 += 32) {
+  {
     const std::int64_t c = c0 + lane;
     T s = 0;
     if (c < a.dv)
-      for (int sp = warp; sp < S; sp += W) s = fma(wts[sp], acc[(sp * sstride + rid) * a.dv + c], s);
+      for (int sp = warp; sp < S; sp += W)
+        s = fma(wts[sp], acc[(sp * sstride + rid) * a.dv + c], s);
     red[warp][lane] = s;
     __syncthreads();
     if (warp == 0) {
@@ -69,7 +75,41 @@ __global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnPar
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0 && a.lse)
+  if (threadIdx.x == 0 && c0 == 0 && a.lse)
+    static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+        l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
+}
+
+// Few splits: one thread per output element (row, column) loops over the
+// splits itself; the (m, l) pairs of a row are read by its dv threads from
+// cache.
+constexpr int kMergeSmallSplits = 32;
+
+template <class T>
+__global__ void __launch_bounds__(kMergeThreads) attn_merge_small_kernel(const AttnParams p) {
+  const AttentionArgs& a = p.a;
+  const std::int64_t e = std::int64_t(blockIdx.x) * kMergeThreads + threadIdx.x;
+  const std::int64_t rows = p.bh * a.M;
+  if (e >= rows * a.dv) return;
+  const std::int64_t rid = e / a.dv, c = e % a.dv;
+  const std::int64_t bh = rid / a.M, row = rid % a.M;
+  const std::int64_t sstride = rows;
+  const T* ml = static_cast<const T*>(p.part_ml);
+  const T* acc = static_cast<const T*>(p.part_acc);
+  const int S = static_cast<int>(p.splits);
+  T mx = neg_inf<T>();
+  for (int s = 0; s < S; ++s) mx = fmax_(mx, ml[2 * (s * sstride + rid)]);
+  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
+  T l = 0, sum = 0;
+  for (int s = 0; s < S; ++s) {
+    const std::int64_t r = s * sstride + rid;
+    const T w = fexp2(ml[2 * r] - m_use);
+    l = fma(w, ml[2 * r + 1], l);
+    sum = fma(w, acc[r * a.dv + c], sum);
+  }
+  const HeadOffsets off = head_offsets(p, bh);
+  static_cast<T*>(a.out)[off.o + row * a.o_ms + c * a.o_ds] = l == T(0) ? T(0) : sum / l;
+  if (c == 0 && a.lse)
     static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
         l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
 }

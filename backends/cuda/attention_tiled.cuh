@@ -13,7 +13,9 @@
 
 namespace strata::cuda {
 
-template <class T, int BM_, int BN_, int DK_, int DV_, int RG_, int CG_>
+// MINB_: resident blocks per SM promised to __launch_bounds__ (caps the
+// registers at 64K / (NT * MINB)); 0 derives it from shared memory.
+template <class T, int BM_, int BN_, int DK_, int DV_, int RG_, int CG_, int MINB_ = 2>
 struct TiledConfig {
   using type = T;
   static constexpr int BM = BM_, BN = BN_, DK = DK_, DV = DV_, RG = RG_, CG = CG_;
@@ -26,10 +28,8 @@ struct TiledConfig {
   static constexpr int LDK = DK + VEC, LDV = DV + VEC, LDP = BN + VEC;
   static constexpr std::size_t smem_bytes =
       std::size_t(BM * LDK + BN * LDK + BN * LDV + BM * LDP) * sizeof(T);
-  // Blocks per SM that shared memory allows (at most 4): passed to
-  // __launch_bounds__ so that registers do not cap residency below it.
-  static constexpr int MINB_raw = int((220u * 1024u) / smem_bytes);
-  static constexpr int MINB = MINB_raw < 1 ? 1 : MINB_raw > 4 ? 4 : MINB_raw;
+  static constexpr int MINB_smem = int((220u * 1024u) / smem_bytes);
+  static constexpr int MINB = MINB_ > 0 ? MINB_ : MINB_smem<1 ? 1 : MINB_smem> 4 ? 4 : MINB_smem;
   static_assert(BM % RG == 0 && BN % CG == 0, "tile not divisible by thread grid");
   static_assert(DV % (VEC * CG) == 0 && OCH >= 1, "DV must split into vector chunks");
   static_assert(DK % VEC == 0 && BN % VEC == 0, "vector-aligned tiles");
@@ -41,12 +41,33 @@ struct TiledConfig {
 // vec: 16-byte cp.async (the caller checked alignment and unit col stride);
 // otherwise plain loads, with consecutive threads along the dimension of
 // smaller stride so that column-major inputs stay coalesced.
+// tvec: rows contiguous in memory (unit row stride, e.g. a column-major K)
+// with 16-byte aligned columns: one 16-byte load brings VEC rows of one
+// column; consecutive threads take consecutive columns (conflict-free stores).
 template <class T, int ROWS, int COLS, int LD, int NT>
 __device__ __forceinline__ void load_tile(T* sm, const T* g, std::int64_t rs, std::int64_t cs,
                                           std::int64_t r0, std::int64_t rmax, std::int64_t c0,
-                                          std::int64_t cmax, bool vec) {
+                                          std::int64_t cmax, bool vec, bool tvec = false) {
+  using V = typename Vec<T>::type;
   constexpr int VEC = Vec<T>::n;
-  if (vec) {
+  if (tvec && !vec) {
+    constexpr int RV = ROWS / VEC;
+#pragma unroll 4
+    for (int idx = threadIdx.x; idx < RV * COLS; idx += NT) {
+      const int c = idx % COLS, rq = idx / COLS;
+      const std::int64_t row = r0 + std::int64_t(rq) * VEC, col = c0 + c;
+      T* dst = sm + (rq * VEC) * LD + c;
+      if (col < cmax && row + VEC <= rmax && row % VEC == 0) {
+        const V w = *reinterpret_cast<const V*>(g + row * rs + col * cs);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) dst[e * LD] = vget<T>(w, e);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          dst[e * LD] = (col < cmax && row + e < rmax) ? g[(row + e) * rs + col * cs] : T(0);
+      }
+    }
+  } else if (vec) {
     constexpr int CV = COLS / VEC;
 #pragma unroll
     for (int idx = threadIdx.x; idx < ROWS * CV; idx += NT) {
@@ -135,7 +156,9 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
   // Keys of this block: its split, cut to the band of its rows.
   std::int64_t j_begin = split * p.keys_per_split;
   std::int64_t j_end = min(a.N, j_begin + p.keys_per_split);
-  j_begin = max(j_begin, m0 + a.band_lo);
+  // Start on a tile boundary (keys before the band are masked per element),
+  // which keeps row-contiguous K/V loads 16-byte aligned.
+  j_begin = max(j_begin, (m0 + a.band_lo) / BN * BN);
   j_end = min(j_end, row_last + a.band_hi + 1);
 
   const T sl2 = static_cast<T>(p.scale_log2);
@@ -154,8 +177,9 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
 
   if (j_begin < j_end) {
     if (resident) {
-      load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, 0, a.d, p.q_vec);
-      load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j_begin, j_end, 0, a.d, p.k_vec);
+      load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, 0, a.d, p.q_vec, p.q_tvec);
+      load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j_begin, j_end, 0, a.d, p.k_vec,
+                                    p.k_tvec);
       cp_async_commit();
     }
     for (std::int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
@@ -168,7 +192,8 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
       if (resident) {
         cp_async_wait<0>();
         __syncthreads();
-        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec);
+        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec,
+                                      p.v_tvec);
         cp_async_commit();
         if (kend_last == DK)
           score_accumulate<C, true>(s, Qs, Ks, ty, tx, DK);
@@ -176,14 +201,16 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
           score_accumulate<C, false>(s, Qs, Ks, ty, tx, kend_last);
         __syncthreads();
         if (j0 + BN < j_end)
-          load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j0 + BN, j_end, 0, a.d, p.k_vec);
+          load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j0 + BN, j_end, 0, a.d, p.k_vec,
+                                        p.k_tvec);
         cp_async_commit();
       } else {
-        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec);
+        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec,
+                                      p.v_tvec);
         cp_async_commit();
         for (int c = 0; c < nc; ++c) {
-          load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, std::int64_t(c) * DK,
-                                        a.d, p.q_vec);
+          load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, std::int64_t(c) * DK, a.d,
+                                        p.q_vec);
           load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j0, j_end, std::int64_t(c) * DK,
                                         a.d, p.k_vec);
           cp_async_commit();
@@ -273,8 +300,7 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
-    for (int sh = CG / 2; sh > 0; sh >>= 1)
-      l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], sh);
+    for (int sh = CG / 2; sh > 0; sh >>= 1) l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], sh);
 
   const bool final_out = p.splits == 1;
   T* outg = static_cast<T*>(a.out) + off.o;
@@ -316,8 +342,8 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
     if (tx == 0 && dc == 0) {
       if (final_out) {
         if (a.lse) {
-          const T lse = l == T(0) ? neg_inf<T>()
-                                  : (m_run[i] + flog2(l)) * static_cast<T>(0.6931471805599453);
+          const T lse =
+              l == T(0) ? neg_inf<T>() : (m_run[i] + flog2(l)) * static_cast<T>(0.6931471805599453);
           static_cast<T*>(a.lse)[off.l + row * a.l_ms] = lse;
         }
       } else {

@@ -3,6 +3,7 @@
 // files include this: it instantiates the kernels).
 #include "cuda/attention_decode.cuh"
 #include "cuda/attention_tiled.cuh"
+#include "cuda/attention_tiled_t.cuh"
 #include "cuda/attention_variants.hpp"
 
 namespace strata::cuda {
@@ -32,6 +33,30 @@ Variant tiled(const char* name, bool dflt, std::int64_t max_d, std::int64_t max_
                  C::smem_bytes,
                  reinterpret_cast<const void*>(&attn_tiled_kernel<C>),
                  &launch_tiled<C>};
+}
+
+template <class C>
+void launch_tiled_t(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
+  attn_tiled_t_kernel<C><<<grid, C::NT, smem, st>>>(p);
+}
+
+// Transposed-tile kernel: serves d <= DK and dv <= DV only.
+template <class C>
+Variant tiled_t(const char* name, bool dflt) {
+  using T = typename C::type;
+  return Variant{name,
+                 dtype_of_v<T>,
+                 false,
+                 dflt,
+                 C::DK,
+                 C::DV,
+                 C::BM,
+                 C::BN,
+                 C::DV,
+                 C::NT,
+                 C::smem_bytes,
+                 reinterpret_cast<const void*>(&attn_tiled_t_kernel<C>),
+                 &launch_tiled_t<C>};
 }
 
 template <class C>

@@ -25,8 +25,10 @@ struct Variant {
   void (*launch)(const AttnParams&, int grid, std::size_t smem, cudaStream_t);
 };
 
-// In launcher order: the first default variant that serves a call is used.
+// The launcher takes decode when it serves, else the default variant with the
+// smallest head-dim bounds that serves the call (attention_launch.cu).
 const std::vector<Variant>& variants_f32();
+const std::vector<Variant>& variants_f32t();  // transposed-tile kernels
 const std::vector<Variant>& variants_f64();
 
 }  // namespace strata::cuda

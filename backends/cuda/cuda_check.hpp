@@ -18,10 +18,10 @@ namespace strata::cuda {
 
 }  // namespace strata::cuda
 
-#define CUDA_CHECK(call)                                                     \
-  do {                                                                       \
-    const cudaError_t strata_cuda_err_ = (call);                             \
-    if (strata_cuda_err_ != cudaSuccess)                                     \
+#define CUDA_CHECK(call)                                                             \
+  do {                                                                               \
+    const cudaError_t strata_cuda_err_ = (call);                                     \
+    if (strata_cuda_err_ != cudaSuccess)                                             \
       ::strata::cuda::throw_cuda_error(strata_cuda_err_, #call, __FILE__, __LINE__); \
   } while (0)
 

@@ -91,8 +91,8 @@ class CudaRuntime final : public DeviceRuntime {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
     char buf[512];
-    std::snprintf(buf, sizeof buf, "cuda:%d %s, %.1f GiB, %d SMs, compute capability %d.%d",
-                  index, prop.name, double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
+    std::snprintf(buf, sizeof buf, "cuda:%d %s, %.1f GiB, %d SMs, compute capability %d.%d", index,
+                  prop.name, double(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
                   prop.multiProcessorCount, prop.major, prop.minor);
     return buf;
   }
@@ -166,19 +166,28 @@ class CudaRuntime final : public DeviceRuntime {
     const std::size_t isz = itemsize(dt);
     DeviceGuard g(dev.index);
     if (is_row_major(dst) && is_row_major(src)) {
-      CUDA_CHECK(cudaMemcpy(dst.data, src.data, std::size_t(p.numel) * isz,
-                            cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(
+          cudaMemcpy(dst.data, src.data, std::size_t(p.numel) * isz, cudaMemcpyDeviceToDevice));
       CUDA_CHECK(cudaDeviceSynchronize());
       return;
     }
     p.dst = static_cast<char*>(dst.data);
     p.src = static_cast<const char*>(src.data);
     switch (isz) {
-      case 1: launch_strided_copy<std::uint8_t>(p); break;
-      case 2: launch_strided_copy<std::uint16_t>(p); break;
-      case 4: launch_strided_copy<std::uint32_t>(p); break;
-      case 8: launch_strided_copy<std::uint64_t>(p); break;
-      default: fail("cuda.copy_strided", "unsupported item size ", isz);
+      case 1:
+        launch_strided_copy<std::uint8_t>(p);
+        break;
+      case 2:
+        launch_strided_copy<std::uint16_t>(p);
+        break;
+      case 4:
+        launch_strided_copy<std::uint32_t>(p);
+        break;
+      case 8:
+        launch_strided_copy<std::uint64_t>(p);
+        break;
+      default:
+        fail("cuda.copy_strided", "unsupported item size ", isz);
     }
     CUDA_CHECK(cudaDeviceSynchronize());
   }

@@ -3,6 +3,7 @@
 // guarded). The cases aim at the cuda kernels' own boundaries: decode vs
 // tiled (M = 8 / 9), split-KV (few query tiles, many keys), head dims around
 // the specialised 64/128 paths and the general chunked path, every layout.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -63,10 +64,30 @@ TEST_CASE("cuda attention: head dims, both dtypes, decode and tiled", "[cuda][at
   }
 }
 
+// Small cases that reach every kernel (decode, tiled with Q resident, tiled
+// with chunked head dim, split-KV merge) for compute-sanitizer racecheck.
+TEST_CASE("cuda attention: one case per kernel (racecheck)", "[cuda][attention][racecheck]") {
+  std::uint64_t seed = 1500;
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (auto [M, N, d] : std::vector<std::array<std::int64_t, 3>>{
+             {3, 300, 64}, {70, 130, 64}, {70, 130, 128}, {40, 90, 200}, {64, 1000, 64}}) {
+      AttentionCase c;
+      c.dtype = dt;
+      c.M = M;
+      c.N = N;
+      c.d = d;
+      c.dv = d;
+      c.causal = Causal::bottom_right;
+      c.seed = ++seed;
+      require_cuda_pass(c);
+    }
+  }
+}
+
 TEST_CASE("cuda attention: dv differs from d", "[cuda][attention]") {
   std::uint64_t seed = 2000;
-  const std::vector<std::pair<std::int64_t, std::int64_t>> dims = {
-      {64, 128}, {128, 64}, {32, 300}, {300, 32}, {7, 129}, {64, 1}};
+  const std::vector<std::pair<std::int64_t, std::int64_t>> dims = {{64, 128}, {128, 64}, {32, 300},
+                                                                   {300, 32}, {7, 129},  {64, 1}};
   for (auto [d, dv] : dims) {
     for (std::int64_t M : {2, 70}) {
       AttentionCase c;

@@ -134,8 +134,7 @@ TEST_CASE("a failed allocation names the bytes and leaves the device usable",
   // The next allocation and kernel launch work.
   const Tensor h = Tensor::randn({64, 3}, 5, DType::f32);
   const Tensor d = h.to(kGpu);
-  require_equal(d.transpose(0, 1).contiguous().to(Device::cpu()),
-                h.transpose(0, 1).contiguous());
+  require_equal(d.transpose(0, 1).contiguous().to(Device::cpu()), h.transpose(0, 1).contiguous());
 }
 
 TEST_CASE("a bad device index is an error, not a crash", "[cuda][runtime][errors]") {
