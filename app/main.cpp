@@ -1,8 +1,8 @@
 // strata: the command-line face of the library (docs/cli.md).
+#include <cstdio>
 #include <exception>
 #include <iostream>
 #include <new>
-#include <string>
 
 #include "commands.hpp"
 #include "strata/error.hpp"
@@ -10,18 +10,17 @@
 namespace {
 
 // Every failure becomes exactly one line on stderr, so scripts can show it
-// as is; newlines inside a message are folded.
-int report(const char* what) {
-  std::string line = what;
-  for (char& c : line)
-    if (c == '\n') c = ' ';
-  std::cerr << "strata: error: " << line << std::endl;
+// as is; newlines inside a message are folded. Written without allocating,
+// so it also works when the failure is running out of memory.
+int report(const char* what) noexcept {
+  std::fputs("strata: error: ", stderr);
+  for (const char* c = what; *c != '\0'; ++c) std::fputc(*c == '\n' ? ' ' : *c, stderr);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
   return strata::cli::kExitError;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"strata: softmax attention on strided tensors, on every backend"};
   app.require_subcommand(0, 1);
   int status = strata::cli::kExitOk;
@@ -43,9 +42,22 @@ int main(int argc, char** argv) {
   } catch (const strata::cli::UsageError& e) {
     report(e.what());
     return strata::cli::kExitUsage;
+  }
+}
+
+}  // namespace
+
+// Nothing may escape main: an uncaught exception would abort with a core dump
+// instead of one line on stderr. That covers failures while the command line
+// is set up and while --help is printed, not only those of the commands.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
   } catch (const std::bad_alloc&) {
     return report("out of memory");
   } catch (const std::exception& e) {
     return report(e.what());
+  } catch (...) {
+    return report("unknown exception");
   }
 }

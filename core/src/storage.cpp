@@ -1,5 +1,6 @@
 #include "strata/storage.hpp"
 
+#include <memory>
 #include <new>
 #include <utility>
 
@@ -47,8 +48,12 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
     DeviceRuntime& rt = runtime_for(device, "Storage::allocate");
     p = rt.allocate(nbytes, device.index);
   }
+  // Once the Storage exists it owns p: a throw from the shared_ptr's control
+  // block leaves the unique_ptr to free p through ~Storage. Freeing p here too
+  // would free it twice.
+  std::unique_ptr<Storage> s;
   try {
-    return std::shared_ptr<Storage>(new Storage(p, nbytes, device, true, nullptr));
+    s.reset(new Storage(p, nbytes, device, true, nullptr));
   } catch (...) {
     if (device.is_cpu()) {
       ::operator delete(p, kHostAlignment);
@@ -57,6 +62,7 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
     }
     throw;
   }
+  return std::shared_ptr<Storage>(std::move(s));
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t nbytes, Device device,

@@ -44,11 +44,7 @@ void check(bool cond, const char* op, Args&&... args) {
 
 // STRATA_CHECK(cond, op, message parts...): like strata::check, but the
 // message parts are evaluated only when cond is false.
-#define STRATA_CHECK(cond, ...)                     \
-  do {                                              \
-    if (!(cond)) ::strata::fail(__VA_ARGS__);       \
+#define STRATA_CHECK(cond, ...)               \
+  do {                                        \
+    if (!(cond)) ::strata::fail(__VA_ARGS__); \
   } while (false)
-
-namespace strata {
-
-}  // namespace strata

@@ -49,8 +49,8 @@ class Registry {
   // The kernel for (op, backend, dt) that supports `args`. Throws
   // strata::Error naming op, backend and dtype, with the reason, if none.
   template <class Args>
-  const KernelInfo& find(std::string_view op, std::string_view backend, DType dt,
-                         const Args& args, void (**run)(const Args&)) const;
+  const KernelInfo& find(std::string_view op, std::string_view backend, DType dt, const Args& args,
+                         void (**run)(const Args&)) const;
 
   // Registration entry point for a fresh registry (used by get()).
   Registry() = default;

@@ -88,8 +88,8 @@ class Tensor {
   Tensor transpose(int d0, int d1) const;
   Tensor permute(const std::vector<int>& dims) const;
   Tensor unsqueeze(int dim) const;
-  Tensor squeeze(int dim) const;  // error unless size(dim) == 1
-  Tensor squeeze() const;         // drops every size-1 dim
+  Tensor squeeze(int dim) const;            // error unless size(dim) == 1
+  Tensor squeeze() const;                   // drops every size-1 dim
   Tensor expand(const Shape& shape) const;  // NumPy broadcasting, -1 keeps a dim
   Tensor flip(int dim) const;
   // A view when the strides allow it (one -1 entry infers a size); else
@@ -100,8 +100,8 @@ class Tensor {
                     std::optional<std::int64_t> offset = std::nullopt) const;
 
   // ---- copies -------------------------------------------------------------
-  Tensor contiguous() const;  // self when already contiguous
-  Tensor clone() const;       // always a fresh contiguous tensor
+  Tensor contiguous() const;    // self when already contiguous
+  Tensor clone() const;         // always a fresh contiguous tensor
   Tensor to(Device dev) const;  // self when already there
   Tensor to(DType dt) const;    // converting copy (host-side conversion); self when already dt
   // Copies `src` into this view, broadcasting src to our shape; any layouts,
@@ -120,8 +120,7 @@ class Tensor {
   std::string str(std::int64_t max_values = 64) const;  // shape, strides, dtype, device, values
 
  private:
-  Tensor(std::shared_ptr<Storage> s, Shape shape, Shape strides, std::int64_t offset,
-         DType dt);
+  Tensor(std::shared_ptr<Storage> s, Shape shape, Shape strides, std::int64_t offset, DType dt);
   void check_bounds(const char* op) const;
   Tensor with_layout(Shape shape, Shape strides, std::int64_t offset, const char* op) const;
   StridedLayout layout() const;
