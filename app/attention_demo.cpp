@@ -6,7 +6,7 @@
 
 #include "attention_cli.hpp"
 #include "commands.hpp"
-#include "compare.hpp"
+#include "strata/harness.hpp"
 #include "table.hpp"
 
 namespace strata::cli {
@@ -106,15 +106,15 @@ int run_attention_demo(const AttentionCli& cli) {
     const auto ms =
         time_runs(is_ref ? 0 : 1, runs, dev, [&] { out = softmax_attention(qd, kd, vd, bopt); });
     progress("");
-    const ErrorStats e = compare(out, truth);
-    const bool ok = e.nonfinite_diff == 0 && e.rel_fro <= tol;
+    const harness::ErrorStats e = harness::compare_values(out, truth);
+    const bool mismatch = e.nan_mismatch + e.inf_mismatch > 0;
+    const bool ok = !mismatch && e.rel_fro <= tol;
     all_ok = all_ok && ok;
     ++ran;
     const double med = median(ms);
     table.add({b.name, kernel, std::to_string(runs), fmt("%.3f", med),
                med > 0 ? fmt("%.2f", flop / (med * 1e6)) : "-", fmt("%.2e", e.max_abs),
-               fmt("%.2e", e.rel_fro),
-               ok ? "ok" : (e.nonfinite_diff ? "NaN/inf MISMATCH" : "MISMATCH")});
+               fmt("%.2e", e.rel_fro), ok ? "ok" : (mismatch ? "NaN/inf MISMATCH" : "MISMATCH")});
   }
   table.print(std::cout);
   for (const std::string& n : notes) std::cout << "  note: " << n << "\n";

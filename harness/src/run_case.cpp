@@ -6,9 +6,9 @@
 #include <limits>
 #include <sstream>
 
-#include "strata/detail/attention_plan.hpp"
 #include "case_inputs.hpp"
 #include "reference/attention_reference.hpp"
+#include "strata/detail/attention_plan.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::harness {
@@ -95,32 +95,6 @@ Checked read_guarded(const Tensor& dev_buffer, const ViewSpec& spec, DType dt) {
     if (!covered[i] && !is_sentinel(base + i * isz, dt)) c.guard_intact = false;
   }
   return c;
-}
-
-struct Diff {
-  double max_abs = 0, rel_fro = 0;
-  std::int64_t nan_mismatch = 0, inf_mismatch = 0;
-};
-
-Diff compare(const std::vector<double>& got, const std::vector<double>& ref) {
-  Diff d;
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double g = got[i], r = ref[i];
-    if (std::isnan(g) || std::isnan(r)) {
-      if (std::isnan(g) != std::isnan(r)) ++d.nan_mismatch;
-      continue;
-    }
-    if (std::isinf(g) || std::isinf(r)) {
-      if (g != r) ++d.inf_mismatch;
-      continue;
-    }
-    d.max_abs = std::max(d.max_abs, std::abs(g - r));
-    num += (g - r) * (g - r);
-    den += r * r;
-  }
-  d.rel_fro = num == 0 ? 0.0 : std::sqrt(num) / std::max(std::sqrt(den), 1e-300);
-  return d;
 }
 
 double max_abs_finite(const std::vector<double>& v) {
@@ -237,8 +211,8 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
   AttentionOptions naive_opt = in.options;
   naive_opt.mask = hmask;
   const AttentionResult naive = naive_same_dtype(hq, hk, hv, naive_opt);
-  const Diff nd = compare(naive.out.to_vector<double>(), ref_out);
-  const Diff nl = compare(naive.lse.to_vector<double>(), ref_lse);
+  const ErrorStats nd = compare_values(naive.out.to_vector<double>(), ref_out);
+  const ErrorStats nl = compare_values(naive.lse.to_vector<double>(), ref_lse);
   rep.naive_rel_fro = nd.rel_fro;
   rep.naive_max_abs = nd.max_abs;
   rep.naive_lse_abs = nl.max_abs;
@@ -284,7 +258,7 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
       }
 
       const Checked co = read_guarded(out_buf, go.spec, c.dtype);
-      const Diff d = compare(co.values, ref_out);
+      const ErrorStats d = compare_values(co.values, ref_out);
       r.max_abs_err = d.max_abs;
       r.rel_fro_err = d.rel_fro;
       r.nan_mismatch = d.nan_mismatch;
@@ -293,7 +267,7 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
       r.fully_written = co.fully_written;
       if (c.with_lse) {
         const Checked cl = read_guarded(lse_buf, gl.spec, c.dtype);
-        const Diff dl = compare(cl.values, ref_lse);
+        const ErrorStats dl = compare_values(cl.values, ref_lse);
         r.lse_max_abs_err = dl.max_abs;
         r.nan_mismatch += dl.nan_mismatch;
         r.inf_mismatch += dl.inf_mismatch;

@@ -112,4 +112,16 @@ struct AttentionInputs {
 };
 AttentionInputs make_attention_inputs(const AttentionCase& c, Device dev = Device::cpu());
 
+// How far `got` is from `ref` (same number of elements, compared in logical
+// order): errors over elements finite in both; a NaN on one side only, or
+// infinities that differ, count as mismatches (equal infinities agree, as
+// an empty row's lse = -inf does). rel_fro = ||got - ref||_F / ||ref||_F.
+struct ErrorStats {
+  double max_abs = 0, rel_fro = 0;
+  std::int64_t nan_mismatch = 0, inf_mismatch = 0;
+};
+ErrorStats compare_values(const std::vector<double>& got, const std::vector<double>& ref);
+// Any devices and dtypes; throws strata::Error if the element counts differ.
+ErrorStats compare_values(const Tensor& got, const Tensor& ref);
+
 }  // namespace strata::harness
