@@ -74,7 +74,8 @@ struct AttentionArgs {
 #if defined(__CUDACC__)
 __host__ __device__
 #endif
-inline std::int64_t batch_offset(const AttentionArgs& a, std::int64_t b, const std::int64_t* bs) {
+    inline std::int64_t
+    batch_offset(const AttentionArgs& a, std::int64_t b, const std::int64_t* bs) {
   std::int64_t off = 0;
   for (int i = a.batch_rank - 1; i >= 0; --i) {
     const std::int64_t n = a.batch_shape[i];
