@@ -62,7 +62,7 @@ Tensor Tensor::rand(const Shape& shape, std::uint64_t seed, DType dt, Device dev
 
 // Box-Muller over counters 2i and 2i+1; 1 - u keeps the log argument in (0, 1].
 Tensor Tensor::randn(const Shape& shape, std::uint64_t seed, DType dt, Device dev) {
-  check(dt != DType::boolean, "Tensor::randn", "dtype bool has no normal distribution");
+  STRATA_CHECK(dt != DType::boolean, "Tensor::randn", "dtype bool has no normal distribution");
   return generate(shape, dt, dev, [&](std::uint64_t i) {
     const double u1 = static_cast<double>(random_bits(seed, 2 * i) >> 11) * 0x1p-53;
     const double u2 = static_cast<double>(random_bits(seed, 2 * i + 1) >> 11) * 0x1p-53;

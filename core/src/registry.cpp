@@ -20,8 +20,8 @@ const Registry& Registry::get() {
 }
 
 void Registry::add_backend(BackendInfo info) {
-  check(backend(info.name) == nullptr, "Registry::add_backend", "backend '", info.name,
-        "' registered twice");
+  STRATA_CHECK(backend(info.name) == nullptr, "Registry::add_backend", "backend '", info.name,
+               "' registered twice");
   backends_.push_back(std::move(info));
 }
 
@@ -32,8 +32,8 @@ const BackendInfo* Registry::backend(std::string_view name) const {
 }
 
 void Registry::add_entry(Entry e) {
-  check(backend(e.info.backend) != nullptr, "Registry::add_kernel", "kernel '", e.info.name,
-        "' names unknown backend '", e.info.backend, "'");
+  STRATA_CHECK(backend(e.info.backend) != nullptr, "Registry::add_kernel", "kernel '", e.info.name,
+               "' names unknown backend '", e.info.backend, "'");
   entries_.push_back(std::move(e));
 }
 
@@ -60,8 +60,8 @@ std::vector<const Registry::Entry*> Registry::candidates(std::string_view op,
   std::vector<const Entry*> out;
   for (const Entry& e : entries_) {
     if (e.info.op == op && e.info.backend == backend_name && e.info.dtype == dt) {
-      check(e.args_type == args_type, opname.c_str(), "kernel '", e.info.name,
-            "' was registered with a different argument type");
+      STRATA_CHECK(e.args_type == args_type, opname.c_str(), "kernel '", e.info.name,
+                   "' was registered with a different argument type");
       out.push_back(&e);
     }
   }

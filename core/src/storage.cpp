@@ -16,12 +16,12 @@ constexpr std::align_val_t kHostAlignment{64};
 // The runtime that owns `dev`'s memory, checked to be built and usable.
 DeviceRuntime& runtime_for(Device dev, const char* op) {
   DeviceRuntime* rt = device_runtime(dev.type);
-  check(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ", dev.str(),
-        ")");
+  STRATA_CHECK(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ",
+               dev.str(), ")");
   const int count = rt->device_count();
-  check(count > 0, op, "device ", dev.str(), " unavailable: ", rt->unavailable_reason());
-  check(dev.index >= 0 && dev.index < count, op, "device ", dev.str(), " out of range (", count,
-        " ", device_type_name(dev.type), " device(s))");
+  STRATA_CHECK(count > 0, op, "device ", dev.str(), " unavailable: ", rt->unavailable_reason());
+  STRATA_CHECK(dev.index >= 0 && dev.index < count, op, "device ", dev.str(), " out of range (",
+               count, " ", device_type_name(dev.type), " device(s))");
   return *rt;
 }
 
@@ -67,7 +67,8 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
 
 std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t nbytes, Device device,
                                        std::shared_ptr<void> keep_alive) {
-  check(data != nullptr || nbytes == 0, "Storage::wrap", "null data pointer with nbytes ", nbytes);
+  STRATA_CHECK(data != nullptr || nbytes == 0, "Storage::wrap", "null data pointer with nbytes ",
+               nbytes);
   return std::shared_ptr<Storage>(new Storage(data, nbytes, device, false, std::move(keep_alive)));
 }
 

@@ -44,11 +44,11 @@ Shape contiguous_strides(const Shape& shape) {
 // Rejects what no tensor may have: too many dims, negative sizes, and element
 // or byte counts that overflow. Returns numel.
 std::int64_t validate_new_shape(const Shape& shape, DType dt, const char* op) {
-  check(shape.size() <= static_cast<std::size_t>(kMaxDims), op, "shape ", shape_str(shape), " has ",
-        shape.size(), " dims; at most ", kMaxDims, " are supported");
+  STRATA_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), op, "shape ", shape_str(shape),
+               " has ", shape.size(), " dims; at most ", kMaxDims, " are supported");
   std::int64_t span = 1;  // product with 0 read as 1: the largest stride we will form
   for (std::int64_t s : shape) {
-    check(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape));
+    STRATA_CHECK(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape));
     span = detail::mul_or_fail(span, std::max<std::int64_t>(s, 1), op, " (shape ", shape_str(shape),
                                ")");
   }
@@ -71,7 +71,7 @@ std::string shape_str(const Shape& s) {
 
 std::int64_t shape_numel(const Shape& s) {
   for (std::int64_t v : s)
-    check(v >= 0, "shape_numel", "negative size ", v, " in shape ", shape_str(s));
+    STRATA_CHECK(v >= 0, "shape_numel", "negative size ", v, " in shape ", shape_str(s));
   if (has_zero(s)) return 0;
   std::int64_t n = 1;
   for (std::int64_t v : s)
@@ -85,8 +85,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const std::int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    check(x == y || x == 1 || y == 1, op, "shapes ", shape_str(a), " and ", shape_str(b),
-          " cannot be broadcast (", x, " vs ", y, " in dim ", i, " of the result)");
+    STRATA_CHECK(x == y || x == 1 || y == 1, op, "shapes ", shape_str(a), " and ", shape_str(b),
+                 " cannot be broadcast (", x, " vs ", y, " in dim ", i, " of the result)");
     out[i] = x == 1 ? y : x;
   }
   return out;
@@ -119,29 +119,29 @@ Tensor::Tensor(std::shared_ptr<Storage> s, Shape shape, Shape strides, std::int6
       dtype_(dt) {}
 
 void Tensor::check_bounds(const char* op) const {
-  check(storage_ != nullptr, op, "tensor is undefined");
-  check(shape_.size() <= static_cast<std::size_t>(kMaxDims), op, "shape ", shape_str(shape_),
-        " has ", shape_.size(), " dims; at most ", kMaxDims, " are supported");
-  check(shape_.size() == strides_.size(), op, "shape ", shape_str(shape_), " has ", shape_.size(),
-        " dims but strides ", shape_str(strides_), " has ", strides_.size());
+  STRATA_CHECK(storage_ != nullptr, op, "tensor is undefined");
+  STRATA_CHECK(shape_.size() <= static_cast<std::size_t>(kMaxDims), op, "shape ", shape_str(shape_),
+               " has ", shape_.size(), " dims; at most ", kMaxDims, " are supported");
+  STRATA_CHECK(shape_.size() == strides_.size(), op, "shape ", shape_str(shape_), " has ",
+               shape_.size(), " dims but strides ", shape_str(strides_), " has ", strides_.size());
   for (std::int64_t s : shape_)
-    check(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape_));
-  check(offset_ >= 0, op, "negative offset ", offset_);
+    STRATA_CHECK(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape_));
+  STRATA_CHECK(offset_ >= 0, op, "negative offset ", offset_);
   if (has_zero(shape_)) return;  // an empty view touches nothing
   std::int64_t lo = 0, hi = 0;
-  check(element_extent(shape_, strides_, offset_, &lo, &hi), op, "extent of shape ",
-        shape_str(shape_), " strides ", shape_str(strides_), " offset ", offset_,
-        " overflows int64");
+  STRATA_CHECK(element_extent(shape_, strides_, offset_, &lo, &hi), op, "extent of shape ",
+               shape_str(shape_), " strides ", shape_str(strides_), " offset ", offset_,
+               " overflows int64");
   const auto capacity = static_cast<std::int64_t>(storage_->nbytes() / itemsize(dtype_));
-  check(lo >= 0, op, "view of shape ", shape_str(shape_), " strides ", shape_str(strides_),
-        " offset ", offset_, " reaches element ", lo, ", before the start of its storage");
-  check(hi <= capacity, op, "view of shape ", shape_str(shape_), " strides ", shape_str(strides_),
-        " offset ", offset_, " reaches element ", hi - 1, " but the storage holds ", capacity, " ",
-        dtype_name(dtype_), " elements");
+  STRATA_CHECK(lo >= 0, op, "view of shape ", shape_str(shape_), " strides ", shape_str(strides_),
+               " offset ", offset_, " reaches element ", lo, ", before the start of its storage");
+  STRATA_CHECK(hi <= capacity, op, "view of shape ", shape_str(shape_), " strides ",
+               shape_str(strides_), " offset ", offset_, " reaches element ", hi - 1,
+               " but the storage holds ", capacity, " ", dtype_name(dtype_), " elements");
 }
 
 Tensor Tensor::with_layout(Shape shape, Shape strides, std::int64_t offset, const char* op) const {
-  check(defined(), op, "tensor is undefined");
+  STRATA_CHECK(defined(), op, "tensor is undefined");
   Tensor t(storage_, std::move(shape), std::move(strides), offset, dtype_);
   t.check_bounds(op);
   return t;
@@ -162,8 +162,8 @@ StridedLayout Tensor::layout() const {
 
 int Tensor::wrap_dim(int d, const char* op) const {
   const int n = dim();
-  check(d >= -n && d < n, op, "dim ", d, " out of range for a ", n, "-d tensor of shape ",
-        shape_str(shape_));
+  STRATA_CHECK(d >= -n && d < n, op, "dim ", d, " out of range for a ", n, "-d tensor of shape ",
+               shape_str(shape_));
   return d < 0 ? d + n : d;
 }
 
@@ -223,7 +223,7 @@ Tensor Tensor::full(const Shape& shape, double value, DType dt, Device dev) {
 }
 
 Tensor Tensor::arange(std::int64_t n, DType dt, Device dev) {
-  check(n >= 0, "Tensor::arange", "negative length ", n);
+  STRATA_CHECK(n >= 0, "Tensor::arange", "negative length ", n);
   Tensor host = empty({n}, dt, Device::cpu());
   char* p = static_cast<char*>(host.data_ptr());
   const std::size_t isz = itemsize(dt);
@@ -234,7 +234,7 @@ Tensor Tensor::arange(std::int64_t n, DType dt, Device dev) {
 
 Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape,
                             const Shape& strides, std::int64_t offset, DType dt) {
-  check(storage != nullptr, "Tensor::from_storage", "storage is null");
+  STRATA_CHECK(storage != nullptr, "Tensor::from_storage", "storage is null");
   Tensor t(std::move(storage), shape, strides, offset, dt);
   t.check_bounds("Tensor::from_storage");
   return t;

@@ -11,13 +11,13 @@ namespace {
 // Element offset of `index` (negative entries count from the end), checked.
 std::int64_t element_offset(const Tensor& t, const std::vector<std::int64_t>& index,
                             const char* op) {
-  check(t.defined(), op, "tensor is undefined");
-  check(static_cast<int>(index.size()) == t.dim(), op, "index has ", index.size(),
-        " entries for a ", t.dim(), "-d tensor of shape ", shape_str(t.shape()));
+  STRATA_CHECK(t.defined(), op, "tensor is undefined");
+  STRATA_CHECK(static_cast<int>(index.size()) == t.dim(), op, "index has ", index.size(),
+               " entries for a ", t.dim(), "-d tensor of shape ", shape_str(t.shape()));
   std::int64_t off = t.offset();
   for (int d = 0; d < t.dim(); ++d) {
     const std::int64_t n = t.shape()[d], i = index[d];
-    check(i >= -n && i < n, op, "index ", i, " out of range for dim ", d, " of size ", n);
+    STRATA_CHECK(i >= -n && i < n, op, "index ", i, " out of range for dim ", d, " of size ", n);
     off += (i < 0 ? i + n : i) * t.strides()[d];
   }
   return off;
@@ -31,8 +31,8 @@ char* element_address(const Tensor& t, std::int64_t off) {
 
 DeviceRuntime& runtime_of(Device dev, const char* op) {
   DeviceRuntime* rt = device_runtime(dev.type);
-  check(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ", dev.str(),
-        ")");
+  STRATA_CHECK(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ",
+               dev.str(), ")");
   return *rt;
 }
 

@@ -12,8 +12,8 @@ namespace {
 
 DeviceRuntime& runtime_of(Device dev, const char* op) {
   DeviceRuntime* rt = device_runtime(dev.type);
-  check(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ", dev.str(),
-        ")");
+  STRATA_CHECK(rt != nullptr, op, device_type_name(dev.type), " backend not built (device ",
+               dev.str(), ")");
   return *rt;
 }
 
@@ -87,10 +87,11 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 
 const Tensor& Tensor::copy_from(const Tensor& source) const {
   const char* op = "Tensor::copy_from";
-  check(defined(), op, "destination is undefined");
-  check(source.defined(), op, "source is undefined");
-  check(source.dtype() == dtype_, op, "source dtype ", dtype_name(source.dtype()),
-        " differs from destination dtype ", dtype_name(dtype_), "; convert with to(DType) first");
+  STRATA_CHECK(defined(), op, "destination is undefined");
+  STRATA_CHECK(source.defined(), op, "source is undefined");
+  STRATA_CHECK(source.dtype() == dtype_, op, "source dtype ", dtype_name(source.dtype()),
+               " differs from destination dtype ", dtype_name(dtype_),
+               "; convert with to(DType) first");
   Tensor src;
   try {
     src = source.expand(shape_);
@@ -133,19 +134,19 @@ const Tensor& Tensor::copy_from(const Tensor& source) const {
 }
 
 Tensor Tensor::contiguous() const {
-  check(defined(), "Tensor::contiguous", "tensor is undefined");
+  STRATA_CHECK(defined(), "Tensor::contiguous", "tensor is undefined");
   return is_contiguous() ? *this : clone();
 }
 
 Tensor Tensor::clone() const {
-  check(defined(), "Tensor::clone", "tensor is undefined");
+  STRATA_CHECK(defined(), "Tensor::clone", "tensor is undefined");
   Tensor out = empty(shape_, dtype_, device());
   out.copy_from(*this);
   return out;
 }
 
 Tensor Tensor::to(Device dev) const {
-  check(defined(), "Tensor::to", "tensor is undefined");
+  STRATA_CHECK(defined(), "Tensor::to", "tensor is undefined");
   if (dev == device()) return *this;
   Tensor out = empty(shape_, dtype_, dev);
   out.copy_from(*this);
@@ -153,7 +154,7 @@ Tensor Tensor::to(Device dev) const {
 }
 
 Tensor Tensor::to(DType dt) const {
-  check(defined(), "Tensor::to", "tensor is undefined");
+  STRATA_CHECK(defined(), "Tensor::to", "tensor is undefined");
   if (dt == dtype_) return *this;
   const Tensor src = to(Device::cpu()).contiguous();
   Tensor out = empty(shape_, dt, Device::cpu());
@@ -167,7 +168,7 @@ Tensor Tensor::to(DType dt) const {
 }
 
 void Tensor::fill(double value) const {
-  check(defined(), "Tensor::fill", "tensor is undefined");
+  STRATA_CHECK(defined(), "Tensor::fill", "tensor is undefined");
   Tensor one = empty({}, dtype_, Device::cpu());
   store_from_double(one.data_ptr(), dtype_, value);
   copy_from(one);

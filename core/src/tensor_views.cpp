@@ -62,21 +62,22 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const char* op) {
   std::int64_t known = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      check(infer_at < 0, op, "shape ", shape_str(shape), " has more than one -1");
+      STRATA_CHECK(infer_at < 0, op, "shape ", shape_str(shape), " has more than one -1");
       infer_at = static_cast<int>(i);
       continue;
     }
-    check(shape[i] >= 0, op, "negative size ", shape[i], " in shape ", shape_str(shape));
+    STRATA_CHECK(shape[i] >= 0, op, "negative size ", shape[i], " in shape ", shape_str(shape));
     known = detail::mul_or_fail(known, shape[i], op, " (shape ", shape_str(shape), ")");
   }
   if (infer_at >= 0) {
-    check(known != 0, op, "cannot infer the -1 in shape ", shape_str(shape),
-          " alongside a size-0 dim");
-    check(numel % known == 0, op, "shape ", shape_str(shape), " is invalid for ", numel,
-          " elements");
+    STRATA_CHECK(known != 0, op, "cannot infer the -1 in shape ", shape_str(shape),
+                 " alongside a size-0 dim");
+    STRATA_CHECK(numel % known == 0, op, "shape ", shape_str(shape), " is invalid for ", numel,
+                 " elements");
     out[infer_at] = numel / known;
   } else {
-    check(known == numel, op, "shape ", shape_str(shape), " is invalid for ", numel, " elements");
+    STRATA_CHECK(known == numel, op, "shape ", shape_str(shape), " is invalid for ", numel,
+                 " elements");
   }
   return out;
 }
@@ -87,14 +88,15 @@ Tensor Tensor::slice(int dim, Slice s) const {
   const char* op = "Tensor::slice";
   const int d = wrap_dim(dim, op);
   const std::int64_t n = shape_[d];
-  check(s.step != 0, op, "step 0 for dim ", d);
-  check(s.step != std::numeric_limits<std::int64_t>::min(), op, "step ", s.step,
-        " cannot be negated");
+  STRATA_CHECK(s.step != 0, op, "step 0 for dim ", d);
+  STRATA_CHECK(s.step != std::numeric_limits<std::int64_t>::min(), op, "step ", s.step,
+               " cannot be negated");
   // Indices may be negative (from the end) but must lie in [-n, n]; a missing
   // bound means "from the first / to past the last" element in the direction
   // of step, as in Python.
   const auto bound = [&](std::optional<std::int64_t> v, const char* what) {
-    check(*v >= -n && *v <= n, op, what, " ", *v, " out of range for dim ", d, " of size ", n);
+    STRATA_CHECK(*v >= -n && *v <= n, op, what, " ", *v, " out of range for dim ", d, " of size ",
+                 n);
     return *v < 0 ? *v + n : *v;
   };
   std::int64_t start = 0, length = 0;
@@ -124,7 +126,8 @@ Tensor Tensor::select(int dim, std::int64_t index) const {
   const char* op = "Tensor::select";
   const int d = wrap_dim(dim, op);
   const std::int64_t n = shape_[d];
-  check(index >= -n && index < n, op, "index ", index, " out of range for dim ", d, " of size ", n);
+  STRATA_CHECK(index >= -n && index < n, op, "index ", index, " out of range for dim ", d,
+               " of size ", n);
   const std::int64_t i = index < 0 ? index + n : index;
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + d);
@@ -136,11 +139,11 @@ Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
   const char* op = "Tensor::narrow";
   const int d = wrap_dim(dim, op);
   const std::int64_t n = shape_[d];
-  check(start >= -n && start <= n, op, "start ", start, " out of range for dim ", d, " of size ",
-        n);
+  STRATA_CHECK(start >= -n && start <= n, op, "start ", start, " out of range for dim ", d,
+               " of size ", n);
   const std::int64_t s = start < 0 ? start + n : start;
-  check(length >= 0 && length <= n - s, op, "length ", length, " from start ", s, " runs past dim ",
-        d, " of size ", n);
+  STRATA_CHECK(length >= 0 && length <= n - s, op, "length ", length, " from start ", s,
+               " runs past dim ", d, " of size ", n);
   Shape shape = shape_;
   shape[d] = length;
   return with_layout(std::move(shape), strides_, length > 0 ? offset_ + s * strides_[d] : offset_,
@@ -160,13 +163,13 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
   const char* op = "Tensor::permute";
   std::ostringstream given;
   for (std::size_t i = 0; i < dims.size(); ++i) given << (i ? ", " : "") << dims[i];
-  check(static_cast<int>(dims.size()) == dim(), op, "dims [", given.str(), "] has ", dims.size(),
-        " entries for a ", dim(), "-d tensor");
+  STRATA_CHECK(static_cast<int>(dims.size()) == dim(), op, "dims [", given.str(), "] has ",
+               dims.size(), " entries for a ", dim(), "-d tensor");
   std::vector<bool> seen(dims.size(), false);
   Shape shape(dims.size()), strides(dims.size());
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const int d = wrap_dim(dims[i], op);
-    check(!seen[d], op, "dims [", given.str(), "] repeats dim ", d);
+    STRATA_CHECK(!seen[d], op, "dims [", given.str(), "] repeats dim ", d);
     seen[d] = true;
     shape[i] = shape_[d];
     strides[i] = strides_[d];
@@ -177,10 +180,10 @@ Tensor Tensor::permute(const std::vector<int>& dims) const {
 Tensor Tensor::unsqueeze(int dim) const {
   const char* op = "Tensor::unsqueeze";
   const int n = this->dim();
-  check(dim >= -(n + 1) && dim <= n, op, "dim ", dim, " out of range for a ", n,
-        "-d tensor (allowed ", -(n + 1), " to ", n, ")");
-  check(n < kMaxDims, op, "a ", n, "-d tensor cannot gain a dim; at most ", kMaxDims,
-        " are supported");
+  STRATA_CHECK(dim >= -(n + 1) && dim <= n, op, "dim ", dim, " out of range for a ", n,
+               "-d tensor (allowed ", -(n + 1), " to ", n, ")");
+  STRATA_CHECK(n < kMaxDims, op, "a ", n, "-d tensor cannot gain a dim; at most ", kMaxDims,
+               " are supported");
   const int d = dim < 0 ? dim + n + 1 : dim;
   // Any stride is valid for a size-1 dim; this one keeps contiguous tensors contiguous.
   std::int64_t stride = 1;
@@ -194,7 +197,7 @@ Tensor Tensor::unsqueeze(int dim) const {
 Tensor Tensor::squeeze(int dim) const {
   const char* op = "Tensor::squeeze";
   const int d = wrap_dim(dim, op);
-  check(shape_[d] == 1, op, "dim ", d, " has size ", shape_[d], ", not 1");
+  STRATA_CHECK(shape_[d] == 1, op, "dim ", d, " has size ", shape_[d], ", not 1");
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
@@ -213,30 +216,31 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::expand(const Shape& shape) const {
   const char* op = "Tensor::expand";
-  check(defined(), op, "tensor is undefined");
-  check(shape.size() >= shape_.size(), op, "target shape ", shape_str(shape),
-        " has fewer dims than ", shape_str(shape_));
-  check(shape.size() <= static_cast<std::size_t>(kMaxDims), op, "target shape ", shape_str(shape),
-        " has ", shape.size(), " dims; at most ", kMaxDims, " are supported");
+  STRATA_CHECK(defined(), op, "tensor is undefined");
+  STRATA_CHECK(shape.size() >= shape_.size(), op, "target shape ", shape_str(shape),
+               " has fewer dims than ", shape_str(shape_));
+  STRATA_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), op, "target shape ",
+               shape_str(shape), " has ", shape.size(), " dims; at most ", kMaxDims,
+               " are supported");
   const std::size_t lead = shape.size() - shape_.size();
   Shape out(shape.size()), strides(shape.size());
   for (std::size_t i = 0; i < shape.size(); ++i) {
     const std::int64_t t = shape[i];
     if (i < lead) {
-      check(t >= 0, op, "size ", t, " for new leading dim ", i, " of target ", shape_str(shape),
-            " must be non-negative");
+      STRATA_CHECK(t >= 0, op, "size ", t, " for new leading dim ", i, " of target ",
+                   shape_str(shape), " must be non-negative");
       out[i] = t;
       strides[i] = 0;
       continue;
     }
     const std::size_t j = i - lead;
-    check(t >= -1, op, "negative size ", t, " in target ", shape_str(shape));
+    STRATA_CHECK(t >= -1, op, "negative size ", t, " in target ", shape_str(shape));
     if (t == -1 || t == shape_[j]) {
       out[i] = shape_[j];
       strides[i] = strides_[j];
     } else {
-      check(shape_[j] == 1, op, "cannot expand dim ", j, " of size ", shape_[j], " to ", t,
-            " (shape ", shape_str(shape_), " to ", shape_str(shape), ")");
+      STRATA_CHECK(shape_[j] == 1, op, "cannot expand dim ", j, " of size ", shape_[j], " to ", t,
+                   " (shape ", shape_str(shape_), " to ", shape_str(shape), ")");
       out[i] = t;
       strides[i] = 0;
     }
@@ -256,19 +260,19 @@ Tensor Tensor::flip(int dim) const {
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const char* op = "Tensor::reshape";
-  check(defined(), op, "tensor is undefined");
-  check(shape.size() <= static_cast<std::size_t>(kMaxDims), op, "shape ", shape_str(shape), " has ",
-        shape.size(), " dims; at most ", kMaxDims, " are supported");
+  STRATA_CHECK(defined(), op, "tensor is undefined");
+  STRATA_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), op, "shape ", shape_str(shape),
+               " has ", shape.size(), " dims; at most ", kMaxDims, " are supported");
   Shape target = infer_shape(shape, numel(), op);
   Shape strides;
-  check(view_strides(shape_, strides_, target, &strides), op, "cannot view shape ",
-        shape_str(shape_), " with strides ", shape_str(strides_), " as ", shape_str(target),
-        " without copying; use reshape_copy()");
+  STRATA_CHECK(view_strides(shape_, strides_, target, &strides), op, "cannot view shape ",
+               shape_str(shape_), " with strides ", shape_str(strides_), " as ", shape_str(target),
+               " without copying; use reshape_copy()");
   return with_layout(std::move(target), std::move(strides), offset_, op);
 }
 
 Tensor Tensor::reshape_copy(const Shape& shape) const {
-  check(defined(), "Tensor::reshape_copy", "tensor is undefined");
+  STRATA_CHECK(defined(), "Tensor::reshape_copy", "tensor is undefined");
   infer_shape(shape, numel(), "Tensor::reshape_copy");  // fail before copying
   return clone().reshape(shape);
 }
