@@ -83,8 +83,9 @@ struct Driver {
     if (a.mask) {
       j.mask_bool = a.mask_dtype == DType::boolean;
       const i64 off = batch_offset(a, b, a.mk_bs) + h * a.mk_hs;
-      j.mask = j.mask_bool ? static_cast<const void*>(static_cast<const unsigned char*>(a.mask) + off)
-                           : static_cast<const void*>(static_cast<const T*>(a.mask) + off);
+      j.mask = j.mask_bool
+                   ? static_cast<const void*>(static_cast<const unsigned char*>(a.mask) + off)
+                   : static_cast<const void*>(static_cast<const T*>(a.mask) + off);
       j.mk_ms = a.mk_ms;
       j.mk_ns = a.mk_ns;
     }
@@ -117,8 +118,8 @@ struct Driver {
       const T inv = T(1) / s.l[r];
       for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = s.at(r, c) * inv;
       if (lse)
-        lse[(i0 + r) * a.l_ms] =
-            static_cast<T>((static_cast<double>(mr) + std::log2(static_cast<double>(s.l[r]))) * kLn2);
+        lse[(i0 + r) * a.l_ms] = static_cast<T>(
+            (static_cast<double>(mr) + std::log2(static_cast<double>(s.l[r]))) * kLn2);
     }
   }
 
@@ -138,8 +139,8 @@ struct Driver {
     i64 split = 1;
     if (base < 2 * max_threads && N > 0) {
       const i64 min_chunk = decode ? 1024 : 4 * isa.nb;
-      split = std::clamp<i64>((4 * max_threads + base - 1) / base, 1,
-                              std::max<i64>(1, N / min_chunk));
+      split =
+          std::clamp<i64>((4 * max_threads + base - 1) / base, 1, std::max<i64>(1, N / min_chunk));
     }
 
     std::vector<Task> tasks;
@@ -208,8 +209,7 @@ struct Driver {
           for (i64 r = 0; r < j.rows; ++r) {
             p[r] = s.m[r];
             p[mb + r] = s.l[r];
-            for (i64 c = 0; c < a.dv; ++c)
-              p[2 * mb + r * a.dv + c] = s.at(r, c);
+            for (i64 c = 0; c < a.dv; ++c) p[2 * mb + r * a.dv + c] = s.at(r, c);
           }
         }
       }

@@ -25,8 +25,7 @@ const IsaKernels* best_supported(int cap) {
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
       __builtin_cpu_supports("fma"))
     return kernels_avx512();
-  if (cap >= 1 && kernels_avx2() && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma"))
+  if (cap >= 1 && kernels_avx2() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return kernels_avx2();
 #else
   (void)cap;

@@ -14,8 +14,8 @@ namespace {
 //
 #include "cpu/kernel_impl.hpp"
 
-using F = Cfg<float, 8, 6, 2, 64, 96, 4, 128>;
-using D = Cfg<double, 4, 6, 2, 64, 96, 4, 128>;
+using F = Cfg<float, 8, 6, 2, 64, 192, 4, 128>;
+using D = Cfg<double, 4, 6, 2, 64, 192, 4, 128>;
 }  // namespace
 }  // namespace strata::cpu
 #pragma GCC pop_options

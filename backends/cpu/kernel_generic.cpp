@@ -11,8 +11,8 @@ namespace {
 //
 #include "cpu/kernel_impl.hpp"
 
-using F = Cfg<float, 4, 6, 2, 64, 96, 4, 128>;
-using D = Cfg<double, 2, 6, 2, 64, 96, 4, 128>;
+using F = Cfg<float, 4, 6, 2, 64, 192, 4, 128>;
+using D = Cfg<double, 2, 6, 2, 64, 192, 4, 128>;
 }  // namespace
 
 const IsaKernels& kernels_generic() {

@@ -26,12 +26,21 @@ struct Impl {
   static_assert(MB % NC == 0 && NB % MR == 0 && NBD % W == 0);
   static constexpr T kInf = __builtin_inf();
   static constexpr T kLog2e = static_cast<T>(1.44269504088896340735992468100189214L);
+  static constexpr i64 kBlockBytes = 96 * 1024;  // K + V tile of one key block
+  static constexpr i64 kPackPad = 16;            // breaks power-of-two strides
+#ifndef STRATA_PF_LOOP
+#define STRATA_PF_LOOP 1
+#endif
+#ifndef STRATA_PF_BLOCK
+#define STRATA_PF_BLOCK 1
+#endif
+  static constexpr bool kPrefetchInLoop = STRATA_PF_LOOP, kPrefetchBlock = STRATA_PF_BLOCK;
 
   static i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 
   // ---- workspace ----------------------------------------------------------
   static std::size_t ws_elems(i64 d, i64 dv) {
-    const i64 blocked = (d + NB + dv + 4) * MB;
+    const i64 blocked = (d + NB + dv + 5) * MB + d * (NB + kPackPad);
     const i64 dp = round_up(d, W), dvp = round_up(dv, W);
     const i64 decode = RD * dp + RD * NBD + RD * dvp + NBD * dp + NBD * dvp + 4 * RD;
     return static_cast<std::size_t>((blocked > decode ? blocked : decode) + 4 * W);
@@ -71,6 +80,21 @@ struct Impl {
     }
   }
 
+  // Asks for the tile [rows x n] (row stride rs, unit inner stride or unit
+  // row stride) to be brought into L2: the next key block's K and V, issued
+  // one block ahead so the micro-kernels' broadcasts find them there rather
+  // than in L3 or DRAM. Prefetches never fault, so ranges past the end are safe.
+  static void prefetch_tile(const T* base, i64 ns, i64 ds, i64 n, i64 len) {
+    constexpr i64 line = 64 / sizeof(T);
+    if (ds == 1) {
+      for (i64 j = 0; j < n; ++j)
+        for (i64 c = 0; c < len; c += line) __builtin_prefetch(base + j * ns + c, 0, 2);
+    } else if (ns == 1) {
+      for (i64 c = 0; c < len; ++c)
+        for (i64 j = 0; j < n; j += line) __builtin_prefetch(base + c * ds + j, 0, 2);
+    }
+  }
+
   static bool block_fully_kept(const BlockJob& J, i64 jb, i64 nb) {
     if (!J.has_band) return true;
     const i64 ilast = J.i0 + J.rows - 1;
@@ -79,8 +103,16 @@ struct Impl {
 
   // ---- blocked path: micro-kernels ------------------------------------------
   // S^T[g + r][p + c] = sum_k K[g + r][k] * QT[k][p + c], r < R, c < NC.
+  // What the Q K^T micro-kernel does besides storing S, for the NC columns
+  // of one panel: with cmax set, it also folds the column maxima into cmax
+  // (saves the softmax a pass over S^T on unmasked blocks).
+  struct Epilogue {
+    T* cmax = nullptr;
+    Epilogue at(i64 p) const { return {cmax ? cmax + p : nullptr}; }
+  };
+
   template <int R, bool UK>
-  static void qk_tile(const T* kp, i64 kns, i64 kds, const T* qt, i64 d, T* st) {
+  static void qk_tile(const T* kp, i64 kns, i64 kds, const T* qt, i64 d, T* st, Epilogue ep) {
     V acc[R][NV];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
@@ -89,12 +121,19 @@ struct Impl {
     const T* kr[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) kr[r] = kp + r * kns;
+    [[maybe_unused]] const i64 next = R * kns;
     for (i64 kk = 0; kk < d; ++kk) {
       const T* qrow = qt + kk * NC;
       V b[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) b[v] = vload<T, W>(qrow + v * W);
       const i64 off = UK ? kk : kk * kds;
+      if constexpr (UK && kPrefetchInLoop) {
+        // The next tile's rows, a cache line each time ours cross one.
+        if ((kk & (64 / sizeof(T) - 1)) == 0)
+#pragma GCC unroll 16
+          for (int r = 0; r < R; ++r) __builtin_prefetch(kr[r] + next + kk);
+      }
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const V a = vset1<T, W>(kr[r][off]);
@@ -106,24 +145,37 @@ struct Impl {
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) vstore<T, W>(st + r * NC + v * W, acc[r][v]);
+    if (ep.cmax) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        V mx = vload<T, W>(ep.cmax + v * W);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) mx = vmax<T, W>(mx, acc[r][v]);
+        vstore<T, W>(ep.cmax + v * W, mx);
+      }
+    }
   }
 
   template <int R, bool UK>
-  static void qk_rem(int rem, const T* kp, i64 kns, i64 kds, const T* qt, i64 d, T* st) {
+  static void qk_rem(int rem, const T* kp, i64 kns, i64 kds, const T* qt, i64 d, T* st,
+                     Epilogue ep) {
     if constexpr (R >= 1) {
       if (rem == R)
-        qk_tile<R, UK>(kp, kns, kds, qt, d, st);
+        qk_tile<R, UK>(kp, kns, kds, qt, d, st, ep);
       else
-        qk_rem<R - 1, UK>(rem, kp, kns, kds, qt, d, st);
+        qk_rem<R - 1, UK>(rem, kp, kns, kds, qt, d, st, ep);
     }
   }
 
   template <bool UK>
-  static void qk_panel(const T* kb, i64 kns, i64 kds, const T* qt, i64 d, T* st, i64 nb) {
+  static void qk_panel(const T* kb, i64 kns, i64 kds, const T* qt, i64 d, T* st, i64 nb,
+                       Epilogue ep) {
+    if (ep.cmax)
+      for (int c = 0; c < NC; ++c) ep.cmax[c] = -kInf;
     i64 g = 0;
-    for (; g + MR <= nb; g += MR) qk_tile<MR, UK>(kb + g * kns, kns, kds, qt, d, st + g * NC);
+    for (; g + MR <= nb; g += MR) qk_tile<MR, UK>(kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
     if (g < nb)
-      qk_rem<MR - 1, UK>(static_cast<int>(nb - g), kb + g * kns, kns, kds, qt, d, st + g * NC);
+      qk_rem<MR - 1, UK>(static_cast<int>(nb - g), kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
   }
 
   // OT[c0 + r][p + c] = OT[..] * alpha[p + c] + sum_j V[j][c0 + r] * PT[j][p + c].
@@ -143,6 +195,7 @@ struct Impl {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) b[v] = vload<T, W>(prow + v * W);
       const T* vrow = vp + j * vns;
+      if constexpr (kPrefetchInLoop) __builtin_prefetch(vrow + 8 * vns);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const V x = vset1<T, W>(vrow[UV ? r : r * vds]);
@@ -173,24 +226,29 @@ struct Impl {
     i64 c = 0;
     for (; c + MR <= dv; c += MR) pv_tile<MR, UV>(vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
     if (c < dv)
-      pv_rem<MR - 1, UV>(static_cast<int>(dv - c), vb + c * vds, vns, vds, pt, nb, ot + c * NC,
-                         al);
+      pv_rem<MR - 1, UV>(static_cast<int>(dv - c), vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
   }
 
   // Online-softmax update of columns [0, cols) of the S^T tile: new running
   // max, alpha = 2^(m_old - m_new), P = 2^(S - m_new) in place, l updated.
   // A column whose max is still -inf exponentiates against 0 instead (all its
   // P are then 0), but m itself keeps -inf.
-  static void softmax_cols(i64 nb, i64 cols, T* st, T* m, T* l, T* al) {
+  // cmax: the block's column maxima when qk_tile already folded them, else null.
+  static void softmax_cols(i64 nb, i64 cols, T* st, T* m, T* l, T* al, const T* cmax) {
     const V ninf = vset1<T, W>(-kInf);
     for (i64 p = 0; p < cols; p += NC) {
       T* sp = st + p * NB;  // panel p / NC: [NB][NC]
       V mx[NV];
+      if (cmax) {
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) mx[v] = ninf;
-      for (i64 j = 0; j < nb; ++j)
+        for (int v = 0; v < NV; ++v) mx[v] = vload<T, W>(cmax + p + v * W);
+      } else {
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) mx[v] = vmax<T, W>(mx[v], vload<T, W>(sp + j * NC + v * W));
+        for (int v = 0; v < NV; ++v) mx[v] = ninf;
+        for (i64 j = 0; j < nb; ++j)
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) mx[v] = vmax<T, W>(mx[v], vload<T, W>(sp + j * NC + v * W));
+      }
       V mu[NV], a[NV], ls[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
@@ -228,6 +286,8 @@ struct Impl {
     T* m = ot + dv * MB;
     T* l = m + MB;
     T* al = l + MB;
+    T* cm = al + MB;   // column maxima of the current block
+    T* kpk = cm + MB;  // K tile repacked when its last stride is not 1
 
     const T* q = static_cast<const T*>(J.q);
     const T qs = static_cast<T>(J.qscale);
@@ -247,19 +307,55 @@ struct Impl {
     const T* k = static_cast<const T*>(J.k);
     const T* v = static_cast<const T*>(J.v);
     const bool uk = J.k_ds == 1, uv = J.v_ds == 1;
-    for (i64 jb = J.j0; jb < J.j1; jb += NB) {
-      const i64 nb = J.j1 - jb < NB ? J.j1 - jb : NB;
+    // Keys per block: the K and V tiles of this block and of the prefetched
+    // next one should share L2 with the packed tiles, so wide heads take
+    // fewer keys (192 at d = dv = 64, 96 at d = dv = 128).
+    i64 nbe = kBlockBytes / static_cast<i64>(sizeof(T)) / (d + dv) / MR * MR;
+    nbe = nbe < MR ? MR : (nbe > NB ? NB : nbe);
+    for (i64 jb = J.j0; jb < J.j1; jb += nbe) {
+      const i64 nb = J.j1 - jb < nbe ? J.j1 - jb : nbe;
       const T* kb = k + jb * J.k_ns;
-      for (i64 p = 0; p < cols; p += NC) {
-        if (uk)
-          qk_panel<true>(kb, J.k_ns, 1, qt + p * d, d, st + p * NB, nb);
-        else
-          qk_panel<false>(kb, J.k_ns, J.k_ds, qt + p * d, d, st + p * NB, nb);
+      if (kPrefetchBlock && jb + nbe < J.j1) {
+        const i64 nb2 = J.j1 - jb - nbe < nbe ? J.j1 - jb - nbe : nbe;
+        prefetch_tile(kb + nbe * J.k_ns, J.k_ns, J.k_ds, nb2, d);
+        prefetch_tile(v + (jb + nbe) * J.v_ns, J.v_ns, J.v_ds, nb2, dv);
       }
+      // The micro-kernel reads K element by element, so any strides work, but
+      // walking a column-major K (stride N along d) puts every step's line in
+      // the same L1 set once N * sizeof(T) is a multiple of 4 KiB. Copy such a
+      // tile first: as K^T rows of nb keys (cheap contiguous copies) when the
+      // key stride is 1, else gathered row-major.
+      i64 kns = J.k_ns, kds = J.k_ds;
+      if (!uk) {
+        if (J.k_ns == 1) {
+          const i64 ld = nb + kPackPad;
+          for (i64 kk = 0; kk < d; ++kk) {
+            const T* src = kb + kk * J.k_ds;
+            T* dst = kpk + kk * ld;
+            for (i64 j = 0; j < nb; ++j) dst[j] = src[j];
+          }
+          kb = kpk, kns = 1, kds = ld;
+        } else {
+          for (i64 j = 0; j < nb; ++j)
+            for (i64 kk = 0; kk < d; ++kk) kpk[j * d + kk] = kb[j * J.k_ns + kk * J.k_ds];
+          kb = kpk, kns = d, kds = 1;
+        }
+      }
+      auto qk = [&](Epilogue ep) {
+        for (i64 p = 0; p < cols; p += NC) {
+          if (kds == 1)
+            qk_panel<true>(kb, kns, 1, qt + p * d, d, st + p * NB, nb, ep.at(p));
+          else
+            qk_panel<false>(kb, kns, kds, qt + p * d, d, st + p * NB, nb, ep.at(p));
+        }
+      };
+      // Masks change scores after Q K^T, so only plain blocks fold the max early.
+      const bool plain = !J.mask && block_fully_kept(J, jb, nb);
+      qk(plain ? Epilogue{cm} : Epilogue{});
       auto at = [st](i64 i, i64 j) -> T& { return st[(i / NC) * NB * NC + j * NC + i % NC]; };
       if (J.mask) apply_mask(J, jb, nb, at);
       if (!block_fully_kept(J, jb, nb)) apply_band(J, jb, nb, at);
-      softmax_cols(nb, cols, st, m, l, al);
+      softmax_cols(nb, cols, st, m, l, al, plain ? cm : nullptr);
       const T* vb = v + jb * J.v_ns;
       for (i64 p = 0; p < cols; p += NC) {
         if (uv)
@@ -280,6 +376,11 @@ struct Impl {
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
       for (int jj = 0; jj < NK; ++jj) acc[r][jj] = vzero<T, W>();
+    // This path streams K once from memory: ask for the rows two tiles ahead
+    // (before the loop, which needs every register; prefetches never fault).
+    for (int jj = 0; jj < NK; ++jj)
+      for (i64 c = 0; c < dp; c += 64 / static_cast<i64>(sizeof(T)))
+        __builtin_prefetch(kr0 + (2 * NK + jj) * kstride + c);
     for (i64 kk = 0; kk < dp; kk += W) {
       V kv[NK];
 #pragma GCC unroll 8
@@ -328,7 +429,7 @@ struct Impl {
   template <int R>
   static BlockState<T> run_decode(const BlockJob& J, T* ws) {
     constexpr int NK = R == 1 ? 8 : (R == 2 ? 4 : 2);
-    constexpr int CV = 12 / R;
+    constexpr int CV = R == 1 ? 8 : (R == 4 ? 2 : 4);
     const i64 d = J.d, dv = J.dv;
     const i64 dp = round_up(d, W), dvp = round_up(dv, W);
     T* qp = ws;
@@ -368,9 +469,25 @@ struct Impl {
         kb = kpk;
         ks = dp;
       }
+      // While K streams through the dot products, ask for the same keys' V
+      // rows, so the memory system stays busy through the P V pass too (this
+      // path is bound by reading K and V once).
+      const T* vnext = v + jb * J.v_ns;
+      auto prefetch_v = [&](i64 j0, i64 n) {
+        if (J.v_ds == 1)
+          for (i64 jj = j0; jj < j0 + n; ++jj)
+            for (i64 c = 0; c < dv; c += 64 / static_cast<i64>(sizeof(T)))
+              __builtin_prefetch(vnext + jj * J.v_ns + c, 0, 2);
+      };
       i64 j = 0;
-      for (; j + NK <= nb; j += NK) dot_tile<R, NK>(qp, dp, kb + j * ks, ks, s + j);
-      for (; j < nb; ++j) dot_tile<R, 1>(qp, dp, kb + j * ks, ks, s + j);
+      for (; j + NK <= nb; j += NK) {
+        dot_tile<R, NK>(qp, dp, kb + j * ks, ks, s + j);
+        prefetch_v(j, NK);
+      }
+      for (; j < nb; ++j) {
+        dot_tile<R, 1>(qp, dp, kb + j * ks, ks, s + j);
+        prefetch_v(j, 1);
+      }
 
       auto at = [s](i64 i, i64 jj) -> T& { return s[i * NBD + jj]; };
       if (J.mask) apply_mask(J, jb, nb, at);
@@ -464,8 +581,8 @@ struct IsaOf {
 
 // The table is built by the including TU outside its target pragma (only
 // addresses are taken there, nothing wider than the baseline runs).
-#define STRATA_CPU_ISA_TABLE(NAME, F, D)                                              \
-  IsaKernels {                                                                         \
-    NAME, F::MB_, F::NB_, F::RD_, &IsaOf<F, D>::ws_bytes, &F::I::run, &D::I::run,      \
-        &F::I::exp2_many, &D::I::exp2_many                                             \
+#define STRATA_CPU_ISA_TABLE(NAME, F, D)                                          \
+  IsaKernels {                                                                    \
+    NAME, F::MB_, F::NB_, F::RD_, &IsaOf<F, D>::ws_bytes, &F::I::run, &D::I::run, \
+        &F::I::exp2_many, &D::I::exp2_many                                        \
   }
