@@ -6,8 +6,12 @@
 #include "cpu/cpu_kernels.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__clang__)  // clang has no GCC target pragma; same effect
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 namespace strata::cpu {
 namespace {
 #include "cpu/simd.hpp"
@@ -18,7 +22,11 @@ using F = Cfg<float, 8, 6, 2, 64, 192, 4, 128>;
 using D = Cfg<double, 4, 6, 2, 64, 192, 4, 128>;
 }  // namespace
 }  // namespace strata::cpu
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace strata::cpu {
 const IsaKernels* kernels_avx2() {

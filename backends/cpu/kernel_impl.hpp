@@ -9,7 +9,9 @@
 //  - Q^T of the query block is packed once per task (scaled by
 //    scale * log2 e, zero-padded to a multiple of the register tile width);
 //  - the Q K^T micro-kernel broadcasts K elements straight from the input
-//    (any strides, no packing) against unit-stride vector loads of Q^T;
+//    against unit-stride vector loads of Q^T (any strides work; a K whose
+//    last stride is not 1 is copied per block first, only to spare L1 the
+//    same-set misses of a column-major walk);
 //  - the online-softmax statistics of a query are a column of S^T, so max,
 //    exp and sum are plain vertical vector ops with no horizontal reduction;
 //  - the P V micro-kernel broadcasts V elements straight from the input
@@ -28,13 +30,6 @@ struct Impl {
   static constexpr T kLog2e = static_cast<T>(1.44269504088896340735992468100189214L);
   static constexpr i64 kBlockBytes = 96 * 1024;  // K + V tile of one key block
   static constexpr i64 kPackPad = 16;            // breaks power-of-two strides
-#ifndef STRATA_PF_LOOP
-#define STRATA_PF_LOOP 1
-#endif
-#ifndef STRATA_PF_BLOCK
-#define STRATA_PF_BLOCK 1
-#endif
-  static constexpr bool kPrefetchInLoop = STRATA_PF_LOOP, kPrefetchBlock = STRATA_PF_BLOCK;
 
   static i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
 
@@ -128,7 +123,7 @@ struct Impl {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) b[v] = vload<T, W>(qrow + v * W);
       const i64 off = UK ? kk : kk * kds;
-      if constexpr (UK && kPrefetchInLoop) {
+      if constexpr (UK) {
         // The next tile's rows, a cache line each time ours cross one.
         if ((kk & (64 / sizeof(T) - 1)) == 0)
 #pragma GCC unroll 16
@@ -195,7 +190,7 @@ struct Impl {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) b[v] = vload<T, W>(prow + v * W);
       const T* vrow = vp + j * vns;
-      if constexpr (kPrefetchInLoop) __builtin_prefetch(vrow + 8 * vns);
+      __builtin_prefetch(vrow + 8 * vns);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const V x = vset1<T, W>(vrow[UV ? r : r * vds]);
@@ -315,7 +310,7 @@ struct Impl {
     for (i64 jb = J.j0; jb < J.j1; jb += nbe) {
       const i64 nb = J.j1 - jb < nbe ? J.j1 - jb : nbe;
       const T* kb = k + jb * J.k_ns;
-      if (kPrefetchBlock && jb + nbe < J.j1) {
+      if (jb + nbe < J.j1) {
         const i64 nb2 = J.j1 - jb - nbe < nbe ? J.j1 - jb - nbe : nbe;
         prefetch_tile(kb + nbe * J.k_ns, J.k_ns, J.k_ds, nb2, d);
         prefetch_tile(v + (jb + nbe) * J.v_ns, J.v_ns, J.v_ds, nb2, dv);
