@@ -26,7 +26,7 @@ constexpr int kDecodeMaxRows = 8;  // M at or below this uses the decode kernel
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = [] {
     std::vector<Variant> all;
-    for (const auto* list : {&variants_f32(), &variants_f32t(), &variants_f64()})
+    for (const auto* list : {&variants_f32(), &variants_f32p(), &variants_f64()})
       all.insert(all.end(), list->begin(), list->end());
     return all;
   }();
@@ -38,6 +38,10 @@ bool serves(const Variant& v, const AttentionArgs& a) {
   if (v.max_d && a.d > v.max_d) return false;
   if (v.max_dv && a.dv > v.max_dv) return false;
   if (v.decode && a.M > kDecodeMaxRows) return false;
+  // In double: the product of four sizes may pass 2^63.
+  if (v.max_work &&
+      double(a.batch_count()) * double(a.Hq) * double(a.M) * double(a.N) > double(v.max_work))
+    return false;
   return true;
 }
 
@@ -49,7 +53,8 @@ std::int64_t reach(const Variant& v) {
 
 // STRATA_CUDA_VARIANT=<name> forces a variant wherever it serves (tuning and
 // tests); otherwise: decode when it serves (M <= 8), then the default variant
-// with the smallest head-dim bounds.
+// with the smallest head-dim bounds, and among those a small-problem variant
+// (max_work) where it serves.
 const Variant& pick(const AttentionArgs& a) {
   static const char* forced = std::getenv("STRATA_CUDA_VARIANT");
   if (forced && *forced) {
@@ -60,7 +65,8 @@ const Variant& pick(const AttentionArgs& a) {
   for (const Variant& v : variants()) {
     if (!v.is_default || !serves(v, a)) continue;
     if (!best || (v.decode && !best->decode) ||
-        (v.decode == best->decode && reach(v) < reach(*best)))
+        (v.decode == best->decode && reach(v) < reach(*best)) ||
+        (v.decode == best->decode && reach(v) == reach(*best) && v.max_work && !best->max_work))
       best = &v;
   }
   if (!best)

@@ -2,8 +2,8 @@
 // Builds Variant entries from kernel configurations (only the variant .cu
 // files include this: it instantiates the kernels).
 #include "cuda/attention_decode.cuh"
+#include "cuda/attention_pipelined.cuh"
 #include "cuda/attention_tiled.cuh"
-#include "cuda/attention_tiled_t.cuh"
 #include "cuda/attention_variants.hpp"
 
 namespace strata::cuda {
@@ -36,27 +36,18 @@ Variant tiled(const char* name, bool dflt, std::int64_t max_d, std::int64_t max_
 }
 
 template <class C>
-void launch_tiled_t(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  attn_tiled_t_kernel<C><<<grid, C::NT, smem, st>>>(p);
+void launch_pipe(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
+  attn_pipe_kernel<C><<<grid, C::NT, smem, st>>>(p);
 }
 
-// Transposed-tile kernel: serves d <= DK and dv <= DV only.
+// Pipelined kernel (f32): serves d <= DK and dv <= DV only.
 template <class C>
-Variant tiled_t(const char* name, bool dflt) {
-  using T = typename C::type;
-  return Variant{name,
-                 dtype_of_v<T>,
-                 false,
-                 dflt,
-                 C::DK,
-                 C::DV,
-                 C::BM,
-                 C::BN,
-                 C::DV,
-                 C::NT,
-                 C::smem_bytes,
-                 reinterpret_cast<const void*>(&attn_tiled_t_kernel<C>),
-                 &launch_tiled_t<C>};
+Variant pipe(const char* name, bool dflt) {
+  return Variant{name,           DType::f32,    false,
+                 dflt,           C::DK,         C::DV,
+                 C::BM,          C::BN,         C::DV,
+                 C::NT,          C::smem_bytes, reinterpret_cast<const void*>(&attn_pipe_kernel<C>),
+                 &launch_pipe<C>};
 }
 
 template <class C>
@@ -75,6 +66,14 @@ Variant decode(const char* name, bool dflt = true) {
                  C::smem_bytes,
                  reinterpret_cast<const void*>(&attn_decode_kernel<C>),
                  &launch_decode<C>};
+}
+
+// Restricts a variant to calls of at most `work` scores (batch x heads x M x
+// N); among defaults of the same head-dim reach, such a variant is preferred
+// where it serves.
+inline Variant for_small(Variant v, std::int64_t work) {
+  v.max_work = work;
+  return v;
 }
 
 }  // namespace strata::cuda

@@ -23,12 +23,14 @@ struct Variant {
   std::size_t smem;
   const void* kernel;
   void (*launch)(const AttnParams&, int grid, std::size_t smem, cudaStream_t);
+  std::int64_t max_work = 0;  // serves only calls with at most this many scores; 0 = any
 };
 
 // The launcher takes decode when it serves, else the default variant with the
-// smallest head-dim bounds that serves the call (attention_launch.cu).
+// smallest head-dim bounds that serves the call, a small-problem variant
+// first (attention_launch.cu).
 const std::vector<Variant>& variants_f32();
-const std::vector<Variant>& variants_f32t();  // transposed-tile kernels
+const std::vector<Variant>& variants_f32p();  // pipelined kernels
 const std::vector<Variant>& variants_f64();
 
 }  // namespace strata::cuda

@@ -84,6 +84,27 @@ TEST_CASE("cuda attention: one case per kernel (racecheck)", "[cuda][attention][
   }
 }
 
+// d <= 64 picks its kernel by the call's size (small tiles up to 2^22
+// scores, attention_variants_f32p.cu): one case on each side of the switch.
+TEST_CASE("cuda attention: both sides of the small-problem kernel switch", "[cuda][attention]") {
+  std::uint64_t seed = 1700;
+  for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{1000, 1040}, {1040, 1030}}) {
+    AttentionCase c;
+    c.batch = {2};
+    c.Hq = 2;
+    c.Hkv = 2;
+    c.M = M;
+    c.N = N;
+    c.d = 64;
+    c.dv = 64;
+    c.seed = ++seed;
+    require_cuda_pass(c);
+    c.causal = Causal::bottom_right;
+    c.seed = ++seed;
+    require_cuda_pass(c);
+  }
+}
+
 TEST_CASE("cuda attention: dv differs from d", "[cuda][attention]") {
   std::uint64_t seed = 2000;
   const std::vector<std::pair<std::int64_t, std::int64_t>> dims = {{64, 128}, {128, 64}, {32, 300},
