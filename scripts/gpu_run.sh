@@ -14,7 +14,7 @@
 # time limit so that the whole run fits a 10-minute device call. VTEST
 # ("name ...") runs the CUDA attention tests with each variant forced (and
 # racecheck too when VRACE=1); by default the tiled d <= 64 kernel, which
-# the default tests reach only above 2^22 scores. Everything lands in OUTDIR/logs and
+# the default tests reach only above 2^24 scores. Everything lands in OUTDIR/logs and
 # is packed into OUTDIR/gpu_run.tar.gz after each phase, with a short
 # OUTDIR/summary.txt (the device tool brings back only a few files).
 set -u -o pipefail

@@ -84,11 +84,12 @@ TEST_CASE("cuda attention: one case per kernel (racecheck)", "[cuda][attention][
   }
 }
 
-// d <= 64 picks its kernel by the call's size (small tiles up to 2^22
-// scores, attention_variants_f32p.cu): one case on each side of the switch.
+// d <= 64 picks its kernel by the call's size (small tiles up to 2^24
+// scores, attention_variants_f32p.cu): one case on each side of the switch
+// (2 x 2 heads x 2040^2 and x 2060^2).
 TEST_CASE("cuda attention: both sides of the small-problem kernel switch", "[cuda][attention]") {
   std::uint64_t seed = 1700;
-  for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{1000, 1040}, {1040, 1030}}) {
+  for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{2040, 2040}, {2060, 2060}}) {
     AttentionCase c;
     c.batch = {2};
     c.Hq = 2;
