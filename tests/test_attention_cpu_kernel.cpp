@@ -393,6 +393,30 @@ TEST_CASE("cpu attention kernel on one thread and on many", "[cpu]") {
   omp_set_num_threads(2);
 }
 
+// Long key ranges with wide heads: the split-key chunks are cut on the
+// kernel's own key block (96 keys at d = dv = 128 f32, not the nominal 192),
+// the merge is shared out by row blocks, and K + V exceed the size above
+// which the next block is prefetched a few lines per tile (row-wise,
+// column-wise for a transposed K, or not at all for gapped layouts).
+TEST_CASE("cpu attention kernel, long keys: split chunks and streamed K/V", "[cpu]") {
+  for (int threads : {1, 2, 3}) {
+    INFO("threads=" << threads);
+    omp_set_num_threads(threads);
+    for_each_isa([] {
+      Case c;
+      c.M = 24, c.N = 8500, c.d = 128, c.dv = 128, c.seed = 11;
+      run_case<float>(c);
+      c.lk = Layout::transposed, c.band_hi = c.N - c.M - 3000;  // kcol, causal-trimmed keys
+      run_case<float>(c);
+      c.M = 20, c.N = 8300, c.d = 100, c.dv = 72, c.band_hi = strata::kNoLimit;
+      c.lk = c.lv = Layout::gapped;
+      run_case<float>(c);
+      run_case<double>(c);
+    });
+  }
+  omp_set_num_threads(2);
+}
+
 template <class T>
 void check_fast_exp2() {
   // Relative error bounds (see backends/cpu/simd.hpp): 1.7 ulp measured for

@@ -49,6 +49,7 @@ struct AlignedBuffer {
 
 constexpr double kLn2 = 0.693147180559945309417232121458176568;
 constexpr double kLog2e = 1.44269504088896340735992468100189214;
+constexpr i64 kMergeRows = 16;  // rows per work item of the split-key merge
 
 template <class T>
 struct Driver {
@@ -99,6 +100,7 @@ struct Driver {
     j.band_lo = a.band_lo;
     j.band_hi = a.band_hi;
     j.qscale = a.scale * kLog2e;
+    j.kv_bytes = a.N * (a.d + a.dv) * static_cast<i64>(sizeof(T));
     return j;
   }
 
@@ -134,14 +136,16 @@ struct Driver {
     const int max_threads = std::max(1, omp_get_max_threads());
 
     // Key chunks per (bh, qb): enough work items for dynamic balancing when
-    // batch x heads x query blocks is small (decode, short prompts).
+    // batch x heads x query blocks cannot give every thread two tasks
+    // (decode, short prompts). One thread never splits: that only adds merge
+    // work. Chunks are cut on whole key blocks of the size the kernel runs,
+    // as evenly as those allow, so no thread is left with an extra block.
     const i64 base = BH * QB;
     i64 split = 1;
-    if (base < 2 * max_threads && N > 0) {
-      const i64 min_chunk = decode ? 1024 : 4 * isa.nb;
-      split =
-          std::clamp<i64>((4 * max_threads + base - 1) / base, 1, std::max<i64>(1, N / min_chunk));
-    }
+    if (max_threads > 1 && base < 2 * max_threads && N > 0)
+      split = (4 * max_threads + base - 1) / base;
+    const i64 blk = decode ? 128 : isa.block_keys(a.dtype, a.d, a.dv);
+    const i64 min_blocks = std::max<i64>(1, ((decode ? 1024 : 4 * isa.nb) + blk - 1) / blk);
 
     std::vector<Task> tasks;
     std::vector<Group> groups;
@@ -152,22 +156,18 @@ struct Driver {
         const i64 i0 = qb * mb, ilast = std::min(M, i0 + mb) - 1;
         const i64 k0 = band_first_key(i0);
         const i64 k1 = std::max(k0, band_end_key(ilast));
-        const i64 len = k1 - k0;
-        i64 parts = split;
-        if (parts > 1) parts = std::clamp<i64>(len / (decode ? 1024 : 4 * isa.nb), 1, split);
+        const i64 nblk = (k1 - k0 + blk - 1) / blk;
+        const i64 parts = std::clamp<i64>(nblk / min_blocks, 1, split);
         if (parts <= 1) {
           tasks.push_back(Task{bh, qb, k0, k1, -1});
           continue;
         }
-        // Chunk boundaries on whole key blocks, so every chunk runs full blocks.
-        const i64 blk = decode ? 128 : isa.nb;
-        const i64 chunk = ((len + parts - 1) / parts + blk - 1) / blk * blk;
-        Group g{bh, qb, nslots, 0};
-        for (i64 j = k0; j < k1; j += chunk) {
-          tasks.push_back(Task{bh, qb, j, std::min(k1, j + chunk), nslots++});
-          ++g.count;
+        groups.push_back(Group{bh, qb, nslots, parts});
+        for (i64 c = 0; c < parts; ++c) {
+          const i64 j0 = k0 + c * nblk / parts * blk;
+          const i64 j1 = std::min(k1, k0 + (c + 1) * nblk / parts * blk);
+          tasks.push_back(Task{bh, qb, j0, j1, nslots++});
         }
-        groups.push_back(g);
       }
     }
     // Longest key ranges first (causal masks make them uneven).
@@ -186,6 +186,10 @@ struct Driver {
     for (int t = 0; t < nthreads; ++t) ws.emplace_back(ws_bytes);
     const i64 slot_elems = mb * (a.dv + 2);
     std::vector<T> partial(static_cast<std::size_t>(nslots * slot_elems));
+    const i64 mrb = (mb + kMergeRows - 1) / kMergeRows;  // merge items per group
+    const i64 nmerge = static_cast<i64>(groups.size()) * mrb;
+    const std::size_t mstride = static_cast<std::size_t>(split + a.dv);
+    std::vector<double> mscratch(groups.empty() ? 0 : static_cast<std::size_t>(nthreads) * mstride);
 
     auto block = [&](const BlockJob& j, void* w) {
       if constexpr (sizeof(T) == 4)
@@ -213,25 +217,31 @@ struct Driver {
           }
         }
       }
-      // The implicit barrier above makes every partial visible here.
+      // The implicit barrier above makes every partial visible here. The
+      // merge is cut into row blocks too, so both threads share it even when
+      // there is a single group (M = 64, long N).
+      double* scratch = mscratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * mstride;
 #pragma omp for schedule(dynamic, 1)
-      for (std::size_t gi = 0; gi < groups.size(); ++gi) merge(groups[gi], partial, slot_elems);
+      for (i64 it = 0; it < nmerge; ++it)
+        merge(groups[static_cast<std::size_t>(it / mrb)], (it % mrb) * kMergeRows, partial,
+              slot_elems, scratch);
     }
   }
 
-  // Log-sum-exp merge of one (bh, qb)'s key chunks, in double, straight into
-  // out / lse (no allocation: this runs inside the parallel region).
-  void merge(const Group& g, const std::vector<T>& partial, i64 slot_elems) const {
+  // Log-sum-exp merge of rows [r0, r0 + kMergeRows) of one (bh, qb)'s key
+  // chunks, in double, straight into out / lse. scratch: count + dv doubles
+  // (no allocation: this runs inside the parallel region).
+  void merge(const Group& g, i64 r0, const std::vector<T>& partial, i64 slot_elems,
+             double* scratch) const {
     constexpr double ninf = -std::numeric_limits<double>::infinity();
     const i64 i0 = g.qb * mb, rows = std::min(mb, a.M - i0);
     const i64 b = g.bh / a.Hq, h = g.bh % a.Hq;
     T* out = static_cast<T*>(a.out) + batch_offset(a, b, a.o_bs) + h * a.o_hs;
     T* lse = a.lse ? static_cast<T*>(a.lse) + batch_offset(a, b, a.l_bs) + h * a.l_hs : nullptr;
     auto slot = [&](i64 s) { return partial.data() + (g.first_slot + s) * slot_elems; };
-    // Weight of chunk s for a row whose overall max is mx; chunks that kept
-    // nothing weigh 0 (their m is -inf, and -inf - -inf would be NaN).
-    auto weight = [](double ms, double mx) { return ms == ninf ? 0.0 : std::exp2(ms - mx); };
-    for (i64 r = 0; r < rows; ++r) {
+    double* w = scratch;              // weight of each chunk for the current row
+    double* acc = scratch + g.count;  // the row's output, dv values
+    for (i64 r = r0; r < std::min(rows, r0 + kMergeRows); ++r) {
       T* orow = out + (i0 + r) * a.o_ms;
       double mx = ninf;
       bool nan = false;
@@ -246,14 +256,21 @@ struct Driver {
         if (lse) lse[(i0 + r) * a.l_ms] = -std::numeric_limits<T>::infinity();
         continue;
       }
+      // Chunks that kept nothing weigh 0 (their m is -inf, and -inf - -inf
+      // would be NaN); their accumulators are 0.
       double lsum = 0;
-      for (i64 s = 0; s < g.count; ++s) lsum += weight(slot(s)[r], mx) * slot(s)[mb + r];
-      for (i64 c = 0; c < a.dv; ++c) {
-        double acc = 0;
-        for (i64 s = 0; s < g.count; ++s)
-          acc += weight(slot(s)[r], mx) * slot(s)[2 * mb + r * a.dv + c];
-        orow[c * a.o_ds] = static_cast<T>(acc / lsum);
+      for (i64 s = 0; s < g.count; ++s) {
+        const double ms = slot(s)[r];
+        w[s] = ms == ninf ? 0.0 : std::exp2(ms - mx);
+        lsum += w[s] * slot(s)[mb + r];
       }
+      for (i64 c = 0; c < a.dv; ++c) acc[c] = 0;
+      for (i64 s = 0; s < g.count; ++s) {
+        const T* src = slot(s) + 2 * mb + r * a.dv;
+        const double ws = w[s];
+        for (i64 c = 0; c < a.dv; ++c) acc[c] += ws * static_cast<double>(src[c]);
+      }
+      for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = static_cast<T>(acc[c] / lsum);
       if (lse) lse[(i0 + r) * a.l_ms] = static_cast<T>((mx + std::log2(lsum)) * kLn2);
     }
   }

@@ -30,6 +30,7 @@ struct BlockJob {
   bool has_band;
   i64 band_lo, band_hi;
   double qscale;  // scale * log2(e): scores are kept in base-2 units
+  i64 kv_bytes;   // bytes of K and V of one kv head (all N keys)
 };
 
 // Unnormalised result of a block, valid until the workspace is reused:
@@ -53,6 +54,9 @@ struct IsaKernels {
   i64 nb;            // keys per block on the blocked path
   i64 decode_rows;   // tasks with at most this many rows use the decode path
   std::size_t (*ws_bytes)(DType dt, i64 d, i64 dv);
+  // Keys per block the blocked path uses for this head size (split-key chunks
+  // are cut on multiples of it, so every chunk but the last runs full blocks).
+  i64 (*block_keys)(DType dt, i64 d, i64 dv);
   BlockState<float> (*block_f32)(const BlockJob&, void* ws);
   BlockState<double> (*block_f64)(const BlockJob&, void* ws);
   // y[i] = 2^x[i] with the kernels' fast exp2 (x <= 0); exposed for tests.

@@ -30,8 +30,17 @@ struct Impl {
   static constexpr T kLog2e = static_cast<T>(1.44269504088896340735992468100189214L);
   static constexpr i64 kBlockBytes = 96 * 1024;  // K + V tile of one key block
   static constexpr i64 kPackPad = 16;            // breaks power-of-two strides
+  static constexpr i64 kStreamBytes = 8 << 20;   // K + V larger than this stream from DRAM
 
   static i64 round_up(i64 x, i64 m) { return (x + m - 1) / m * m; }
+
+  // Keys per block of the blocked path: the K and V tiles of this block and
+  // of the prefetched next one should share L2 with the packed tiles, so wide
+  // heads take fewer keys (192 at d = dv = 64, 96 at d = dv = 128, f32).
+  static i64 block_keys(i64 d, i64 dv) {
+    const i64 nbe = kBlockBytes / static_cast<i64>(sizeof(T)) / (d + dv) / MR * MR;
+    return nbe < MR ? MR : (nbe > NB ? NB : nbe);
+  }
 
   // ---- workspace ----------------------------------------------------------
   static std::size_t ws_elems(i64 d, i64 dv) {
@@ -75,10 +84,11 @@ struct Impl {
     }
   }
 
-  // Asks for the tile [rows x n] (row stride rs, unit inner stride or unit
-  // row stride) to be brought into L2: the next key block's K and V, issued
-  // one block ahead so the micro-kernels' broadcasts find them there rather
-  // than in L3 or DRAM. Prefetches never fault, so ranges past the end are safe.
+  // Asks for the tile [n keys x len] (row stride rs, unit inner stride or unit
+  // row stride) to be brought into L2 in one burst: the next key block's K
+  // and V, issued one block ahead so the micro-kernels' broadcasts find them
+  // there rather than in L3. Prefetches never fault, so ranges past the end
+  // are safe.
   static void prefetch_tile(const T* base, i64 ns, i64 ds, i64 n, i64 len) {
     constexpr i64 line = 64 / sizeof(T);
     if (ds == 1) {
@@ -89,6 +99,54 @@ struct Impl {
         for (i64 j = 0; j < n; j += line) __builtin_prefetch(base + c * ds + j, 0, 2);
     }
   }
+
+  // When K and V stream from DRAM (too large for the last-level cache),
+  // brings the next key block's K and V into L2 a few lines at a time while
+  // the current block is computed (step() after each micro-kernel tile), so
+  // the memory system streams at the rate the kernel consumes instead of in
+  // one burst of up to 1536 prefetches that fills the miss queues and stalls
+  // the core. A tile of n keys is walked row by row when its last stride is 1
+  // and column by column when its key stride is 1; other layouts are not
+  // prefetched. Prefetches never fault, so ranges past the end are safe.
+  struct Prefetcher {
+    static constexpr i64 kLine = 64 / static_cast<i64>(sizeof(T));
+    struct Stream {
+      const T* base = nullptr;
+      i64 rs = 0, rows = 0, len = 0, r = 0, c = 0;
+      void set(const T* b, i64 ns, i64 ds, i64 n, i64 width) {
+        r = c = 0;
+        base = b;
+        if (ds == 1)
+          rs = ns, rows = n, len = width;
+        else if (ns == 1)
+          rs = ds, rows = width, len = n;
+        else
+          rows = 0;
+      }
+      i64 lines() const { return rows * ((len + kLine - 1) / kLine); }
+      bool step() {
+        if (r >= rows) return false;
+        __builtin_prefetch(base + r * rs + c, 0, 2);
+        c += kLine;
+        if (c >= len) c = 0, ++r;
+        return true;
+      }
+    };
+    Stream k, v;
+    i64 per_step = 0;
+    // Next block: K rows from kb, V rows from vb, n keys; spread over `steps` calls.
+    void start(const T* kb, i64 kns, i64 kds, i64 d, const T* vb, i64 vns, i64 vds, i64 dv, i64 n,
+               i64 steps) {
+      k.set(kb, kns, kds, n, d);
+      v.set(vb, vns, vds, n, dv);
+      per_step = (k.lines() + v.lines() + steps - 1) / steps;
+    }
+    void stop() { k.rows = v.rows = 0; }
+    void step() {
+      for (i64 i = 0; i < per_step; ++i)
+        if (!k.step() && !v.step()) return;
+    }
+  };
 
   static bool block_fully_kept(const BlockJob& J, i64 jb, i64 nb) {
     if (!J.has_band) return true;
@@ -107,7 +165,8 @@ struct Impl {
   };
 
   template <int R, bool UK>
-  static void qk_tile(const T* kp, i64 kns, i64 kds, const T* qt, i64 d, T* st, Epilogue ep) {
+  __attribute__((always_inline)) static void qk_tile(const T* kp, i64 kns, i64 kds, const T* qt,
+                                                     i64 d, T* st, Epilogue ep) {
     V acc[R][NV];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
@@ -162,20 +221,26 @@ struct Impl {
     }
   }
 
-  template <bool UK>
+  template <bool UK, bool PF>
   static void qk_panel(const T* kb, i64 kns, i64 kds, const T* qt, i64 d, T* st, i64 nb,
-                       Epilogue ep) {
+                       Epilogue ep, Prefetcher& pf) {
     if (ep.cmax)
       for (int c = 0; c < NC; ++c) ep.cmax[c] = -kInf;
     i64 g = 0;
-    for (; g + MR <= nb; g += MR) qk_tile<MR, UK>(kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
-    if (g < nb)
+    for (; g + MR <= nb; g += MR) {
+      qk_tile<MR, UK>(kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
+      if constexpr (PF) pf.step();
+    }
+    if (g < nb) {
       qk_rem<MR - 1, UK>(static_cast<int>(nb - g), kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
+      if constexpr (PF) pf.step();
+    }
   }
 
   // OT[c0 + r][p + c] = OT[..] * alpha[p + c] + sum_j V[j][c0 + r] * PT[j][p + c].
   template <int R, bool UV>
-  static void pv_tile(const T* vp, i64 vns, i64 vds, const T* pt, i64 nb, T* ot, const T* al) {
+  __attribute__((always_inline)) static void pv_tile(const T* vp, i64 vns, i64 vds, const T* pt,
+                                                     i64 nb, T* ot, const T* al) {
     V acc[R][NV];
     V a[NV];
 #pragma GCC unroll 4
@@ -215,13 +280,18 @@ struct Impl {
     }
   }
 
-  template <bool UV>
+  template <bool UV, bool PF>
   static void pv_panel(const T* vb, i64 vns, i64 vds, const T* pt, i64 nb, i64 dv, T* ot,
-                       const T* al) {
+                       const T* al, Prefetcher& pf) {
     i64 c = 0;
-    for (; c + MR <= dv; c += MR) pv_tile<MR, UV>(vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
-    if (c < dv)
+    for (; c + MR <= dv; c += MR) {
+      pv_tile<MR, UV>(vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
+      if constexpr (PF) pf.step();
+    }
+    if (c < dv) {
       pv_rem<MR - 1, UV>(static_cast<int>(dv - c), vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
+      if constexpr (PF) pf.step();
+    }
   }
 
   // Online-softmax update of columns [0, cols) of the S^T tile: new running
@@ -302,18 +372,29 @@ struct Impl {
     const T* k = static_cast<const T*>(J.k);
     const T* v = static_cast<const T*>(J.v);
     const bool uk = J.k_ds == 1, uv = J.v_ds == 1;
-    // Keys per block: the K and V tiles of this block and of the prefetched
-    // next one should share L2 with the packed tiles, so wide heads take
-    // fewer keys (192 at d = dv = 64, 96 at d = dv = 128).
-    i64 nbe = kBlockBytes / static_cast<i64>(sizeof(T)) / (d + dv) / MR * MR;
-    nbe = nbe < MR ? MR : (nbe > NB ? NB : nbe);
+    const i64 nbe = block_keys(d, dv);
+    // Micro-kernel tiles per full block (Q K^T and P V): the prefetch of the
+    // next block is spread over them only when K and V are too large for the
+    // last-level cache: from L3 a burst at the block's start is served fast
+    // enough, and the steps cost more than they save (cpu-tuning.md section
+    // 11). The two are separate template instances of the panel loops.
+    const bool spread = J.kv_bytes > kStreamBytes;
+    const i64 steps = cols / NC * ((nbe + MR - 1) / MR + (dv + MR - 1) / MR);
+    Prefetcher pf;
     for (i64 jb = J.j0; jb < J.j1; jb += nbe) {
       const i64 nb = J.j1 - jb < nbe ? J.j1 - jb : nbe;
       const T* kb = k + jb * J.k_ns;
       if (jb + nbe < J.j1) {
         const i64 nb2 = J.j1 - jb - nbe < nbe ? J.j1 - jb - nbe : nbe;
-        prefetch_tile(kb + nbe * J.k_ns, J.k_ns, J.k_ds, nb2, d);
-        prefetch_tile(v + (jb + nbe) * J.v_ns, J.v_ns, J.v_ds, nb2, dv);
+        if (spread) {
+          pf.start(kb + nbe * J.k_ns, J.k_ns, J.k_ds, d, v + (jb + nbe) * J.v_ns, J.v_ns, J.v_ds,
+                   dv, nb2, steps);
+        } else {
+          prefetch_tile(kb + nbe * J.k_ns, J.k_ns, J.k_ds, nb2, d);
+          prefetch_tile(v + (jb + nbe) * J.v_ns, J.v_ns, J.v_ds, nb2, dv);
+        }
+      } else {
+        pf.stop();
       }
       // The micro-kernel reads K element by element, so any strides work, but
       // walking a column-major K (stride N along d) puts every step's line in
@@ -338,10 +419,16 @@ struct Impl {
       }
       auto qk = [&](Epilogue ep) {
         for (i64 p = 0; p < cols; p += NC) {
-          if (kds == 1)
-            qk_panel<true>(kb, kns, 1, qt + p * d, d, st + p * NB, nb, ep.at(p));
+          const T* qp = qt + p * d;
+          T* sp = st + p * NB;
+          if (kds == 1 && spread)
+            qk_panel<true, true>(kb, kns, 1, qp, d, sp, nb, ep.at(p), pf);
+          else if (kds == 1)
+            qk_panel<true, false>(kb, kns, 1, qp, d, sp, nb, ep.at(p), pf);
+          else if (spread)
+            qk_panel<false, true>(kb, kns, kds, qp, d, sp, nb, ep.at(p), pf);
           else
-            qk_panel<false>(kb, kns, kds, qt + p * d, d, st + p * NB, nb, ep.at(p));
+            qk_panel<false, false>(kb, kns, kds, qp, d, sp, nb, ep.at(p), pf);
         }
       };
       // Masks change scores after Q K^T, so only plain blocks fold the max early.
@@ -353,10 +440,16 @@ struct Impl {
       softmax_cols(nb, cols, st, m, l, al, plain ? cm : nullptr);
       const T* vb = v + jb * J.v_ns;
       for (i64 p = 0; p < cols; p += NC) {
-        if (uv)
-          pv_panel<true>(vb, J.v_ns, 1, st + p * NB, nb, dv, ot + p * dv, al + p);
+        const T* pp = st + p * NB;
+        T* op = ot + p * dv;
+        if (uv && spread)
+          pv_panel<true, true>(vb, J.v_ns, 1, pp, nb, dv, op, al + p, pf);
+        else if (uv)
+          pv_panel<true, false>(vb, J.v_ns, 1, pp, nb, dv, op, al + p, pf);
+        else if (spread)
+          pv_panel<false, true>(vb, J.v_ns, J.v_ds, pp, nb, dv, op, al + p, pf);
         else
-          pv_panel<false>(vb, J.v_ns, J.v_ds, st + p * NB, nb, dv, ot + p * dv, al + p);
+          pv_panel<false, false>(vb, J.v_ns, J.v_ds, pp, nb, dv, op, al + p, pf);
       }
     }
     return BlockState<T>{m, l, ot, 1, NC, NC, dv * NC};
@@ -572,12 +665,15 @@ struct IsaOf {
     return dt == DType::f64 ? D::I::ws_elems(d, dv) * sizeof(double)
                             : F::I::ws_elems(d, dv) * sizeof(float);
   }
+  static i64 block_keys(DType dt, i64 d, i64 dv) {
+    return dt == DType::f64 ? D::I::block_keys(d, dv) : F::I::block_keys(d, dv);
+  }
 };
 
 // The table is built by the including TU outside its target pragma (only
 // addresses are taken there, nothing wider than the baseline runs).
-#define STRATA_CPU_ISA_TABLE(NAME, F, D)                                          \
-  IsaKernels {                                                                    \
-    NAME, F::MB_, F::NB_, F::RD_, &IsaOf<F, D>::ws_bytes, &F::I::run, &D::I::run, \
-        &F::I::exp2_many, &D::I::exp2_many                                        \
+#define STRATA_CPU_ISA_TABLE(NAME, F, D)                                                        \
+  IsaKernels {                                                                                  \
+    NAME, F::MB_, F::NB_, F::RD_, &IsaOf<F, D>::ws_bytes, &IsaOf<F, D>::block_keys, &F::I::run, \
+        &D::I::run, &F::I::exp2_many, &D::I::exp2_many                                          \
   }
