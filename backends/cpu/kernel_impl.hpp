@@ -164,6 +164,10 @@ struct Impl {
     Epilogue at(i64 p) const { return {cmax ? cmax + p : nullptr}; }
   };
 
+  // UK: K rows with unit head-dim stride (kns apart). Otherwise K^T rows as
+  // the column-major pack in run_blocked leaves them: unit key stride, head
+  // dims kds apart, so the R keys of one head dim are adjacent and one base
+  // pointer addresses them all (the only way run_blocked calls it).
   template <int R, bool UK>
   __attribute__((always_inline)) static void qk_tile(const T* kp, i64 kns, i64 kds, const T* qt,
                                                      i64 d, T* st, Epilogue ep) {
@@ -181,18 +185,25 @@ struct Impl {
       V b[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) b[v] = vload<T, W>(qrow + v * W);
-      const i64 off = UK ? kk : kk * kds;
       if constexpr (UK) {
         // The next tile's rows, a cache line each time ours cross one.
         if ((kk & (64 / sizeof(T) - 1)) == 0)
 #pragma GCC unroll 16
           for (int r = 0; r < R; ++r) __builtin_prefetch(kr[r] + next + kk);
-      }
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const V a = vset1<T, W>(kr[r][off]);
+        for (int r = 0; r < R; ++r) {
+          const V a = vset1<T, W>(kr[r][kk]);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = vfma<T, W>(a, b[v], acc[r][v]);
+          for (int v = 0; v < NV; ++v) acc[r][v] = vfma<T, W>(a, b[v], acc[r][v]);
+        }
+      } else {
+        const T* kt = kp + kk * kds;
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          const V a = vset1<T, W>(kt[r]);
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[r][v] = vfma<T, W>(a, b[v], acc[r][v]);
+        }
       }
     }
 #pragma GCC unroll 16
