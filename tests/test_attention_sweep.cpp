@@ -32,21 +32,6 @@ void check_case(const AttentionCase& c) {
   }
 }
 
-AttentionCase make_case(std::int64_t M, std::int64_t N, std::int64_t d, std::int64_t dv, DType dt,
-                        std::uint64_t seed) {
-  AttentionCase c;
-  c.batch = {2};
-  c.Hq = 2;
-  c.Hkv = 2;
-  c.M = M;
-  c.N = N;
-  c.d = d;
-  c.dv = dv;
-  c.dtype = dt;
-  c.seed = seed;
-  return c;
-}
-
 struct Dims {
   std::int64_t M, N, d, dv;
 };
@@ -66,7 +51,7 @@ TEST_CASE("attention sweep: shapes", "[attention][sweep]") {
   };
   std::uint64_t seed = 100;
   for (const DType dt : kDtypes) {
-    for (const Dims& s : shapes) check_case(make_case(s.M, s.N, s.d, s.dv, dt, ++seed));
+    for (const Dims& s : shapes) check_case(batched_case(s.M, s.N, s.d, s.dv, dt, ++seed));
   }
 }
 
@@ -78,7 +63,7 @@ TEST_CASE("attention sweep: layouts", "[attention][sweep]") {
   for (const DType dt : kDtypes) {
     for (const Layout l : all_layouts()) {
       for (const Dims& s : shapes) {
-        AttentionCase c = make_case(s.M, s.N, s.d, s.dv, dt, ++seed);
+        AttentionCase c = batched_case(s.M, s.N, s.d, s.dv, dt, ++seed);
         c.Hq = 4;
         c.layout = l;
         check_case(c);
@@ -128,14 +113,14 @@ TEST_CASE("attention sweep: causal, windows and masks", "[attention][sweep]") {
     for (std::size_t o = 0; o < kOpts.size(); ++o) {
       for (std::size_t s = 0; s < kOptShapes.size(); ++s) {
         const Dims& sh = kOptShapes[s];
-        AttentionCase c = make_case(sh.M, sh.N, sh.d, sh.dv, dt, ++seed);
+        AttentionCase c = batched_case(sh.M, sh.N, sh.d, sh.dv, dt, ++seed);
         c.layout = layouts[(o * 3 + s + (dt == DType::f64 ? 1 : 0)) % layouts.size()];
         check_case(with_opt(c, kOpts[o]));
       }
     }
     // Every layout with everything at once.
     for (const Layout l : layouts) {
-      AttentionCase c = make_case(21, 29, 24, 24, dt, ++seed);
+      AttentionCase c = batched_case(21, 29, 24, 24, dt, ++seed);
       c.layout = l;
       c.Hq = 4;
       c.masked_rows = true;
@@ -148,7 +133,7 @@ TEST_CASE("attention sweep: GQA, dv != d, custom scale, large logits", "[attenti
   std::uint64_t seed = 400;
   for (const DType dt : kDtypes) {
     for (const auto& [hq, hkv] : std::vector<std::pair<int, int>>{{6, 1}, {6, 2}, {6, 3}, {8, 8}}) {
-      AttentionCase c = make_case(17, 40, 24, 9, dt, ++seed);
+      AttentionCase c = batched_case(17, 40, 24, 9, dt, ++seed);
       c.Hq = hq;
       c.Hkv = hkv;
       c.layout = Layout::transposed;
@@ -156,7 +141,7 @@ TEST_CASE("attention sweep: GQA, dv != d, custom scale, large logits", "[attenti
       check_case(c);
     }
     for (const double s : {0.01, -0.7, 3.0}) {
-      AttentionCase c = make_case(31, 65, 32, 64, dt, ++seed);
+      AttentionCase c = batched_case(31, 65, 32, 64, dt, ++seed);
       c.scale = s;
       c.layout = Layout::sliced;
       check_case(c);
@@ -164,7 +149,7 @@ TEST_CASE("attention sweep: GQA, dv != d, custom scale, large logits", "[attenti
     // Logits of size ~ 5^2 * sqrt(d): ill-conditioned in any algorithm; the
     // bound grows with the naive same-dtype error.
     for (const double big : {5.0, 20.0}) {
-      AttentionCase c = make_case(33, 100, 64, 64, dt, ++seed);
+      AttentionCase c = batched_case(33, 100, 64, 64, dt, ++seed);
       c.input_scale = big;
       c.causal = Causal::bottom_right;
       check_case(c);
@@ -178,20 +163,20 @@ TEST_CASE("attention sweep: fully masked rows, N = 0, M = 0, empty batch", "[att
     for (const Layout l : all_layouts()) {
       for (const MaskKind m : {MaskKind::bool_full, MaskKind::float_full, MaskKind::bool_bcast,
                                MaskKind::float_bcast}) {
-        AttentionCase c = make_case(13, 40, 8, 8, dt, ++seed);
+        AttentionCase c = batched_case(13, 40, 8, 8, dt, ++seed);
         c.layout = l;
         c.mask = m;
         c.masked_rows = true;
         check_case(c);
       }
       for (const Dims& s : std::vector<Dims>{{9, 0, 8, 5}, {0, 9, 8, 5}, {0, 0, 3, 3}}) {
-        AttentionCase c = make_case(s.M, s.N, s.d, s.dv, dt, ++seed);
+        AttentionCase c = batched_case(s.M, s.N, s.d, s.dv, dt, ++seed);
         c.layout = l;
         c.causal = Causal::bottom_right;
         check_case(c);
       }
     }
-    AttentionCase c = make_case(5, 6, 4, 4, dt, ++seed);
+    AttentionCase c = batched_case(5, 6, 4, 4, dt, ++seed);
     c.batch = {0, 3};
     check_case(c);
   }
@@ -201,7 +186,7 @@ TEST_CASE("attention sweep: batch broadcast, 2-D q, no lse", "[attention][sweep]
   std::uint64_t seed = 600;
   for (const DType dt : kDtypes) {
     for (const Layout l : all_layouts()) {
-      AttentionCase c = make_case(12, 20, 16, 8, dt, ++seed);
+      AttentionCase c = batched_case(12, 20, 16, 8, dt, ++seed);
       c.batch = {2, 3};
       c.Hq = 4;
       c.Hkv = 2;
@@ -209,7 +194,7 @@ TEST_CASE("attention sweep: batch broadcast, 2-D q, no lse", "[attention][sweep]
       c.mask = MaskKind::bool_bcast;
       check_case(c);
 
-      AttentionCase q2 = make_case(9, 14, 5, 6, dt, ++seed);
+      AttentionCase q2 = batched_case(9, 14, 5, 6, dt, ++seed);
       q2.batch = {};
       q2.Hq = q2.Hkv = 1;
       q2.q_2d = true;
@@ -218,7 +203,7 @@ TEST_CASE("attention sweep: batch broadcast, 2-D q, no lse", "[attention][sweep]
       q2.mask = MaskKind::float_full;
       check_case(q2);
 
-      AttentionCase nolse = make_case(10, 10, 4, 4, dt, ++seed);
+      AttentionCase nolse = batched_case(10, 10, 4, 4, dt, ++seed);
       nolse.layout = l;
       nolse.with_lse = false;
       check_case(nolse);
@@ -237,7 +222,7 @@ TEST_CASE("attention sweep: large product", "[.slow][attention_slow]") {
         const std::int64_t dv = heads[static_cast<std::size_t>(M * 3 + N) % heads.size()];
         const Layout l = all_layouts()[static_cast<std::size_t>(M * 7 + N) % all_layouts().size()];
         for (const Causal cz : {Causal::none, Causal::bottom_right, Causal::top_left}) {
-          AttentionCase c = make_case(M, N, d, dv, dt, ++seed);
+          AttentionCase c = batched_case(M, N, d, dv, dt, ++seed);
           c.Hq = 4;
           c.Hkv = 2;
           c.layout = l;
@@ -254,7 +239,7 @@ TEST_CASE("attention sweep: large product", "[.slow][attention_slow]") {
     for (const Layout l : all_layouts()) {
       for (const Opt& o : kOpts) {
         for (const Dims& sh : kOptShapes) {
-          AttentionCase c = make_case(sh.M, sh.N, sh.d, sh.dv, dt, ++seed);
+          AttentionCase c = batched_case(sh.M, sh.N, sh.d, sh.dv, dt, ++seed);
           c.layout = l;
           check_case(with_opt(c, o));
         }
@@ -264,7 +249,7 @@ TEST_CASE("attention sweep: large product", "[.slow][attention_slow]") {
   // Long key sequences, where split-KV paths kick in.
   for (const DType dt : kDtypes) {
     for (const std::int64_t N : {1024, 4097}) {
-      AttentionCase c = make_case(1, N, 128, 128, dt, ++seed);
+      AttentionCase c = batched_case(1, N, 128, 128, dt, ++seed);
       c.batch = {1};
       c.Hq = 8;
       c.Hkv = 2;

@@ -53,6 +53,21 @@ std::string_view mask_name(MaskKind m) {
   return "?";
 }
 
+AttentionCase batched_case(std::int64_t M, std::int64_t N, std::int64_t d, std::int64_t dv,
+                           DType dt, std::uint64_t seed) {
+  AttentionCase c;
+  c.batch = {2};
+  c.Hq = 2;
+  c.Hkv = 2;
+  c.M = M;
+  c.N = N;
+  c.d = d;
+  c.dv = dv;
+  c.dtype = dt;
+  c.seed = seed;
+  return c;
+}
+
 std::string AttentionCase::describe() const {
   std::ostringstream os;
   os << "batch=" << shape_str(batch) << " Hq=" << Hq << " Hkv=" << Hkv << " M=" << M << " N=" << N

@@ -90,15 +90,7 @@ TEST_CASE("cuda attention: one case per kernel (racecheck)", "[cuda][attention][
 TEST_CASE("cuda attention: both sides of the small-problem kernel switch", "[cuda][attention]") {
   std::uint64_t seed = 1700;
   for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{2040, 2040}, {2060, 2060}}) {
-    AttentionCase c;
-    c.batch = {2};
-    c.Hq = 2;
-    c.Hkv = 2;
-    c.M = M;
-    c.N = N;
-    c.d = 64;
-    c.dv = 64;
-    c.seed = ++seed;
+    AttentionCase c = strata::harness::batched_case(M, N, 64, 64, DType::f32, ++seed);
     require_cuda_pass(c);
     c.causal = Causal::bottom_right;
     c.seed = ++seed;

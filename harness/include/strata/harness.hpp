@@ -64,6 +64,11 @@ struct AttentionCase {
   std::string describe() const;  // one line: every field, for INFO on failure
 };
 
+// The tests' usual batched case: batch [2], two query and two key/value
+// heads, contiguous, no mask; callers change the fields they exercise.
+AttentionCase batched_case(std::int64_t M, std::int64_t N, std::int64_t d, std::int64_t dv,
+                           DType dt, std::uint64_t seed);
+
 struct BackendResult {
   std::string backend;
   std::string kernel;      // registry name of the kernel that ran
