@@ -110,6 +110,14 @@ def peers(q, k, v, causal):
     return out
 
 
+def sgemm_tflops(n=8192):
+    """The exact-fp32 (FFMA) ceiling: cuBLAS SGEMM with TF32 off."""
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    ms = time_ms(lambda: torch.mm(a, b))
+    return 2.0 * n ** 3 / (ms * 1e-3) / 1e12
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", help="bench_attention_cuda JSON output")
@@ -160,6 +168,7 @@ def main():
     table = "\n".join(lines)
     print(f"\nGPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, fp32 TF32 off, "
           f"TFLOP/s = 4*M*N*d per head (causal halved); peers: median ms (triton do_bench)")
+    print(f"FFMA ceiling, same run: cuBLAS SGEMM 8192^3 fp32 {sgemm_tflops():.2f} TFLOP/s")
     print(table)
     if args.out:
         with open(args.out, "w") as f:

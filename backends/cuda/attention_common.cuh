@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "cuda/pdl_launch.cuh"
 #include "strata/attention_args.hpp"
 
 namespace strata::cuda {
@@ -127,6 +128,62 @@ __device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_h
             static_cast<T>(1.4426950408889634);
   }
   return true;
+}
+
+// The end of a streaming kernel for one query row held by one thread: with a
+// single split, the normalised row to out and its lse (base e); with several,
+// the unnormalised row and (m, l) to the split partials for the merge. The
+// thread holds output columns col0 + cstep * g + e (e < VEC) in o[VEC * g + e];
+// `owner` is the one thread of the row that writes its scalars.
+template <class T, int NO>
+__device__ __forceinline__ void store_row(const AttnParams& p, const HeadOffsets& off,
+                                          std::int64_t bh, std::int64_t split, std::int64_t row,
+                                          const T (&o)[NO], T m, T l, std::int64_t col0,
+                                          std::int64_t cstep, bool owner) {
+  using V = typename Vec<T>::type;
+  constexpr int VEC = Vec<T>::n;
+  static_assert(NO % VEC == 0, "output columns in vector groups");
+  const AttentionArgs& a = p.a;
+  const bool final_out = p.splits == 1;
+  // l == 0 only for a row with no kept key (o is 0 too); a NaN l stays NaN.
+  const T inv = final_out ? (l == T(0) ? T(0) : T(1) / l) : T(1);
+  const std::int64_t r = (split * p.bh + bh) * a.M + row;  // partials row
+  T* dst;
+  std::int64_t cs;
+  bool vec_ok;
+  if (final_out) {
+    dst = static_cast<T*>(a.out) + off.o + row * a.o_ms;
+    cs = a.o_ds;
+    vec_ok = p.o_vec;
+  } else {
+    dst = static_cast<T*>(p.part_acc) + r * a.dv;
+    cs = 1;
+    vec_ok = (a.dv % VEC) == 0;
+  }
+#pragma unroll
+  for (int g = 0; g < NO / VEC; ++g) {
+    const std::int64_t col = col0 + cstep * g;
+    if (vec_ok && col + VEC <= a.dv) {
+      V w;
+      T* wp = reinterpret_cast<T*>(&w);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) wp[e] = o[VEC * g + e] * inv;
+      *reinterpret_cast<V*>(dst + col) = w;
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        if (col + e < a.dv) dst[(col + e) * cs] = o[VEC * g + e] * inv;
+    }
+  }
+  if (!owner) return;
+  if (final_out) {
+    if (a.lse)
+      static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+          l == T(0) ? neg_inf<T>() : (m + flog2(l)) * static_cast<T>(0.6931471805599453);
+  } else {
+    static_cast<T*>(p.part_ml)[2 * r] = m;
+    static_cast<T*>(p.part_ml)[2 * r + 1] = l;
+  }
 }
 
 }  // namespace strata::cuda

@@ -61,6 +61,8 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   constexpr int WARPS = C::WARPS, QCH = C::QCH, VCH = C::VCH, U = C::U, VEC = C::VEC;
   constexpr int QE = C::QE, VE = C::VE;
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  grid_dependency_wait();  // launched with PDL (pdl_launch.cuh)
+  allow_dependents();
   T* sm = reinterpret_cast<T*>(smem_raw);  // [WARPS][2 + 32*VE]
 
   const AttentionArgs& a = p.a;

@@ -17,6 +17,7 @@
 #include "cuda/attention_variants.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/strided_copy.hpp"
 
 namespace strata::cuda {
 namespace {
@@ -147,11 +148,77 @@ int device_of(const void* p) {
   return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
 }
 
+// One K or V operand [batch..., heads, rows, cols] of the kernel argument.
+struct Operand {
+  const void*& ptr;
+  std::int64_t* bs;
+  std::int64_t &hs, &rs, &cs;
+  std::int64_t heads, rows, cols;
+};
+Operand k_operand(AttentionArgs& a) {
+  return {a.k, a.k_bs, a.k_hs, a.k_ns, a.k_ds, a.Hkv, a.N, a.d};
+}
+Operand v_operand(AttentionArgs& a) {
+  return {a.v, a.v_bs, a.v_hs, a.v_ns, a.v_ds, a.Hkv, a.N, a.dv};
+}
+
+// The operand's layout with broadcast (stride-0) batch and head dims kept at
+// size 1, so that a packed copy does not expand them.
+StridedLayout source_layout(const AttentionArgs& a, const Operand& x) {
+  StridedLayout l{};
+  l.data = const_cast<void*>(x.ptr);
+  for (int i = 0; i < a.batch_rank; ++i) {
+    l.shape[l.rank] = x.bs[i] == 0 ? 1 : a.batch_shape[i];
+    l.strides[l.rank++] = x.bs[i];
+  }
+  l.shape[l.rank] = x.hs == 0 ? 1 : x.heads;
+  l.strides[l.rank++] = x.hs;
+  l.shape[l.rank] = x.rows;
+  l.strides[l.rank++] = x.rs;
+  l.shape[l.rank] = x.cols;
+  l.strides[l.rank++] = x.cs;
+  return l;
+}
+
+std::int64_t elements(const StridedLayout& l) {
+  std::int64_t n = 1;
+  for (int i = 0; i < l.rank; ++i) n *= l.shape[i];
+  return n;
+}
+
+// Copies the operand row-major into `dst` on `st` and points the kernel
+// argument at the copy; broadcast dims keep stride 0.
+void pack(const AttentionArgs& a, Operand x, void* dst, std::size_t isz, cudaStream_t st) {
+  const StridedLayout src = source_layout(a, x);
+  StridedLayout to = src;
+  to.data = dst;
+  std::int64_t step = 1;
+  for (int i = to.rank - 1; i >= 0; --i) {
+    const bool broadcast = i < to.rank - 2 && src.strides[i] == 0;
+    to.strides[i] = broadcast ? 0 : step;
+    step *= to.shape[i];
+  }
+  strided_copy_async(to, src, isz, st);
+  x.ptr = dst;
+  for (int i = 0; i < a.batch_rank; ++i) x.bs[i] = to.strides[i];
+  x.hs = to.strides[a.batch_rank];
+  x.rs = x.cols;
+  x.cs = 1;
+}
+
+// Whether a packed copy pays for an operand the variant's 16-byte path
+// cannot read: the copy reads and writes it once, the kernel reads it once
+// per query tile and per query head of its group.
+bool worth_packing(const Variant& v, const AttnParams& p, bool vec, std::int64_t cols, int vec_n) {
+  return v.packs_kv && !vec && cols % vec_n == 0 && p.m_tiles * p.group >= 4;
+}
+
 struct Plan {
   const Variant* v;
   AttnParams p;
   std::int64_t grid;
   bool merge;
+  bool pack_k, pack_v;  // copy K / V row-major first (worth_packing)
 };
 
 template <class T>
@@ -202,6 +269,8 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   p.keys_per_split = std::max<std::int64_t>(1, tiles_per_split * v.bn);
   p.splits = a.N == 0 ? 1 : (a.N + p.keys_per_split - 1) / p.keys_per_split;
   pl.merge = p.splits > 1;
+  pl.pack_k = worth_packing(v, p, p.k_vec, a.d, vec);
+  pl.pack_v = worth_packing(v, p, p.v_vec, a.dv, vec);
   pl.grid = rows_blocks * p.splits;
   check(pl.grid <= 0x7fffffff, "softmax_attention", "cuda: problem too large for one launch (",
         pl.grid, " blocks)");
@@ -224,12 +293,37 @@ void run(const AttentionArgs& a) {
 
   Plan pl = make_plan<T>(a, dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  void* scratch = nullptr;
+  const auto round256 = [](std::size_t n) { return (n + 255) / 256 * 256; };
+  // Scratch: split-KV partials, then packed K and V where they pay.
+  std::size_t acc_bytes = 0, ml_bytes = 0;
   if (pl.merge) {
     const std::size_t rows = std::size_t(pl.p.splits * pl.p.bh * a.M);
-    const std::size_t acc_bytes = (rows * std::size_t(a.dv) * sizeof(T) + 255) / 256 * 256;
-    const std::size_t bytes = acc_bytes + rows * 2 * sizeof(T);
-    CUDA_CHECK(cudaMallocAsync(&scratch, bytes, st));
+    acc_bytes = round256(rows * std::size_t(a.dv) * sizeof(T));
+    ml_bytes = round256(rows * 2 * sizeof(T));
+  }
+  constexpr int vec = Vec<T>::n;
+  const bool pack_k = pl.pack_k, pack_v = pl.pack_v;
+  AttentionArgs& pa = pl.p.a;
+  const std::size_t k_bytes =
+      pack_k ? round256(std::size_t(elements(source_layout(pa, k_operand(pa)))) * sizeof(T)) : 0;
+  const std::size_t v_bytes =
+      pack_v ? round256(std::size_t(elements(source_layout(pa, v_operand(pa)))) * sizeof(T)) : 0;
+  void* scratch = nullptr;
+  if (pack_k || pack_v) {
+    // Packing is only an optimisation: without memory for it, run unpacked.
+    if (cudaMallocAsync(&scratch, acc_bytes + ml_bytes + k_bytes + v_bytes, st) == cudaSuccess) {
+      char* at = static_cast<char*>(scratch) + acc_bytes + ml_bytes;
+      if (pack_k) pack(pa, k_operand(pa), at, sizeof(T), st);
+      if (pack_v) pack(pa, v_operand(pa), at + k_bytes, sizeof(T), st);
+      pl.p.k_vec = vec_ok(pa, pa.k, pa.k_bs, pa.k_hs, pa.Hkv, pa.k_ns, pa.N, pa.k_ds, pa.d, vec);
+      pl.p.v_vec = vec_ok(pa, pa.v, pa.v_bs, pa.v_hs, pa.Hkv, pa.v_ns, pa.N, pa.v_ds, pa.dv, vec);
+    } else {
+      (void)cudaGetLastError();
+      scratch = nullptr;
+    }
+  }
+  if (pl.merge && !scratch) CUDA_CHECK(cudaMallocAsync(&scratch, acc_bytes + ml_bytes, st));
+  if (pl.merge) {
     pl.p.part_acc = scratch;
     pl.p.part_ml = static_cast<char*>(scratch) + acc_bytes;
   }
@@ -244,10 +338,10 @@ void run(const AttentionArgs& a) {
     if (pl.p.splits <= kMergeSmallSplits) {
       // Few splits (tiled kernel): one thread per output element.
       const std::int64_t n = pl.p.bh * a.M * a.dv;
-      attn_merge_small_kernel<T>
-          <<<int((n + kMergeThreads - 1) / kMergeThreads), kMergeThreads, 0, st>>>(pl.p);
+      (void)launch_pdl(attn_merge_small_kernel<T>, int((n + kMergeThreads - 1) / kMergeThreads),
+                       kMergeThreads, 0, st, pl.p);
     } else {
-      attn_merge_kernel<T><<<int(blocks), kMergeThreads, 0, st>>>(pl.p);
+      (void)launch_pdl(attn_merge_kernel<T>, int(blocks), kMergeThreads, 0, st, pl.p);
     }
   }
   const cudaError_t err = launch_err != cudaSuccess ? launch_err : cudaGetLastError();
@@ -273,7 +367,8 @@ std::string attention_plan(const AttentionArgs& a) {
   const bool f64 = a.dtype == DType::f64;
   const Plan pl = f64 ? make_plan<double>(a, dev) : make_plan<float>(a, dev);
   return std::string(pl.v->name) + " grid=" + std::to_string(pl.grid) +
-         " splits=" + std::to_string(pl.p.splits);
+         " splits=" + std::to_string(pl.p.splits) + (pl.pack_k ? " pack_k" : "") +
+         (pl.pack_v ? " pack_v" : "");
 }
 
 }  // namespace strata::cuda

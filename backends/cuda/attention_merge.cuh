@@ -14,6 +14,7 @@ template <class T>
 __global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnParams p) {
   __shared__ T wts[kMaxSplits];
   __shared__ T red[kMergeThreads / 32][33];
+  grid_dependency_wait();  // launched with PDL right behind the split kernel
   const AttentionArgs& a = p.a;
   // One block per (bh, row, 32-column chunk): a row with many splits (decode)
   // is merged by several SMs at once.
@@ -87,6 +88,7 @@ constexpr int kMergeSmallSplits = 32;
 
 template <class T>
 __global__ void __launch_bounds__(kMergeThreads) attn_merge_small_kernel(const AttnParams p) {
+  grid_dependency_wait();  // launched with PDL right behind the split kernel
   const AttentionArgs& a = p.a;
   const std::int64_t e = std::int64_t(blockIdx.x) * kMergeThreads + threadIdx.x;
   const std::int64_t rows = p.bh * a.M;

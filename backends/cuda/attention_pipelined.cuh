@@ -147,6 +147,8 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_pipe_kernel(const AttnPar
   constexpr int NVC = C::NVC, STAGES = C::STAGES, STAGE = C::STAGE;
   constexpr int LDQ = C::LDQ, LDK = C::LDK, LDV = C::LDV, LDP = C::LDP;
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  grid_dependency_wait();  // launched with PDL (pdl_launch.cuh)
+  allow_dependents();
   float* Qs = reinterpret_cast<float*>(smem_raw);  // [BM][LDQ]
   float* Pt = Qs + BM * LDQ;                       // [BN][LDP]
   float* ring = Pt + BN * LDP;                     // STAGES x STAGE
@@ -304,53 +306,11 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_pipe_kernel(const AttnPar
 #pragma unroll
     for (int sh = CG / 2; sh > 0; sh >>= 1) l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], sh);
 
-  const bool final_out = p.splits == 1;
-  float* outg = static_cast<float*>(a.out) + off.o;
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const std::int64_t row = m0 + 4 * ty + 4 * RG * (i / 4) + i % 4;
-    if (row >= a.M) continue;
-    const float l = l_run[i];
-    // l == 0 only for a row with no kept key (o is 0 too); a NaN l stays NaN.
-    const float inv = final_out ? (l == 0.f ? 0.f : 1.f / l) : 1.f;
-    float* dst;
-    std::int64_t cs;
-    bool vec_ok;
-    if (final_out) {
-      dst = outg + row * a.o_ms;
-      cs = a.o_ds;
-      vec_ok = p.o_vec;
-    } else {
-      const std::int64_t r = (split * p.bh + bh) * a.M + row;
-      dst = static_cast<float*>(p.part_acc) + r * a.dv;
-      cs = 1;
-      vec_ok = (a.dv % 4) == 0;
-    }
-#pragma unroll
-    for (int g = 0; g < TNO / 4; ++g) {
-      const std::int64_t col = 4 * tx + 4 * CG * g;
-      if (vec_ok && col + 4 <= a.dv) {
-        *reinterpret_cast<float4*>(dst + col) = make_float4(
-            o[i][4 * g] * inv, o[i][4 * g + 1] * inv, o[i][4 * g + 2] * inv, o[i][4 * g + 3] * inv);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (col + e < a.dv) dst[(col + e) * cs] = o[i][4 * g + e] * inv;
-      }
-    }
-    if (tx == 0) {
-      if (final_out) {
-        if (a.lse) {
-          const float lse =
-              l == 0.f ? neg_inf<float>() : (m_run[i] + flog2(l)) * 0.6931471805599453f;
-          static_cast<float*>(a.lse)[off.l + row * a.l_ms] = lse;
-        }
-      } else {
-        const std::int64_t r = (split * p.bh + bh) * a.M + row;
-        static_cast<float*>(p.part_ml)[2 * r] = m_run[i];
-        static_cast<float*>(p.part_ml)[2 * r + 1] = l;
-      }
-    }
+    if (row < a.M)
+      store_row(p, off, bh, split, row, o[i], m_run[i], l_run[i], 4 * tx, 4 * CG, tx == 0);
   }
 }
 

@@ -128,6 +128,8 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
   constexpr int TM = C::TM, TN = C::TN, OCH = C::OCH, VEC = C::VEC, NT = C::NT;
   constexpr int LDK = C::LDK, LDV = C::LDV, LDP = C::LDP;
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  grid_dependency_wait();  // launched with PDL (pdl_launch.cuh)
+  allow_dependents();
   T* Qs = reinterpret_cast<T*>(smem_raw);
   T* Ks = Qs + BM * LDK;
   T* Vs = Ks + BN * LDK;
@@ -302,56 +304,12 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
 #pragma unroll
     for (int sh = CG / 2; sh > 0; sh >>= 1) l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], sh);
 
-  const bool final_out = p.splits == 1;
-  T* outg = static_cast<T*>(a.out) + off.o;
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const std::int64_t row = m0 + ty + RG * i;
-    if (row >= a.M) continue;
-    const T l = l_run[i];
-    // l == 0 only for a row with no kept key (o is 0 too); a NaN l stays NaN.
-    const T inv = final_out ? (l == T(0) ? T(0) : T(1) / l) : T(1);
-    T* dst;
-    std::int64_t cs;
-    bool vec_ok;
-    if (final_out) {
-      dst = outg + row * a.o_ms;
-      cs = a.o_ds;
-      vec_ok = p.o_vec;
-    } else {
-      const std::int64_t r = (split * p.bh + bh) * a.M + row;
-      dst = static_cast<T*>(p.part_acc) + r * a.dv;
-      cs = 1;
-      vec_ok = (a.dv % VEC) == 0;
-    }
-#pragma unroll
-    for (int g = 0; g < OCH; ++g) {
-      const std::int64_t col = c0v + (tx + CG * g) * VEC;
-      if (vec_ok && col + VEC <= a.dv) {
-        V w;
-        T* wp = reinterpret_cast<T*>(&w);
-#pragma unroll
-        for (int c = 0; c < VEC; ++c) wp[c] = o[i][g * VEC + c] * inv;
-        *reinterpret_cast<V*>(dst + col) = w;
-      } else {
-#pragma unroll
-        for (int c = 0; c < VEC; ++c)
-          if (col + c < a.dv) dst[(col + c) * cs] = o[i][g * VEC + c] * inv;
-      }
-    }
-    if (tx == 0 && dc == 0) {
-      if (final_out) {
-        if (a.lse) {
-          const T lse =
-              l == T(0) ? neg_inf<T>() : (m_run[i] + flog2(l)) * static_cast<T>(0.6931471805599453);
-          static_cast<T*>(a.lse)[off.l + row * a.l_ms] = lse;
-        }
-      } else {
-        const std::int64_t r = (split * p.bh + bh) * a.M + row;
-        static_cast<T*>(p.part_ml)[2 * r] = m_run[i];
-        static_cast<T*>(p.part_ml)[2 * r + 1] = l;
-      }
-    }
+    if (row < a.M)
+      store_row(p, off, bh, split, row, o[i], m_run[i], l_run[i], c0v + VEC * tx, VEC * CG,
+                tx == 0 && dc == 0);
   }
 }
 

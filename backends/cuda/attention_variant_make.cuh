@@ -10,11 +10,11 @@ namespace strata::cuda {
 
 template <class C>
 void launch_tiled(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  attn_tiled_kernel<C><<<grid, C::NT, smem, st>>>(p);
+  (void)launch_pdl(attn_tiled_kernel<C>, grid, C::NT, smem, st, p);
 }
 template <class C>
 void launch_decode(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  attn_decode_kernel<C><<<grid, C::NT, smem, st>>>(p);
+  (void)launch_pdl(attn_decode_kernel<C>, grid, C::NT, smem, st, p);
 }
 
 template <class C>
@@ -37,17 +37,19 @@ Variant tiled(const char* name, bool dflt, std::int64_t max_d, std::int64_t max_
 
 template <class C>
 void launch_pipe(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  attn_pipe_kernel<C><<<grid, C::NT, smem, st>>>(p);
+  (void)launch_pdl(attn_pipe_kernel<C>, grid, C::NT, smem, st, p);
 }
 
 // Pipelined kernel (f32): serves d <= DK and dv <= DV only.
 template <class C>
 Variant pipe(const char* name, bool dflt) {
-  return Variant{name,           DType::f32,    false,
-                 dflt,           C::DK,         C::DV,
-                 C::BM,          C::BN,         C::DV,
-                 C::NT,          C::smem_bytes, reinterpret_cast<const void*>(&attn_pipe_kernel<C>),
-                 &launch_pipe<C>};
+  Variant v{name,           DType::f32,    false,
+            dflt,           C::DK,         C::DV,
+            C::BM,          C::BN,         C::DV,
+            C::NT,          C::smem_bytes, reinterpret_cast<const void*>(&attn_pipe_kernel<C>),
+            &launch_pipe<C>};
+  v.packs_kv = true;
+  return v;
 }
 
 template <class C>

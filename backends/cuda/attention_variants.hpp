@@ -24,6 +24,9 @@ struct Variant {
   const void* kernel;
   void (*launch)(const AttnParams&, int grid, std::size_t smem, cudaStream_t);
   std::int64_t max_work = 0;  // serves only calls with at most this many scores; 0 = any
+  // Reads K and V fast only with 16-byte loads along the head dim (the
+  // pipelined kernel): the launcher repacks other K/V layouts first.
+  bool packs_kv = false;
 };
 
 // The launcher takes decode when it serves, else the default variant with the

@@ -8,6 +8,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/strided_copy.hpp"
 #include "strata/dtype.hpp"
 
 namespace strata::cuda {
@@ -42,13 +43,49 @@ __global__ void strided_copy_kernel(CopyParams p) {
 }
 
 template <class E>
-void launch_strided_copy(const CopyParams& p) {
+void launch_strided_copy(const CopyParams& p, cudaStream_t st) {
   const int threads = 256;
   const std::int64_t want = (p.numel + threads - 1) / threads;
   const int blocks = static_cast<int>(want < 65536 ? want : 65536);
-  strided_copy_kernel<E><<<blocks, threads>>>(p);
+  strided_copy_kernel<E><<<blocks, threads, 0, st>>>(p);
   CUDA_CHECK_LAUNCH();
 }
+
+}  // namespace
+
+void strided_copy_async(const StridedLayout& dst, const StridedLayout& src, std::size_t itemsize,
+                        cudaStream_t st) {
+  CopyParams p{};
+  p.rank = dst.rank;
+  p.numel = 1;
+  for (int d = 0; d < dst.rank; ++d) {
+    p.shape[d] = dst.shape[d];
+    p.dst_strides[d] = dst.strides[d];
+    p.src_strides[d] = src.strides[d];
+    p.numel *= dst.shape[d];
+  }
+  if (p.numel == 0) return;
+  p.dst = static_cast<char*>(dst.data);
+  p.src = static_cast<const char*>(src.data);
+  switch (itemsize) {
+    case 1:
+      launch_strided_copy<std::uint8_t>(p, st);
+      break;
+    case 2:
+      launch_strided_copy<std::uint16_t>(p, st);
+      break;
+    case 4:
+      launch_strided_copy<std::uint32_t>(p, st);
+      break;
+    case 8:
+      launch_strided_copy<std::uint64_t>(p, st);
+      break;
+    default:
+      fail("cuda.copy_strided", "unsupported item size ", itemsize);
+  }
+}
+
+namespace {
 
 bool is_row_major(const StridedLayout& l) {
   std::int64_t expect = 1;
@@ -151,43 +188,20 @@ class CudaRuntime final : public DeviceRuntime {
     check(dst.rank >= 0 && dst.rank <= kMaxDims, "cuda.copy_strided", "rank ", dst.rank,
           " out of range");
     check_index(dev.index, "cuda.copy_strided");
-    CopyParams p{};
-    p.rank = dst.rank;
-    p.numel = 1;
+    std::int64_t numel = 1;
     for (int d = 0; d < dst.rank; ++d) {
       check(dst.shape[d] == src.shape[d], "cuda.copy_strided", "shape mismatch at dim ", d,
             ": dst ", dst.shape[d], ", src ", src.shape[d]);
-      p.shape[d] = dst.shape[d];
-      p.dst_strides[d] = dst.strides[d];
-      p.src_strides[d] = src.strides[d];
-      p.numel *= dst.shape[d];
+      numel *= dst.shape[d];
     }
-    if (p.numel == 0) return;
+    if (numel == 0) return;
     const std::size_t isz = itemsize(dt);
     DeviceGuard g(dev.index);
     if (is_row_major(dst) && is_row_major(src)) {
       CUDA_CHECK(
-          cudaMemcpy(dst.data, src.data, std::size_t(p.numel) * isz, cudaMemcpyDeviceToDevice));
-      CUDA_CHECK(cudaDeviceSynchronize());
-      return;
-    }
-    p.dst = static_cast<char*>(dst.data);
-    p.src = static_cast<const char*>(src.data);
-    switch (isz) {
-      case 1:
-        launch_strided_copy<std::uint8_t>(p);
-        break;
-      case 2:
-        launch_strided_copy<std::uint16_t>(p);
-        break;
-      case 4:
-        launch_strided_copy<std::uint32_t>(p);
-        break;
-      case 8:
-        launch_strided_copy<std::uint64_t>(p);
-        break;
-      default:
-        fail("cuda.copy_strided", "unsupported item size ", isz);
+          cudaMemcpy(dst.data, src.data, std::size_t(numel) * isz, cudaMemcpyDeviceToDevice));
+    } else {
+      strided_copy_async(dst, src, isz, nullptr);
     }
     CUDA_CHECK(cudaDeviceSynchronize());
   }

@@ -172,6 +172,42 @@ TEST_CASE("cuda attention: every layout, masks and bands", "[cuda][attention][la
   }
 }
 
+// K and V that the pipelined kernels cannot read with 16-byte loads are
+// copied row-major first when they are read by enough query tiles
+// (attention_launch.cu, worth_packing): column-major K shared by both batch
+// items (stride 0, which the copy must keep) and transposed V, for the d <= 64
+// and the d <= 128 kernels, causal too.
+TEST_CASE("cuda attention: packed K and V (column-major, broadcast)", "[cuda][attention][layout]") {
+  std::uint64_t seed = 4500;
+  for (std::int64_t d : {64, 96}) {
+    for (const bool causal : {false, true}) {
+      const std::int64_t B = 2, Hq = 4, Hkv = 2, M = 300, N = 333;
+      INFO("d " << d << " causal " << causal << " seed " << seed + 1);
+      const Tensor q = Tensor::randn({B, Hq, M, d}, ++seed, DType::f32);
+      const Tensor kt = Tensor::randn({1, Hkv, d, N}, ++seed, DType::f32);  // K^T, one batch
+      const Tensor vt = Tensor::randn({B, Hkv, d, N}, ++seed, DType::f32);
+      const Tensor k = kt.transpose(2, 3).expand({B, Hkv, N, d});
+      const Tensor v = vt.transpose(2, 3);
+      strata::AttentionOptions opt;
+      if (causal) opt.causal = Causal::bottom_right;
+      strata::AttentionOptions ref = opt;
+      ref.backend = "reference";
+      const Tensor want = strata::softmax_attention(q, k, v, ref);
+      const Tensor kd = kt.to(Device::cuda()).transpose(2, 3).expand({B, Hkv, N, d});
+      const Tensor vd = vt.to(Device::cuda()).transpose(2, 3);
+      REQUIRE(kd.strides()[0] == 0);
+      const Tensor got = strata::softmax_attention(q.to(Device::cuda()), kd, vd, opt);
+      const auto g = got.to_vector<double>();
+      const auto w = want.to_vector<double>();
+      REQUIRE(g.size() == w.size());
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        INFO("element " << i);
+        REQUIRE(std::abs(g[i] - w[i]) <= 1e-5 * (1 + std::abs(w[i])));
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda attention: empty rows, N = 0, large logits", "[cuda][attention][edge]") {
   std::uint64_t seed = 5000;
   for (DType dt : {DType::f32, DType::f64}) {
