@@ -42,12 +42,69 @@ __global__ void strided_copy_kernel(CopyParams p) {
   }
 }
 
+// A transpose of the last two dims (the source unit-stride along rows, the
+// destination along columns): the element kernel would read 4 bytes per
+// 32-byte sector, so 32 x 32 tiles pass through shared memory instead and
+// both sides move whole sectors. The leading dims are decoded once per tile.
+constexpr int kTile = 32, kTileRows = 8;
+
+template <class E>
+__global__ void __launch_bounds__(kTile* kTileRows) transpose_copy_kernel(CopyParams p) {
+  __shared__ E tile[kTile][kTile + 1];  // [col][row]; the pad keeps both phases conflict-free
+  const int r = p.rank;
+  const std::int64_t rows = p.shape[r - 2], cols = p.shape[r - 1];
+  const std::int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  const std::int64_t per_matrix = row_tiles * col_tiles;
+  const std::int64_t total = per_matrix * (p.numel / (rows * cols));
+  const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
+  for (std::int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+    std::int64_t rest = t / per_matrix, doff = 0, soff = 0;
+    for (int d = r - 3; d >= 0; --d) {
+      const std::int64_t idx = rest % p.shape[d];
+      rest /= p.shape[d];
+      doff += idx * p.dst_strides[d];
+      soff += idx * p.src_strides[d];
+    }
+    const std::int64_t r0 = (t % per_matrix) / col_tiles * kTile;
+    const std::int64_t c0 = (t % per_matrix) % col_tiles * kTile;
+    const E* src = reinterpret_cast<const E*>(p.src) + soff;
+    E* dst = reinterpret_cast<E*>(p.dst) + doff;
+    __syncthreads();  // the previous tile's readers are done
+#pragma unroll
+    for (int i = 0; i < kTile / kTileRows; ++i) {
+      const std::int64_t row = r0 + tx, col = c0 + ty + kTileRows * i;
+      if (row < rows && col < cols)
+        tile[ty + kTileRows * i][tx] = src[row * p.src_strides[r - 2] + col * p.src_strides[r - 1]];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kTile / kTileRows; ++i) {
+      const std::int64_t row = r0 + ty + kTileRows * i, col = c0 + tx;
+      if (row < rows && col < cols)
+        dst[row * p.dst_strides[r - 2] + col * p.dst_strides[r - 1]] = tile[tx][ty + kTileRows * i];
+    }
+  }
+}
+
+bool is_transpose(const CopyParams& p) {
+  return p.rank >= 2 && p.src_strides[p.rank - 2] == 1 && p.src_strides[p.rank - 1] != 1 &&
+         p.dst_strides[p.rank - 1] == 1 && p.shape[p.rank - 2] > 1 && p.shape[p.rank - 1] > 1;
+}
+
 template <class E>
 void launch_strided_copy(const CopyParams& p, cudaStream_t st) {
   const int threads = 256;
-  const std::int64_t want = (p.numel + threads - 1) / threads;
-  const int blocks = static_cast<int>(want < 65536 ? want : 65536);
-  strided_copy_kernel<E><<<blocks, threads, 0, st>>>(p);
+  if (is_transpose(p)) {
+    const std::int64_t rows = p.shape[p.rank - 2], cols = p.shape[p.rank - 1];
+    const std::int64_t tiles =
+        (rows + kTile - 1) / kTile * ((cols + kTile - 1) / kTile) * (p.numel / (rows * cols));
+    transpose_copy_kernel<E>
+        <<<static_cast<int>(tiles < 65536 ? tiles : 65536), kTile * kTileRows, 0, st>>>(p);
+  } else {
+    const std::int64_t want = (p.numel + threads - 1) / threads;
+    const int blocks = static_cast<int>(want < 65536 ? want : 65536);
+    strided_copy_kernel<E><<<blocks, threads, 0, st>>>(p);
+  }
   CUDA_CHECK_LAUNCH();
 }
 

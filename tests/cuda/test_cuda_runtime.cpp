@@ -110,6 +110,20 @@ TEST_CASE("strided copies within the device and across", "[cuda][runtime]") {
       require_equal(dy.to(Device::cpu()), hx.transpose(0, 1).contiguous());
     }
   }
+  SECTION("batched transposes with partial tiles (tiled transpose kernel)") {
+    for (DType dt : {DType::f32, DType::f64, DType::f16}) {
+      const Tensor hx = Tensor::randn({3, 70, 45}, seed + 2, dt);
+      const Tensor dx = hx.to(kGpu);
+      require_equal(dx.transpose(1, 2).contiguous().to(Device::cpu()),
+                    hx.transpose(1, 2).contiguous());
+      // A broadcast leading dim and a sliced source.
+      const Tensor src =
+          dx.select(0, 1).slice(0, 3, 67).transpose(0, 1).unsqueeze(0).expand({4, 45, 64});
+      const Tensor want =
+          hx.select(0, 1).slice(0, 3, 67).transpose(0, 1).unsqueeze(0).expand({4, 45, 64});
+      require_equal(src.contiguous().to(Device::cpu()), want.contiguous());
+    }
+  }
   SECTION("single elements") {
     CHECK(d.item({1, 2, 3}) == h.item({1, 2, 3}));
     d.set_item({3, 5, 9}, 42.5);
