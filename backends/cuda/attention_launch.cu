@@ -266,6 +266,9 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   splits = std::min<std::int64_t>(splits, kMaxSplits);
   splits = std::max<std::int64_t>(splits, 1);
   const std::int64_t tiles_per_split = (key_tiles + splits - 1) / splits;
+  // The kernels count a block's key tiles (times chunks per tile) in 32 bits.
+  check(tiles_per_split <= (std::int64_t(1) << 26), "softmax_attention",
+        "cuda: too many keys for one launch (N = ", a.N, ")");
   p.keys_per_split = std::max<std::int64_t>(1, tiles_per_split * v.bn);
   p.splits = a.N == 0 ? 1 : (a.N + p.keys_per_split - 1) / p.keys_per_split;
   pl.merge = p.splits > 1;
