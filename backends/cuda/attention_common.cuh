@@ -130,6 +130,47 @@ __device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_h
   return true;
 }
 
+// What one block of a streaming kernel works on: blockIdx.x decoded as
+// (query tile, key split, output-column chunk, batch-head), the head's inputs,
+// and its keys: the split's range cut to the band of its rows, starting on a
+// BN boundary (keys before the band are masked per element; the boundary keeps
+// row-contiguous loads 16-byte aligned).
+template <class T>
+struct BlockWork {
+  std::int64_t split, dc, bh;
+  std::int64_t m0, row_last;    // first and last query row
+  std::int64_t j_begin, j_end;  // keys [j_begin, j_end)
+  HeadOffsets off;
+  const T *q, *k, *v;
+  const void* mask;  // this head's mask (bool or T), null without one
+};
+
+template <class T, int BM, int BN>
+__device__ __forceinline__ BlockWork<T> block_work(const AttnParams& p) {
+  const AttentionArgs& a = p.a;
+  BlockWork<T> w;
+  std::int64_t bid = blockIdx.x;
+  const std::int64_t mt = bid % p.m_tiles;
+  bid /= p.m_tiles;
+  w.split = bid % p.splits;
+  bid /= p.splits;
+  w.dc = bid % p.dv_chunks;
+  w.bh = bid / p.dv_chunks;
+  w.off = head_offsets(p, w.bh);
+  w.q = static_cast<const T*>(a.q) + w.off.q;
+  w.k = static_cast<const T*>(a.k) + w.off.k;
+  w.v = static_cast<const T*>(a.v) + w.off.v;
+  w.mask = nullptr;
+  if (p.mask_kind == kMaskBool) w.mask = static_cast<const unsigned char*>(a.mask) + w.off.mk;
+  if (p.mask_kind == kMaskFloat) w.mask = static_cast<const T*>(a.mask) + w.off.mk;
+  w.m0 = mt * BM;
+  w.row_last = min(w.m0 + BM, a.M) - 1;
+  const std::int64_t j0 = w.split * p.keys_per_split;
+  w.j_begin = max(j0, (w.m0 + a.band_lo) / BN * BN);
+  w.j_end = min(min(a.N, j0 + p.keys_per_split), w.row_last + a.band_hi + 1);
+  return w;
+}
+
 // The end of a streaming kernel for one query row held by one thread: with a
 // single split, the normalised row to out and its lse (base e); with several,
 // the unnormalised row and (m, l) to the split partials for the merge. The

@@ -154,27 +154,14 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_pipe_kernel(const AttnPar
   float* ring = Pt + BN * LDP;                     // STAGES x STAGE
 
   const AttentionArgs& a = p.a;
-  std::int64_t bid = blockIdx.x;
-  const std::int64_t mt = bid % p.m_tiles;
-  bid /= p.m_tiles;
-  const std::int64_t split = bid % p.splits;
-  bid /= p.splits;
-  const std::int64_t bh = bid / p.dv_chunks;  // dv_chunks == 1: DV covers dv
-  const HeadOffsets off = head_offsets(p, bh);
-  const float* qg = static_cast<const float*>(a.q) + off.q;
-  const float* kg = static_cast<const float*>(a.k) + off.k;
-  const float* vg = static_cast<const float*>(a.v) + off.v;
-  const void* mask_head = nullptr;
-  if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask) + off.mk;
-  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const float*>(a.mask) + off.mk;
+  const BlockWork<float> w = block_work<float, BM, BN>(p);  // dv_chunks == 1: DV covers dv
+  const std::int64_t split = w.split, bh = w.bh, m0 = w.m0, row_last = w.row_last;
+  const std::int64_t j_begin = w.j_begin, j_end = w.j_end;
+  const HeadOffsets off = w.off;
+  const float *qg = w.q, *kg = w.k, *vg = w.v;
+  const void* mask_head = w.mask;
 
   const int tid = threadIdx.x, tx = tid % CG, ty = tid / CG;
-  const std::int64_t m0 = mt * BM;
-  const std::int64_t row_last = min(m0 + BM, a.M) - 1;
-  std::int64_t j_begin = split * p.keys_per_split;
-  std::int64_t j_end = min(a.N, j_begin + p.keys_per_split);
-  j_begin = max(j_begin, (m0 + a.band_lo) / BN * BN);
-  j_end = min(j_end, row_last + a.band_hi + 1);
 
   const float sl2 = static_cast<float>(p.scale_log2);
   float m_run[TM], l_run[TM], o[TM][TNO];

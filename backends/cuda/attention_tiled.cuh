@@ -136,32 +136,15 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
   T* Ps = Vs + BN * LDV;
 
   const AttentionArgs& a = p.a;
-  std::int64_t bid = blockIdx.x;
-  const std::int64_t mt = bid % p.m_tiles;
-  bid /= p.m_tiles;
-  const std::int64_t split = bid % p.splits;
-  bid /= p.splits;
-  const std::int64_t dc = bid % p.dv_chunks;
-  const std::int64_t bh = bid / p.dv_chunks;
-  const HeadOffsets off = head_offsets(p, bh);
-  const T* qg = static_cast<const T*>(a.q) + off.q;
-  const T* kg = static_cast<const T*>(a.k) + off.k;
-  const T* vg = static_cast<const T*>(a.v) + off.v;
-  const void* mask_head = nullptr;
-  if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask) + off.mk;
-  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const T*>(a.mask) + off.mk;
+  const BlockWork<T> w = block_work<T, BM, BN>(p);
+  const std::int64_t split = w.split, dc = w.dc, bh = w.bh, m0 = w.m0, row_last = w.row_last;
+  const std::int64_t j_begin = w.j_begin, j_end = w.j_end;
+  const HeadOffsets off = w.off;
+  const T *qg = w.q, *kg = w.k, *vg = w.v;
+  const void* mask_head = w.mask;
 
   const int tid = threadIdx.x, tx = tid % CG, ty = tid / CG;
-  const std::int64_t m0 = mt * BM;
-  const std::int64_t row_last = min(m0 + BM, a.M) - 1;
   const std::int64_t c0v = dc * DV;
-  // Keys of this block: its split, cut to the band of its rows.
-  std::int64_t j_begin = split * p.keys_per_split;
-  std::int64_t j_end = min(a.N, j_begin + p.keys_per_split);
-  // Start on a tile boundary (keys before the band are masked per element),
-  // which keeps row-contiguous K/V loads 16-byte aligned.
-  j_begin = max(j_begin, (m0 + a.band_lo) / BN * BN);
-  j_end = min(j_end, row_last + a.band_hi + 1);
 
   const T sl2 = static_cast<T>(p.scale_log2);
   T m_run[TM], l_run[TM], o[TM][OCH * VEC];
