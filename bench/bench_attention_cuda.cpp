@@ -53,6 +53,8 @@ const std::vector<Shape>& shapes() {
       {"b1h32_8192_d128_fused", 1, 32, 8192, 8192, 128, false, true},
       {"single_4096_d64_kt", 1, 1, 4096, 4096, 64, false, false, true, DType::f32, true},
       {"f64_single_2048_d64", 1, 1, 2048, 2048, 64, false, false, true, DType::f64},
+      {"f64_b4h16_2048_d64", 4, 16, 2048, 2048, 64, false, false, false, DType::f64},
+      {"f64_single_4096_d128", 1, 1, 4096, 4096, 128, false, false, true, DType::f64},
   };
   return s;
 }

@@ -36,6 +36,8 @@ SHAPES = {
     "b1h32_8192_d128_fused": (1, 32, 8192, 8192, 128, False, True, False, torch.float32, False),
     "single_4096_d64_kt": (1, 1, 4096, 4096, 64, False, False, True, torch.float32, True),
     "f64_single_2048_d64": (1, 1, 2048, 2048, 64, False, False, True, torch.float64, False),
+    "f64_b4h16_2048_d64": (4, 16, 2048, 2048, 64, False, False, False, torch.float64, False),
+    "f64_single_4096_d128": (1, 1, 4096, 4096, 128, False, False, True, torch.float64, False),
 }
 
 

@@ -2,6 +2,7 @@
 // Builds Variant entries from kernel configurations (only the variant .cu
 // files include this: it instantiates the kernels).
 #include "cuda/attention_decode.cuh"
+#include "cuda/attention_dmma.cuh"
 #include "cuda/attention_pipelined.cuh"
 #include "cuda/attention_tiled.cuh"
 #include "cuda/attention_variants.hpp"
@@ -50,6 +51,21 @@ Variant pipe(const char* name, bool dflt) {
             &launch_pipe<C>};
   v.packs_kv = true;
   return v;
+}
+
+template <class C>
+void launch_dmma(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
+  (void)launch_pdl(attn_dmma_kernel<C>, grid, C::NT, smem, st, p);
+}
+
+// f64 tensor-core kernel: serves d <= DK and dv <= DV only.
+template <class C>
+Variant dmma(const char* name, bool dflt) {
+  return Variant{name,           DType::f64,    false,
+                 dflt,           C::DK,         C::DV,
+                 C::BM,          C::BN,         C::DV,
+                 C::NT,          C::smem_bytes, reinterpret_cast<const void*>(&attn_dmma_kernel<C>),
+                 &launch_dmma<C>};
 }
 
 template <class C>

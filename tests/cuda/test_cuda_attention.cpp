@@ -120,53 +120,59 @@ TEST_CASE("cuda attention: dv differs from d", "[cuda][attention]") {
 
 TEST_CASE("cuda attention: split-KV (few query tiles, many keys)", "[cuda][attention][split]") {
   std::uint64_t seed = 3000;
-  for (std::int64_t M : {1, 3, 64, 200}) {
-    for (std::int64_t N : {4000, 20011}) {
-      AttentionCase c;
-      c.M = M;
-      c.N = N;
-      c.d = 64;
-      c.dv = 64;
-      c.seed = ++seed;
-      require_cuda_pass(c);
-      c.causal = Causal::bottom_right;
-      c.seed = ++seed;
-      require_cuda_pass(c);
-      c.causal = Causal::none;
-      c.mask = MaskKind::bool_full;
-      c.masked_rows = true;
-      c.seed = ++seed;
-      require_cuda_pass(c);
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (std::int64_t M : {1, 3, 64, 200}) {
+      for (std::int64_t N : {4000, 20011}) {
+        AttentionCase c;
+        c.dtype = dt;
+        c.M = M;
+        c.N = N;
+        c.d = 64;
+        c.dv = 64;
+        c.seed = ++seed;
+        require_cuda_pass(c);
+        c.causal = Causal::bottom_right;
+        c.seed = ++seed;
+        require_cuda_pass(c);
+        c.causal = Causal::none;
+        c.mask = MaskKind::bool_full;
+        c.masked_rows = true;
+        c.seed = ++seed;
+        require_cuda_pass(c);
+      }
     }
   }
 }
 
 TEST_CASE("cuda attention: every layout, masks and bands", "[cuda][attention][layout]") {
   std::uint64_t seed = 4000;
-  for (Layout l : strata::harness::all_layouts()) {
-    for (std::int64_t d : {64, 100}) {
-      for (std::int64_t M : {1, 77}) {
-        AttentionCase c;
-        c.batch = {2};
-        c.Hq = 4;
-        c.Hkv = 2;
-        c.M = M;
-        c.N = l == Layout::fused_qkv ? M : 77;
-        c.d = d;
-        c.dv = d;
-        c.layout = l;
-        c.seed = ++seed;
-        INFO("layout " << strata::harness::layout_name(l));
-        require_cuda_pass(c);
-        c.mask = MaskKind::float_bcast;
-        c.causal = Causal::top_left;
-        c.seed = ++seed;
-        require_cuda_pass(c);
-        c.mask = MaskKind::bool_bcast;
-        c.causal = Causal::none;
-        c.window = std::make_pair<std::int64_t, std::int64_t>(5, 3);
-        c.seed = ++seed;
-        require_cuda_pass(c);
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (Layout l : strata::harness::all_layouts()) {
+      for (std::int64_t d : {64, 100}) {
+        for (std::int64_t M : {1, 77}) {
+          AttentionCase c;
+          c.dtype = dt;
+          c.batch = {2};
+          c.Hq = 4;
+          c.Hkv = 2;
+          c.M = M;
+          c.N = l == Layout::fused_qkv ? M : 77;
+          c.d = d;
+          c.dv = d;
+          c.layout = l;
+          c.seed = ++seed;
+          INFO("layout " << strata::harness::layout_name(l) << " " << strata::dtype_name(dt));
+          require_cuda_pass(c);
+          c.mask = MaskKind::float_bcast;
+          c.causal = Causal::top_left;
+          c.seed = ++seed;
+          require_cuda_pass(c);
+          c.mask = MaskKind::bool_bcast;
+          c.causal = Causal::none;
+          c.window = std::make_pair<std::int64_t, std::int64_t>(5, 3);
+          c.seed = ++seed;
+          require_cuda_pass(c);
+        }
       }
     }
   }
