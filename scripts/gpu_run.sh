@@ -84,15 +84,15 @@ if has sanitize; then
 fi
 
 if has sass; then
-  # Instruction mix per kernel: FFMA, 128-bit shared/global loads, cp.async,
-  # local-memory traffic (spills).
+  # Instruction mix per kernel: FFMA, f64 tensor-core MMAs (DMMA), 128-bit
+  # shared/global loads, cp.async, local-memory traffic (spills).
   say "sass"
   cuobjdump --dump-sass "$BUILD/libstrata.a" > "$LOGS/sass.txt" 2>&1
-  awk '/Function :/ { if (f) printf "%-90s FFMA=%d LDS.128=%d LDS=%d LDGSTS=%d LDG.128=%d LDL=%d STL=%d MUFU.EX2=%d\n", f, ffma, lds128, lds, ldgsts, ldg128, ldl, stl, ex2;
-                       f = substr($3, 1, 90); ffma = lds128 = lds = ldgsts = ldg128 = ldl = stl = ex2 = 0; next }
-       / FFMA / { ffma++ } /LDS\.128/ { lds128++ } / LDS/ { lds++ } /LDGSTS/ { ldgsts++ }
+  awk '/Function :/ { if (f) printf "%-90s FFMA=%d DMMA=%d LDS.128=%d LDS=%d LDGSTS=%d LDG.128=%d LDL=%d STL=%d MUFU.EX2=%d\n", f, ffma, dmma, lds128, lds, ldgsts, ldg128, ldl, stl, ex2;
+                       f = substr($3, 1, 90); ffma = dmma = lds128 = lds = ldgsts = ldg128 = ldl = stl = ex2 = 0; next }
+       / FFMA / { ffma++ } / DMMA/ { dmma++ } /LDS\.128/ { lds128++ } / LDS/ { lds++ } /LDGSTS/ { ldgsts++ }
        /LDG\.E\.128/ { ldg128++ } / LDL/ { ldl++ } / STL/ { stl++ } /MUFU\.EX2/ { ex2++ }
-       END { if (f) printf "%-90s FFMA=%d LDS.128=%d LDS=%d LDGSTS=%d LDG.128=%d LDL=%d STL=%d MUFU.EX2=%d\n", f, ffma, lds128, lds, ldgsts, ldg128, ldl, stl, ex2 }' \
+       END { if (f) printf "%-90s FFMA=%d DMMA=%d LDS.128=%d LDS=%d LDGSTS=%d LDG.128=%d LDL=%d STL=%d MUFU.EX2=%d\n", f, ffma, dmma, lds128, lds, ldgsts, ldg128, ldl, stl, ex2 }' \
     "$LOGS/sass.txt" > "$LOGS/sass_summary.txt"
   grep -E 'attn_' "$LOGS/sass_summary.txt" | tee -a "$SUMMARY"
   gzip -f "$LOGS/sass.txt"
