@@ -161,10 +161,10 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_dmma_kernel(const AttnPar
           l_run[e / 2] += s[n][e];
         }
 
-        // O += P V, one k8 step per 8-key group: the even keys 8n + 2t at
-        // k = t and the odd keys at k = t + 4.
 #pragma unroll
       for (int n = 0; n < NS; ++n) {
+        // O += P V, one k8 step per 8-key group: the even keys 8n + 2t at
+        // k = t and the odd keys at k = t + 4.
         const double* vrow = Vs + (8 * n + 2 * t) * LDV + g;
 #pragma unroll
         for (int c = 0; c < NO; ++c)
