@@ -9,81 +9,59 @@
 
 namespace strata::cuda {
 
-template <class C>
-void launch_tiled(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  (void)launch_pdl(attn_tiled_kernel<C>, grid, C::NT, smem, st, p);
+// Launches kernel K (one instance per configuration C) with PDL and C's
+// block size: the one launcher every variant points to.
+template <class C, void (*K)(AttnParams)>
+void launch_variant(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
+  (void)launch_pdl(K, grid, C::NT, smem, st, p);
 }
-template <class C>
-void launch_decode(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  (void)launch_pdl(attn_decode_kernel<C>, grid, C::NT, smem, st, p);
+
+// The Variant entry of kernel K under configuration C: the fields every
+// kernel family sets the same way (threads, shared memory, kernel, launcher).
+template <class C, void (*K)(AttnParams)>
+Variant variant_of(const char* name, DType dtype, bool decode, bool dflt, std::int64_t max_d,
+                   std::int64_t max_dv, int bm, int bn, int dv_tile) {
+  return Variant{name,
+                 dtype,
+                 decode,
+                 dflt,
+                 max_d,
+                 max_dv,
+                 bm,
+                 bn,
+                 dv_tile,
+                 C::NT,
+                 C::smem_bytes,
+                 reinterpret_cast<const void*>(K),
+                 &launch_variant<C, K>};
 }
 
 template <class C>
 Variant tiled(const char* name, bool dflt, std::int64_t max_d, std::int64_t max_dv) {
-  using T = typename C::type;
-  return Variant{name,
-                 dtype_of_v<T>,
-                 false,
-                 dflt,
-                 max_d,
-                 max_dv,
-                 C::BM,
-                 C::BN,
-                 C::DV,
-                 C::NT,
-                 C::smem_bytes,
-                 reinterpret_cast<const void*>(&attn_tiled_kernel<C>),
-                 &launch_tiled<C>};
-}
-
-template <class C>
-void launch_pipe(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  (void)launch_pdl(attn_pipe_kernel<C>, grid, C::NT, smem, st, p);
+  return variant_of<C, attn_tiled_kernel<C>>(name, dtype_of_v<typename C::type>, false, dflt, max_d,
+                                             max_dv, C::BM, C::BN, C::DV);
 }
 
 // Pipelined kernel (f32): serves d <= DK and dv <= DV only.
 template <class C>
 Variant pipe(const char* name, bool dflt) {
-  Variant v{name,           DType::f32,    false,
-            dflt,           C::DK,         C::DV,
-            C::BM,          C::BN,         C::DV,
-            C::NT,          C::smem_bytes, reinterpret_cast<const void*>(&attn_pipe_kernel<C>),
-            &launch_pipe<C>};
+  Variant v = variant_of<C, attn_pipe_kernel<C>>(name, DType::f32, false, dflt, C::DK, C::DV, C::BM,
+                                                 C::BN, C::DV);
   v.packs_kv = true;
   return v;
-}
-
-template <class C>
-void launch_dmma(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  (void)launch_pdl(attn_dmma_kernel<C>, grid, C::NT, smem, st, p);
 }
 
 // f64 tensor-core kernel: serves d <= DK and dv <= DV only.
 template <class C>
 Variant dmma(const char* name, bool dflt) {
-  return Variant{name,           DType::f64,    false,
-                 dflt,           C::DK,         C::DV,
-                 C::BM,          C::BN,         C::DV,
-                 C::NT,          C::smem_bytes, reinterpret_cast<const void*>(&attn_dmma_kernel<C>),
-                 &launch_dmma<C>};
+  return variant_of<C, attn_dmma_kernel<C>>(name, DType::f64, false, dflt, C::DK, C::DV, C::BM,
+                                            C::BN, C::DV);
 }
 
 template <class C>
 Variant decode(const char* name, bool dflt = true) {
-  using T = typename C::type;
-  return Variant{name,
-                 dtype_of_v<T>,
-                 true,
-                 dflt,
-                 C::max_d,
-                 C::max_dv,
-                 1,
-                 C::WARPS * C::U,
-                 C::max_dv,
-                 C::NT,
-                 C::smem_bytes,
-                 reinterpret_cast<const void*>(&attn_decode_kernel<C>),
-                 &launch_decode<C>};
+  return variant_of<C, attn_decode_kernel<C>>(name, dtype_of_v<typename C::type>, true, dflt,
+                                              C::max_d, C::max_dv, 1, C::WARPS * C::U, C::max_dv);
 }
 
 // Restricts a variant to calls of at most `work` scores (batch x heads x M x
