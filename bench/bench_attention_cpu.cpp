@@ -16,7 +16,10 @@
 // register-only loop of 12 independent AVX2 FMA chains per thread (no
 // memory traffic). On a shared VM whose neighbours move every rate by
 // 20-40%, the attention rate over fma_peak of the same run is the figure
-// that does not move with them.
+// that does not move with them. "read_peak" is the memory side's ceiling
+// in the same way: the threads sum disjoint parts of a buffer the size of
+// the decode shape's K and V (64 MiB, larger than the last-level cache), so
+// 64 MiB / read_peak is the floor of that decode row.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -176,6 +179,22 @@ void bm_fma_peak(benchmark::State& st) {
 #endif
 }
 
+void bm_read_peak(benchmark::State& st) {
+  const int threads = static_cast<int>(st.range(0));
+  const i64 n = st.range(1) / static_cast<i64>(sizeof(std::uint64_t));
+  std::vector<std::uint64_t> buf(static_cast<std::size_t>(n), 1);
+  volatile std::uint64_t sink = 0;
+  for (auto _ : st) {
+    std::uint64_t total = 0;  // integer sums vectorise without reassociation flags
+#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
+    for (i64 i = 0; i < n; ++i) total += buf[static_cast<std::size_t>(i)];
+    sink = sink + total;
+  }
+  st.counters["bytes/s"] = benchmark::Counter(double(n) * sizeof(std::uint64_t),
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["threads"] = threads;
+}
+
 struct Shape {
   i64 M, N, d;
   bool reference;  // small enough for the reference backend
@@ -220,11 +239,16 @@ int register_all() {
             ->Unit(benchmark::kMillisecond);
     }
   }
-  for (int t : thread_counts)
+  for (int t : thread_counts) {
     benchmark::RegisterBenchmark("fma_peak", bm_fma_peak)
         ->Arg(t)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("read_peak", bm_read_peak)
+        ->Args({t, i64(64) << 20})
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
   benchmark::RegisterBenchmark("memory", bm_memory)
       ->Args({65536, 65536, 64, maxt})
       ->Iterations(1)
