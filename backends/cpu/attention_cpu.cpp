@@ -3,7 +3,9 @@
 // thread busy), runs them on OpenMP threads with the block kernels of the
 // best instruction set, and writes out / lse, merging key-chunk partials by
 // log-sum-exp. Extra memory: one workspace per thread, O((MB + NB) * (d +
-// dv)), plus the partials of split tasks, O(threads * MB * dv).
+// dv)), plus the partials of split tasks, O(threads * MB * dv), plus a
+// row-major copy of K (at most 256 MiB) when K's head dim is not unit-stride
+// and several query blocks read each head.
 #include "cpu/attention_cpu.hpp"
 
 #include <omp.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "cpu/cpu_kernels.hpp"
+#include "cpu/pack_rows.hpp"
 #include "strata/error.hpp"
 
 namespace strata::cpu {
@@ -50,6 +53,9 @@ struct AlignedBuffer {
 constexpr double kLn2 = 0.693147180559945309417232121458176568;
 constexpr double kLog2e = 1.44269504088896340735992468100189214;
 constexpr i64 kMergeRows = 16;  // rows per work item of the split-key merge
+// Largest row-major copy of K the driver makes for a K whose head dim is not
+// unit-stride (beyond it the kernels copy per key block, as for one reader).
+constexpr i64 kMaxKPackBytes = i64(256) << 20;
 
 template <class T>
 struct Driver {
@@ -57,6 +63,9 @@ struct Driver {
   const IsaKernels& isa;
   i64 mb = 0;     // rows per query block
   i64 group = 1;  // Hq / Hkv
+  // K copied row-major ([batch][Hkv][N][d]) when its head dim is not
+  // unit-stride and several query blocks read each head; else empty.
+  std::unique_ptr<T[]> kpack{};
 
   i64 band_first_key(i64 i0) const {  // first key any row >= i0 may keep
     if (!a.has_band()) return 0;
@@ -75,9 +84,15 @@ struct Driver {
     j.q = static_cast<const T*>(a.q) + batch_offset(a, b, a.q_bs) + h * a.q_hs;
     j.q_ms = a.q_ms;
     j.q_ds = a.q_ds;
-    j.k = static_cast<const T*>(a.k) + batch_offset(a, b, a.k_bs) + hk * a.k_hs;
-    j.k_ns = a.k_ns;
-    j.k_ds = a.k_ds;
+    if (!kpack) {
+      j.k = static_cast<const T*>(a.k) + batch_offset(a, b, a.k_bs) + hk * a.k_hs;
+      j.k_ns = a.k_ns;
+      j.k_ds = a.k_ds;
+    } else {
+      j.k = kpack.get() + (b * a.Hkv + hk) * a.N * a.d;
+      j.k_ns = a.d;
+      j.k_ds = 1;
+    }
     j.v = static_cast<const T*>(a.v) + batch_offset(a, b, a.v_bs) + hk * a.v_hs;
     j.v_ns = a.v_ns;
     j.v_ds = a.v_ds;
@@ -102,6 +117,33 @@ struct Driver {
     j.qscale = a.scale * kLog2e;
     j.kv_bytes = a.N * (a.d + a.dv) * static_cast<i64>(sizeof(T));
     return j;
+  }
+
+  // A K whose head dim is not unit-stride (column-major, transposed, gapped)
+  // makes the blocked kernel copy each key block before its Q K^T, once per
+  // query block. When each kv head is read by several query blocks, one
+  // row-major copy per call is cheaper: at 2048/128 the per-block copies
+  // cost 13-16% (cpu-tuning.md sections 18-19). Without memory for it, the
+  // per-block copies stay.
+  void pack_k(i64 readers) {
+    const i64 heads = a.batch_count() * a.Hkv;
+    const i64 bytes = heads * a.N * a.d * static_cast<i64>(sizeof(T));
+    if (a.k_ds == 1 || readers < 2 || a.N == 0 || bytes > kMaxKPackBytes) return;
+    try {  // uninitialised: every element is written below
+      kpack = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(heads * a.N * a.d));
+    } catch (const std::bad_alloc&) {
+      return;
+    }
+    constexpr i64 kKeys = 256;  // keys per work item
+    const i64 tiles = (a.N + kKeys - 1) / kKeys;
+#pragma omp parallel for schedule(static)
+    for (i64 it = 0; it < heads * tiles; ++it) {
+      const i64 hb = it / tiles, j0 = it % tiles * kKeys;
+      const i64 b = hb / a.Hkv, hk = hb % a.Hkv;
+      const T* src = static_cast<const T*>(a.k) + batch_offset(a, b, a.k_bs) + hk * a.k_hs;
+      pack_rows(src + j0 * a.k_ns, std::min(kKeys, a.N - j0), a.d, a.k_ns, a.k_ds,
+                kpack.get() + (hb * a.N + j0) * a.d);
+    }
   }
 
   // out / lse of rows [i0, i0 + rows) of head bh from a block's state.
@@ -134,6 +176,7 @@ struct Driver {
     mb = decode ? M : isa.mb;
     const i64 QB = (M + mb - 1) / mb;
     const int max_threads = std::max(1, omp_get_max_threads());
+    if (!decode) pack_k(QB * group);
 
     // Key chunks per (bh, qb): enough work items for dynamic balancing when
     // batch x heads x query blocks cannot give every thread two tasks
