@@ -417,6 +417,27 @@ TEST_CASE("cpu attention kernel, long keys: split chunks and streamed K/V", "[cp
   omp_set_num_threads(2);
 }
 
+// A K whose head dim is not unit-stride, read by several query blocks, is
+// copied row-major once per call in 256-key tiles (attention_cpu.cpp,
+// pack_k): several tiles, a partial last one, GQA heads and every such layout.
+TEST_CASE("cpu attention kernel, strided K read by several query blocks", "[cpu]") {
+  for (int threads : {1, 3}) {
+    INFO("threads=" << threads);
+    omp_set_num_threads(threads);
+    for_each_isa([] {
+      for (Layout lk : {Layout::transposed, Layout::gapped, Layout::flipped}) {
+        Case c;
+        c.B = 2, c.Hq = 4, c.Hkv = 2, c.M = 150, c.N = 700, c.d = 72, c.dv = 40, c.seed = 23;
+        c.lk = lk;
+        run_case<float>(c);
+        c.band_hi = c.N - c.M;  // causal: query blocks read different key ranges
+        run_case<double>(c);
+      }
+    });
+  }
+  omp_set_num_threads(2);
+}
+
 template <class T>
 void check_fast_exp2() {
   // Relative error bounds (see backends/cpu/simd.hpp): 1.7 ulp measured for
