@@ -2,7 +2,9 @@
 // Copies a strided [rows x cols] matrix into dense row-major storage. The cpu
 // driver uses it to turn a K whose head dim is not unit-stride (column-major,
 // transposed views, gapped) into row-major K once per call, when several
-// query blocks read it (attention_cpu.cpp).
+// query blocks read it (attention_cpu.cpp). Not core's host copy
+// (tensor_copy.cpp): that walks the destination's last dim, which for a
+// column-major source reads one element per cache line.
 #include <cstdint>
 
 namespace strata::cpu {
