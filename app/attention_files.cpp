@@ -1,12 +1,13 @@
 // `strata attention --q Q.npy --k K.npy --v V.npy --out OUT.npy ...`: the
 // user's arrays through the op. Everything that can fail does so before the
-// first output byte is written, and outputs appear all at once (npy_io.hpp).
+// first output byte is written, and outputs appear all at once (output_files.hpp).
 #include <iostream>
 #include <sstream>
 
 #include "attention_cli.hpp"
 #include "commands.hpp"
 #include "npy_io.hpp"
+#include "output_files.hpp"
 #include "table.hpp"
 
 namespace strata::cli {
@@ -25,8 +26,6 @@ void check_usage(const AttentionCli& cli) {
         "attention: --q, --k and --v go together (give all three, or none for the "
         "built-in problem)");
   if (cli.out.empty()) throw UsageError("attention: --out OUT.npy is required with --q/--k/--v");
-  if (!cli.lse.empty() && cli.lse == cli.out)
-    throw UsageError("attention: --out and --lse name the same file '" + cli.out + "'");
 }
 
 }  // namespace
@@ -35,8 +34,13 @@ int run_attention_files(const AttentionCli& cli) {
   check_usage(cli);
   const AttentionOptions base = make_options(cli);
   const BackendInfo* backend = require_backend(cli.backend);
-  check_writable(cli.out, "--out");
-  if (!cli.lse.empty()) check_writable(cli.lse, "--lse");
+  // Outputs are checked against each other and the inputs by file identity
+  // before anything is loaded or computed (output_files.hpp).
+  std::vector<NamedPath> outputs{{cli.out, "--out"}};
+  if (!cli.lse.empty()) outputs.push_back({cli.lse, "--lse"});
+  std::vector<NamedPath> inputs{{cli.q, "--q"}, {cli.k, "--k"}, {cli.v, "--v"}};
+  if (!cli.mask.empty()) inputs.push_back({cli.mask, "--mask"});
+  check_outputs(outputs, inputs);
 
   Tensor q = load_npy(cli.q, "--q");
   Tensor k = load_npy(cli.k, "--k");
@@ -75,9 +79,9 @@ int run_attention_files(const AttentionCli& cli) {
     }
   });
 
-  std::vector<std::pair<std::string, std::string>> files{{cli.out, npy_bytes(r.out)}};
-  if (!cli.lse.empty()) files.emplace_back(cli.lse, npy_bytes(r.lse));
-  write_files_atomically(files);
+  std::vector<std::pair<NamedPath, std::string>> files{{outputs[0], npy_bytes(r.out)}};
+  if (!cli.lse.empty()) files.emplace_back(outputs[1], npy_bytes(r.lse));
+  write_outputs(files);
 
   std::string ran_on = backend ? backend->name : "auto";
   if (!backend)

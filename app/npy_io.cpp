@@ -1,8 +1,6 @@
 #include "npy_io.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -179,13 +177,6 @@ void byteswap_all(unsigned char* p, std::size_t count, std::size_t isz) {
 
 std::string errno_text() { return std::strerror(errno); }
 
-std::string dir_of(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 template <class T>
 std::string npy_bytes_as(const Tensor& host) {
   std::vector<std::size_t> shape(host.shape().begin(), host.shape().end());
@@ -290,60 +281,6 @@ std::string npy_bytes(const Tensor& t) {
     default:
       throw Error("cannot write a " + std::string(dtype_name(host.dtype())) +
                   " tensor to .npy (only float32, float64 and bool)");
-  }
-}
-
-void check_writable(const std::string& path, const std::string& what) {
-  const std::string dir = dir_of(path);
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error(what + " '" + path + "': directory '" + dir + "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw Error(what + " '" + path + "': directory '" + dir + "' is not writable");
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw Error(what + " '" + path + "': is a directory");
-}
-
-void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::vector<std::string> temps;
-  auto cleanup = [&temps] {
-    for (const std::string& t : temps) ::unlink(t.c_str());
-  };
-  // mkstemp creates files 0600; give the result the usual 0666 & ~umask.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  for (const auto& [path, bytes] : files) {
-    std::string tmpl = dir_of(path) + "/.strata-tmp-XXXXXX";
-    const int fd = ::mkstemp(tmpl.data());
-    if (fd < 0) {
-      cleanup();
-      throw Error("cannot create a temporary file next to '" + path + "' (" + errno_text() + ")");
-    }
-    temps.push_back(tmpl);
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        const std::string why = errno_text();
-        ::close(fd);
-        cleanup();
-        throw Error("cannot write '" + path + "' (" + why + ")");
-      }
-      done += static_cast<std::size_t>(w);
-    }
-    if (::fchmod(fd, 0666 & ~mask) != 0 || ::close(fd) != 0) {
-      cleanup();
-      throw Error("cannot write '" + path + "' (" + errno_text() + ")");
-    }
-  }
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    if (::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
-      const std::string why = errno_text();
-      temps.erase(temps.begin(), temps.begin() + static_cast<std::ptrdiff_t>(i));
-      cleanup();
-      throw Error("cannot write '" + files[i].first + "' (" + why + ")");
-    }
   }
 }
 

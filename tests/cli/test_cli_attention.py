@@ -12,10 +12,13 @@ no output file behind.
 usage: /usr/bin/python3 test_cli_attention.py /path/to/strata
 Exit 77 (CTest: skipped) when NumPy is missing.
 """
+import io
 import os
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 
 try:
     import numpy as np
@@ -74,9 +77,9 @@ def reference(q, k, v, mask=None, causal="none", window=None, align="bottom-righ
 
 
 # ---- helpers ---------------------------------------------------------------------------
-def run(args):
-    return subprocess.run([STRATA, "attention", *args], capture_output=True, text=True,
-                          timeout=600)
+def run(args, **kw):
+    kw.setdefault("timeout", 600)
+    return subprocess.run([STRATA, "attention", *args], capture_output=True, text=True, **kw)
 
 
 def rel_err(got, want):
@@ -325,6 +328,159 @@ def error_cases(tmp):
         fail("temporaries", "left %s" % leftovers(tmp))
 
 
+# ---- output targets behave like np.save's -----------------------------------------------
+def one_error_line(name, r, expect_code=None, expect_text=None):
+    """r failed with exactly one 'strata: error:' line (and the given code / text)."""
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    print("target case %s: exit %d, stderr: %s" % (name, r.returncode, r.stderr.strip()))
+    if r.returncode == 0:
+        return fail(name, "exit 0, expected failure")
+    if expect_code is not None and r.returncode != expect_code:
+        return fail(name, "exit %d, expected %d" % (r.returncode, expect_code))
+    if len(lines) != 1 or not lines[0].startswith("strata: error: "):
+        return fail(name, "stderr is not one 'strata: error:' line: %r" % r.stderr)
+    if expect_text is not None and expect_text not in lines[0]:
+        return fail(name, "message lacks %r: %s" % (expect_text, lines[0]))
+    return True
+
+
+def as_nobody():
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def output_target_cases(tmp):
+    rng = np.random.default_rng(3)
+    d = os.path.join(tmp, "targets")
+    os.mkdir(d)
+    q, k, v = (randn(rng, s, np.float32) for s in ((2, 5, 8), (2, 6, 8), (2, 6, 4)))
+    want, _ = reference(q, k, v)
+    paths = {}
+    for key, arr in (("q", q), ("k", k), ("v", v)):
+        paths[key] = os.path.join(d, key + ".npy")
+        np.save(paths[key], arr)
+    qkv = ["--q", paths["q"], "--k", paths["k"], "--v", paths["v"]]
+    with open(paths["q"], "rb") as f:
+        q_bytes = f.read()
+
+    def result_ok(name, data_path):
+        try:
+            got = np.load(data_path)
+        except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+            return fail(name, "cannot load the result: %s" % e)
+        if got.shape != want.shape or not rel_err(got, want) <= 1e-5:
+            return fail(name, "wrong result in %s" % data_path)
+        return True
+
+    # Same file under two spellings, neither existing yet (relative to the cwd).
+    r = run(qkv + ["--out", "./same.npy", "--lse", "same.npy"], cwd=d)
+    if one_error_line("same_file_spelling", r, 2, "same file"):
+        if os.path.exists(os.path.join(d, "same.npy")):
+            fail("same_file_spelling", "created same.npy")
+    # --out naming an input, spelled differently and through a symlink.
+    os.symlink("q.npy", os.path.join(d, "q_link.npy"))
+    for name, out in (("out_is_input", os.path.join(d, ".", "q.npy")),
+                      ("out_is_input_symlink", os.path.join(d, "q_link.npy"))):
+        r = run(qkv + ["--out", out])
+        if one_error_line(name, r, 2, "--q"):
+            with open(paths["q"], "rb") as f:
+                if f.read() != q_bytes:
+                    fail(name, "the input q.npy was changed")
+    r = run(qkv + ["--out", os.path.join(d, "o.npy"), "--lse", os.path.join(d, "k.npy")])
+    one_error_line("lse_is_input", r, 2, "--k")
+
+    # A symlink is written through: the link stays, its target gets the data.
+    target = os.path.join(d, "target.npy")
+    with open(target, "wb") as f:
+        f.write(b"old")
+    link = os.path.join(d, "link.npy")
+    os.symlink("target.npy", link)
+    r = run(qkv + ["--out", link])
+    if r.returncode != 0:
+        fail("symlink_through", "exit %d: %s" % (r.returncode, r.stderr.strip()))
+    elif not os.path.islink(link) or os.readlink(link) != "target.npy":
+        fail("symlink_through", "the symlink was replaced")
+    elif result_ok("symlink_through", target):
+        print("target case symlink_through: ok")
+
+    # A FIFO is written in place (np.save does the same); a reader thread drains it.
+    fifo = os.path.join(d, "pipe.npy")
+    os.mkfifo(fifo)
+    got = []
+    # A daemon: if a broken writer replaces the FIFO, the reader waits forever
+    # on the old one and must not keep the test from exiting.
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    r = run(qkv + ["--out", fifo], timeout=120)
+    reader.join(timeout=10)
+    if r.returncode != 0:
+        fail("fifo", "exit %d: %s" % (r.returncode, r.stderr.strip()))
+    elif not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        fail("fifo", "the FIFO was replaced")
+    elif not got or result_ok("fifo", io.BytesIO(got[0])):
+        print("target case fifo: ok")
+
+    # A regular file keeps its permission bits.
+    keep = os.path.join(d, "mode.npy")
+    with open(keep, "wb") as f:
+        f.write(b"old")
+    os.chmod(keep, 0o640)
+    r = run(qkv + ["--out", keep])
+    mode = stat.S_IMODE(os.stat(keep).st_mode)
+    if r.returncode != 0 or mode != 0o640:
+        fail("mode_kept", "exit %d, mode %o (want 640)" % (r.returncode, mode))
+    elif result_ok("mode_kept", keep):
+        print("target case mode_kept: ok")
+
+    # Targets the user may not write: as root, run the tool as nobody.
+    ro_dir = os.path.join(d, "ro")
+    os.mkdir(ro_dir)
+    os.chmod(d, 0o755)
+    os.chmod(tmp, 0o755)
+    ro = os.path.join(ro_dir, "ro.npy")
+    with open(ro, "wb") as f:
+        f.write(b"precious")
+    os.chmod(ro, 0o444)
+    extra = {"preexec_fn": as_nobody} if os.geteuid() == 0 else {}
+    if os.geteuid() == 0:
+        os.chmod(ro_dir, 0o777)  # the directory is writable to nobody, the file is not
+    r = run(qkv + ["--out", ro], **extra)
+    if one_error_line("readonly_file", r, 1, "not writable"):
+        with open(ro, "rb") as f:
+            if f.read() != b"precious" or stat.S_IMODE(os.stat(ro).st_mode) != 0o444:
+                fail("readonly_file", "the read-only file was changed")
+    os.chmod(ro_dir, 0o755 if os.geteuid() == 0 else 0o555)
+    r = run(qkv + ["--out", os.path.join(ro_dir, "new.npy")], **extra)
+    if one_error_line("readonly_dir", r, 1, "not writable"):
+        if os.path.exists(os.path.join(ro_dir, "new.npy")):
+            fail("readonly_dir", "created a file in a read-only directory")
+    os.chmod(ro_dir, 0o755)
+
+    # Character devices (our own nodes, so a broken writer replaces nothing of
+    # the machine's): written in place; /dev/full's ENOSPC is a clear error.
+    if os.geteuid() != 0:
+        print("target case char_device: skipped (mknod needs root)")
+    else:
+        null_node, full_node = os.path.join(d, "null"), os.path.join(d, "full")
+        os.mknod(null_node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mknod(full_node, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        r = run(qkv + ["--out", null_node])
+        if r.returncode != 0 or not stat.S_ISCHR(os.lstat(null_node).st_mode):
+            fail("dev_null", "exit %d, is a char device: %s" % (
+                r.returncode, stat.S_ISCHR(os.lstat(null_node).st_mode)))
+        else:
+            print("target case dev_null: ok")
+        lse = os.path.join(d, "full_lse.npy")
+        r = run(qkv + ["--out", full_node, "--lse", lse])
+        if one_error_line("dev_full", r, 1, "No space left on device"):
+            if not stat.S_ISCHR(os.lstat(full_node).st_mode):
+                fail("dev_full", "the device node was replaced")
+            if os.path.exists(lse):
+                fail("dev_full", "the other output was written although the run failed")
+    if leftovers(d):
+        fail("target_temporaries", "left %s" % leftovers(d))
+
+
 def main():
     if not os.access(STRATA, os.X_OK):
         print("no strata binary at %s" % STRATA)
@@ -332,6 +488,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="strata_cli_") as tmp:
         correctness_cases(tmp)
         error_cases(tmp)
+        output_target_cases(tmp)
     if failures:
         print("\n%d FAILURES:\n  %s" % (len(failures), "\n  ".join(failures)))
         return 1

@@ -14,6 +14,7 @@
 
 #include "catch.hpp"
 #include "npy_io.hpp"
+#include "output_files.hpp"
 
 namespace fs = std::filesystem;
 using strata::DType;
@@ -253,16 +254,18 @@ TEST_CASE("npy: writes are all or nothing", "[cli][npy]") {
   const std::string out = dir.file("out.npy");
   write(out, "precious");
   const std::string missing_dir = dir.file("no/such/dir/lse.npy");
-  CHECK_THROWS_AS(strata::cli::write_files_atomically({{out, "new"}, {missing_dir, "x"}}),
-                  strata::Error);
+  using strata::cli::NamedPath;
+  CHECK_THROWS_AS(
+      strata::cli::write_outputs({{{out, "--out"}, "new"}, {{missing_dir, "--lse"}, "x"}}),
+      strata::Error);
   CHECK(slurp(out) == "precious");
   for (const auto& entry : fs::directory_iterator(dir.path))
     CHECK(entry.path().filename().string().rfind(".strata-tmp", 0) != 0);
 
-  strata::cli::write_files_atomically({{out, "new"}, {dir.file("lse.npy"), "lse"}});
+  strata::cli::write_outputs({{{out, "--out"}, "new"}, {{dir.file("lse.npy"), "--lse"}, "lse"}});
   CHECK(slurp(out) == "new");
   CHECK(slurp(dir.file("lse.npy")) == "lse");
-  CHECK_THROWS_AS(strata::cli::check_writable(missing_dir, "--lse"), strata::Error);
-  CHECK_THROWS_AS(strata::cli::check_writable(dir.path.string(), "--out"), strata::Error);
-  CHECK_NOTHROW(strata::cli::check_writable(out, "--out"));
+  CHECK_THROWS_AS(strata::cli::check_outputs({{missing_dir, "--lse"}}, {}), strata::Error);
+  CHECK_THROWS_AS(strata::cli::check_outputs({{dir.path.string(), "--out"}}, {}), strata::Error);
+  CHECK_NOTHROW(strata::cli::check_outputs({{out, "--out"}}, {}));
 }
