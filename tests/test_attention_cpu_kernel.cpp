@@ -196,10 +196,12 @@ void run_case(const Case& cs) {
   a.band_lo = cs.band_lo;
   a.band_hi = cs.band_hi;
 
-  void (*run)(const AttentionArgs&) = nullptr;
-  const auto& info = strata::Registry::get().find("softmax_attention", "cpu", a.dtype, a, &run);
-  REQUIRE(info.name == "cpu.attention.online_softmax");
-  run(a);
+  const strata::Registry& reg = strata::Registry::get();
+  const auto found =
+      reg.find(reg.op_id("softmax_attention"),
+               reg.resolve_backend("test", "cpu", strata::Device::cpu()), a.dtype, a);
+  REQUIRE(found.info->name == "cpu.attention.online_softmax");
+  found.run(a);
 
   const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-12;
   const i64 group = cs.Hq / cs.Hkv;

@@ -5,6 +5,11 @@
 #include "strata/registry.hpp"
 
 namespace strata {
+namespace cpu {
+void register_cpu_elementwise(Registry& r);  // elementwise/elementwise_cpu.cpp
+void register_cpu_rows(Registry& r);         // rows/: reductions, softmax, norms, embedding, rotary
+void register_cpu_matmul(Registry& r);       // matmul/matmul_cpu.cpp
+}  // namespace cpu
 
 void register_cpu_backend(Registry& r) {
   r.add_backend(BackendInfo{"cpu", DeviceType::cpu, true, true, "",
@@ -16,6 +21,9 @@ void register_cpu_backend(Registry& r) {
   r.add_kernel<AttentionArgs>("softmax_attention", "cpu", DType::f64,
                               "cpu.attention.online_softmax", &cpu::attention_cpu<double>,
                               &cpu::attention_cpu_supports);
+  cpu::register_cpu_elementwise(r);
+  cpu::register_cpu_rows(r);
+  cpu::register_cpu_matmul(r);
 }
 
 }  // namespace strata

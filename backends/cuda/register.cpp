@@ -8,6 +8,11 @@
 #include "strata/registry.hpp"
 
 namespace strata {
+namespace cuda {
+void register_cuda_elementwise(Registry& r);  // elementwise/
+void register_cuda_rows(Registry& r);    // rows/: reductions, softmax, norms, embedding, rotary
+void register_cuda_matmul(Registry& r);  // matmul/
+}  // namespace cuda
 
 void register_cuda_backend(Registry& r) {
   std::string why;
@@ -27,6 +32,9 @@ void register_cuda_backend(Registry& r) {
                               &cuda::attention_f32, &cuda::attention_supports);
   r.add_kernel<AttentionArgs>("softmax_attention", "cuda", DType::f64, "cuda.attention.streaming",
                               &cuda::attention_f64, &cuda::attention_supports);
+  cuda::register_cuda_elementwise(r);
+  cuda::register_cuda_rows(r);
+  cuda::register_cuda_matmul(r);
 }
 
 }  // namespace strata

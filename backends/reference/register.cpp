@@ -3,6 +3,12 @@
 #include "strata/registry.hpp"
 
 namespace strata {
+namespace reference {
+void register_reference_elementwise(Registry& r);  // elementwise_reference.cpp
+void register_reference_rows(
+    Registry& r);  // rows_reference.cpp: reductions, softmax, norms, embedding, rotary
+void register_reference_matmul(Registry& r);  // matmul_reference.cpp
+}  // namespace reference
 
 void register_reference_backend(Registry& r) {
   r.add_backend(BackendInfo{"reference", DeviceType::cpu, true, true, "",
@@ -11,6 +17,9 @@ void register_reference_backend(Registry& r) {
                               "reference.attention.naive", &reference::attention<float, double>);
   r.add_kernel<AttentionArgs>("softmax_attention", "reference", DType::f64,
                               "reference.attention.naive", &reference::attention<double, double>);
+  reference::register_reference_elementwise(r);
+  reference::register_reference_rows(r);
+  reference::register_reference_matmul(r);
 }
 
 }  // namespace strata

@@ -2,6 +2,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <limits>
 
 #include "strata/error.hpp"
 
@@ -78,6 +79,18 @@ std::uint16_t narrow_from_double(double v, unsigned man, unsigned ebits) {
   return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(kept));
 }
 
+// Truncates toward zero like a C++ cast, but defined everywhere: NaN -> 0,
+// out-of-range values -> the nearest representable integer.
+template <class I>
+I saturate_int(double v) {
+  if (std::isnan(v)) return 0;
+  constexpr double lo = static_cast<double>(std::numeric_limits<I>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<I>::max());
+  if (v <= lo) return std::numeric_limits<I>::min();
+  if (v >= hi) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
 }  // namespace
 
 std::size_t itemsize(DType dt) {
@@ -91,6 +104,10 @@ std::size_t itemsize(DType dt) {
       return 2;
     case DType::boolean:
       return 1;
+    case DType::i32:
+      return 4;
+    case DType::i64:
+      return 8;
   }
   fail("itemsize", "invalid dtype value ", static_cast<int>(dt));
 }
@@ -107,6 +124,10 @@ std::string_view dtype_name(DType dt) {
       return "bf16";
     case DType::boolean:
       return "bool";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
   }
   return "invalid";
 }
@@ -117,10 +138,15 @@ DType parse_dtype(std::string_view s) {
   if (s == "f16" || s == "float16" || s == "half") return DType::f16;
   if (s == "bf16" || s == "bfloat16") return DType::bf16;
   if (s == "bool" || s == "boolean") return DType::boolean;
-  fail("parse_dtype", "unknown dtype '", s, "' (expected f32, f64, f16, bf16 or bool)");
+  if (s == "i32" || s == "int32") return DType::i32;
+  if (s == "i64" || s == "int64") return DType::i64;
+  fail("parse_dtype", "unknown dtype '", s, "' (expected f32, f64, f16, bf16, bool, i32 or i64)");
 }
 
-bool is_floating(DType dt) { return dt != DType::boolean; }
+bool is_floating(DType dt) {
+  return dt == DType::f32 || dt == DType::f64 || dt == DType::f16 || dt == DType::bf16;
+}
+bool is_integer(DType dt) { return dt == DType::i32 || dt == DType::i64; }
 
 half::half(float f) {
   const std::uint32_t x = float_bits(f);
@@ -194,6 +220,16 @@ double load_as_double(const void* p, DType dt) {
       std::memcpy(&v, p, 1);
       return v != 0 ? 1.0 : 0.0;
     }
+    case DType::i32: {
+      std::int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case DType::i64: {
+      std::int64_t v;
+      std::memcpy(&v, p, sizeof v);
+      return static_cast<double>(v);
+    }
   }
   fail("load_as_double", "invalid dtype value ", static_cast<int>(dt));
 }
@@ -221,6 +257,16 @@ void store_from_double(void* p, DType dt, double v) {
     case DType::boolean: {
       const unsigned char b = v != 0.0 ? 1 : 0;  // NaN is truthy, as in C++ and NumPy
       std::memcpy(p, &b, 1);
+      return;
+    }
+    case DType::i32: {
+      const std::int32_t i = saturate_int<std::int32_t>(v);
+      std::memcpy(p, &i, sizeof i);
+      return;
+    }
+    case DType::i64: {
+      const std::int64_t i = saturate_int<std::int64_t>(v);
+      std::memcpy(p, &i, sizeof i);
       return;
     }
   }

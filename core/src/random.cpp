@@ -38,6 +38,8 @@ double uniform(std::uint64_t bits, DType dt) {
     case DType::boolean:
       return static_cast<double>(bits >> 63);  // a fair coin
     case DType::f32:
+    case DType::i32:  // integer tensors truncate the f32-grade value (rand: 0)
+    case DType::i64:
       break;
   }
   return static_cast<double>(bits >> 40) * 0x1p-24;

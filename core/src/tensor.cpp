@@ -147,9 +147,11 @@ Tensor Tensor::with_layout(Shape shape, Shape strides, std::int64_t offset, cons
   return t;
 }
 
-StridedLayout Tensor::layout() const {
-  StridedLayout l;
+Operand Tensor::operand() const {
+  // Every view is capped at kMaxDims when it is made, so this always fits.
+  Operand l;
   l.data = data_ptr();
+  l.dtype = dtype_;
   l.rank = dim();
   for (int d = 0; d < dim(); ++d) {
     l.shape[d] = shape_[d];

@@ -114,7 +114,7 @@ const Tensor& Tensor::copy_from(const Tensor& source) const {
       rt.copy_bytes(data_ptr(), dd, src.data_ptr(), sd,
                     static_cast<std::size_t>(numel()) * itemsize(dtype_));
     } else {
-      rt.copy_strided(layout(), src.layout(), dtype_, dd);
+      rt.copy_strided(operand(), src.operand(), dtype_, dd);
     }
     return *this;
   }

@@ -14,7 +14,10 @@ constexpr const char* kOp = "softmax_attention";
 using Kernel = void (*)(const AttentionArgs&);
 
 const KernelInfo& find_kernel(const detail::AttentionPlan& p, const AttentionArgs& a, Kernel* run) {
-  return Registry::get().find(kOp, p.backend, a.dtype, a, run);
+  static const OpId id = Registry::get().op_id(kOp);
+  const auto found = Registry::get().find(id, p.backend, a.dtype, a);
+  *run = found.run;
+  return *found.info;
 }
 
 // Everything is validated by the time this runs; only the kernel lookup

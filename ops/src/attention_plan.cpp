@@ -7,14 +7,10 @@
 #include <cmath>
 #include <vector>
 
-#include "strata/registry.hpp"
+#include "strata/detail/op_checks.hpp"
 
 namespace strata::detail {
 namespace {
-
-void check_defined(const char* op, const Tensor& t, const char* name) {
-  check(t.defined(), op, name, " is an undefined tensor");
-}
 
 void check_rank(const char* op, const Tensor& t, const char* name) {
   if (t.dim() < 2 || t.dim() > kMaxDims) {
@@ -24,12 +20,12 @@ void check_rank(const char* op, const Tensor& t, const char* name) {
 }
 
 void check_dtype(const char* op, const Tensor& t, const char* name, DType want) {
-  if (t.dtype() == want) return;
-  fail(op, name, " has dtype ", dtype_name(t.dtype()), " but q has ", dtype_name(want));
+  detail::check_dtype(op, t, name, want, "q");
 }
 
 void check_device(const char* op, const Tensor& t, const char* name, Device want) {
-  if (t.device() != want) fail(op, name, " is on ", t.device().str(), " but q is on ", want.str());
+  STRATA_CHECK(t.device() == want, op, name, " is on ", t.device().str(), " but q is on ",
+               want.str());
 }
 
 // Leading dims before [H, rows, cols]; a 2-D tensor has none and one head.
@@ -54,66 +50,6 @@ Shape broadcast_batch(const char* op, const Shape& a, const char* an, const Shap
     r[i] = x == 1 ? y : x;
   }
   return r;
-}
-
-std::string resolve_backend(const char* op, const AttentionOptions& opt, Device dev) {
-  const Registry& reg = Registry::get();
-  std::string name = opt.backend;
-  if (name == "auto") {
-    // The fast backend for the tensors' device; on the host fall back to
-    // the reference when no cpu backend is available.
-    if (dev.is_cpu()) {
-      const BackendInfo* cpu = reg.backend("cpu");
-      name = cpu && cpu->compiled && cpu->available ? "cpu" : "reference";
-    } else {
-      name = std::string(device_type_name(dev.type));
-    }
-  }
-  const BackendInfo* info = reg.backend(name);
-  if (!info) {
-    std::string known;
-    for (const BackendInfo& b : reg.backends()) known += (known.empty() ? "" : ", ") + b.name;
-    fail(op, "unknown backend '", name, "' (known: auto, ", known, ")");
-  }
-  check(info->compiled, op, "backend '", name, "' is not built into this library: ", info->why_not);
-  check(info->available, op, "backend '", name, "' is not available: ", info->why_not);
-  if (info->device != dev.type) {
-    fail(op, "backend '", name, "' runs on ", device_type_name(info->device),
-         " tensors but q is on ", dev.str());
-  }
-  return name;
-}
-
-// Sufficient test that no two elements of `t` share memory: with dims sorted
-// by |stride|, each stride must step over everything the smaller ones span.
-// Rejects a few exotic interleavings that would be safe; never accepts a bad one.
-bool has_internal_overlap(const Tensor& t) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // |stride|, size
-  for (int i = 0; i < t.dim(); ++i) {
-    if (dim_size(t, i) == 0) return false;
-    if (dim_size(t, i) > 1) dims.emplace_back(std::abs(dim_stride(t, i)), dim_size(t, i));
-  }
-  std::sort(dims.begin(), dims.end());
-  std::int64_t span = 0;  // largest offset reachable with the smaller dims
-  for (const auto& [stride, size] : dims) {
-    if (stride <= span) return true;
-    span += stride * (size - 1);
-  }
-  return false;
-}
-
-void check_output(const char* op, const Tensor& t, const char* name, const Shape& want, DType dt,
-                  Device dev) {
-  if (t.shape() != want) {
-    fail(op, name, " has shape ", shape_str(t.shape()), " but must be ", shape_str(want));
-  }
-  check(t.dtype() == dt, op, name, " has dtype ", dtype_name(t.dtype()), " but must be ",
-        dtype_name(dt), " (q's dtype)");
-  if (t.device() != dev) fail(op, name, " is on ", t.device().str(), " but q is on ", dev.str());
-  if (has_internal_overlap(t)) {
-    fail(op, name, " has strides ", shape_str(t.strides()),
-         " under which several elements share memory");
-  }
 }
 
 }  // namespace
@@ -219,7 +155,7 @@ AttentionPlan plan_attention(const char* op, const Tensor& q, const Tensor& k, c
     p.mask = m.expand(target);
   }
 
-  p.backend = resolve_backend(op, opt, dev);
+  p.backend = resolve_backend(op, opt.backend, dev);
   return p;
 }
 
@@ -229,8 +165,8 @@ void check_attention_outputs(const char* op, const AttentionPlan& plan, const Te
   check_defined(op, out, "out");
   const DType dt = q.dtype();
   const Device dev = q.device();
-  check_output(op, out, "out", plan.out_shape, dt, dev);
-  if (lse.defined()) check_output(op, lse, "lse", plan.lse_shape, dt, dev);
+  check_output(op, out, "out", plan.out_shape, dt, dev, "q");
+  if (lse.defined()) check_output(op, lse, "lse", plan.lse_shape, dt, dev, "q");
 
   const std::pair<const Tensor*, const char*> inputs[] = {
       {&q, "q"}, {&k, "k"}, {&v, "v"}, {&mask, "mask"}};

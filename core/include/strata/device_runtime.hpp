@@ -10,19 +10,9 @@
 
 #include "strata/device.hpp"
 #include "strata/dtype.hpp"
+#include "strata/operand.hpp"
 
 namespace strata {
-
-inline constexpr int kMaxDims = 8;
-
-// A strided element layout, in elements, relative to `data` (already offset).
-// Used for copies a runtime performs on its own device.
-struct StridedLayout {
-  void* data = nullptr;
-  int rank = 0;
-  std::int64_t shape[kMaxDims] = {};
-  std::int64_t strides[kMaxDims] = {};
-};
 
 class DeviceRuntime {
  public:

@@ -9,13 +9,18 @@
 
 namespace strata {
 
-enum class DType : std::uint8_t { f32, f64, f16, bf16, boolean };
+// i32/i64 hold token ids and argmax results; they convert to and from
+// double exactly up to 2^53.
+enum class DType : std::uint8_t { f32, f64, f16, bf16, boolean, i32, i64 };
+inline constexpr int kNumDTypes = 7;
 
 std::size_t itemsize(DType dt);
 std::string_view dtype_name(DType dt);
-// Parses "f32", "float32", "f64", "float64", "f16", "bf16", "bool".
+// Parses "f32", "float32", "f64", "float64", "f16", "bf16", "bool", "i32",
+// "int32", "i64", "int64".
 DType parse_dtype(std::string_view s);
-bool is_floating(DType dt);
+bool is_floating(DType dt);  // f32, f64, f16, bf16
+bool is_integer(DType dt);   // i32, i64
 
 // IEEE binary16, round-to-nearest-even conversion.
 struct half {
@@ -54,6 +59,14 @@ struct dtype_of<bfloat16> {
 template <>
 struct dtype_of<bool> {
   static constexpr DType value = DType::boolean;
+};
+template <>
+struct dtype_of<std::int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of<std::int64_t> {
+  static constexpr DType value = DType::i64;
 };
 template <class T>
 inline constexpr DType dtype_of_v = dtype_of<T>::value;

@@ -1,8 +1,14 @@
 #pragma once
-// The op registry: (op, backend, dtype) -> kernel + supports() predicate.
-// Filled once, on first use, by register_backends() (backends/register_backends.cpp),
-// then only read, so any number of threads may dispatch at once.
-#include <functional>
+// The op registry: (op, backend, dtype) -> kernels, each with a supports()
+// predicate so that a backend may serve part of an op. Filled once, on first
+// use, by register_backends() (backends/register_backends.cpp), then only
+// read, so any number of threads may dispatch at once.
+//
+// A call resolves its backend once (resolve_backend: "auto", unknown, not
+// built, unavailable, wrong device) and then finds its kernel by integer ids
+// in a flat table: no string compares and no allocation per call. Front ends
+// keep their OpId in a function-local static (op_id() is a lookup by name).
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <typeindex>
@@ -29,6 +35,9 @@ struct KernelInfo {
   std::string name;  // e.g. "cpu.attention.online_softmax"
 };
 
+using OpId = int;
+using BackendId = int;
+
 class Registry {
  public:
   // The filled registry (fills it on first call, thread-safe).
@@ -37,41 +46,73 @@ class Registry {
   // ---- registration (only from register_backends) ------------------------
   void add_backend(BackendInfo info);
   // `supports` returns "" when the kernel can run `args`, else the reason.
+  // Several kernels may share (op, backend, dtype): the first whose
+  // supports() accepts the call serves it.
   template <class Args>
-  void add_kernel(std::string op, std::string backend, DType dt, std::string name,
+  void add_kernel(std::string_view op, std::string_view backend, DType dt, std::string name,
                   void (*run)(const Args&), std::string (*supports)(const Args&) = nullptr);
 
   // ---- queries ------------------------------------------------------------
   const std::vector<BackendInfo>& backends() const { return backends_; }
   const BackendInfo* backend(std::string_view name) const;  // nullptr if unknown
-  std::vector<KernelInfo> kernels(std::string_view op) const;
+  const BackendInfo& backend(BackendId id) const { return backends_[id]; }
+  // Every kernel of `op` (all ops when empty), in registration order.
+  std::vector<KernelInfo> kernels(std::string_view op = {}) const;
+  // Names of every op that has at least one kernel, sorted.
+  std::vector<std::string> ops() const;
 
-  // The kernel for (op, backend, dt) that supports `args`. Throws
-  // strata::Error naming op, backend and dtype, with the reason, if none.
+  // Id of a registered op; throws strata::Error if no backend registered it.
+  OpId op_id(std::string_view op) const;
+  const std::string& op_name(OpId id) const { return op_names_[id]; }
+
+  // The backend a call runs on: `name` is "auto" (the fast backend for
+  // `dev`: cpu, falling back to reference, on the host; cuda on a GPU) or a
+  // backend's name. Throws strata::Error naming `op` when the backend is
+  // unknown, not built, unavailable, or runs on another device than `dev`.
+  BackendId resolve_backend(const char* op, std::string_view name, Device dev) const;
+
+  // The kernel for (op, backend, dt) whose supports() accepts `args`.
+  // Throws strata::Error naming op, backend and dtype, with every
+  // candidate's reason, when none does.
   template <class Args>
-  const KernelInfo& find(std::string_view op, std::string_view backend, DType dt, const Args& args,
-                         void (**run)(const Args&)) const;
+  struct Found {
+    void (*run)(const Args&);
+    const KernelInfo* info;
+  };
+  template <class Args>
+  Found<Args> find(OpId op, BackendId backend, DType dt, const Args& args) const;
 
-  // Registration entry point for a fresh registry (used by get()).
   Registry() = default;
+
+  // Builds the lookup table; called once by get() after registration.
+  void finalize();
 
  private:
   struct Entry {
     KernelInfo info;
+    OpId op;
+    BackendId backend;
     std::type_index args_type;
     void* run;       // really void(*)(const Args&)
     void* supports;  // really std::string(*)(const Args&), may be null
   };
-  void add_entry(Entry e);
-  // Candidates for (op, backend, dt) in registration order; throws if the
-  // backend is unknown, not compiled or unavailable.
-  std::vector<const Entry*> candidates(std::string_view op, std::string_view backend, DType dt,
-                                       std::type_index args_type) const;
-  [[noreturn]] void fail_unsupported(std::string_view op, std::string_view backend, DType dt,
+  struct Span {
+    std::int32_t first = 0, count = 0;  // into sorted_
+  };
+  void add_entry(std::string_view op, std::string_view backend, Entry e);
+  const Span& span(OpId op, BackendId b, DType dt) const {
+    return table_[(static_cast<std::size_t>(op) * backends_.size() + b) * kNumDTypes +
+                  static_cast<int>(dt)];
+  }
+  [[noreturn]] void fail_args_type(const Entry& e) const;
+  [[noreturn]] void fail_unsupported(OpId op, BackendId b, DType dt,
                                      const std::string& reasons) const;
 
   std::vector<BackendInfo> backends_;
-  std::vector<Entry> entries_;
+  std::vector<std::string> op_names_;
+  std::vector<Entry> entries_;        // registration order
+  std::vector<const Entry*> sorted_;  // grouped by (op, backend, dtype), registration order kept
+  std::vector<Span> table_;           // [op][backend][dtype]
 };
 
 // Defined in backends/register_backends.cpp: the one place that lists
@@ -80,27 +121,32 @@ void register_backends(Registry& r);
 
 // ---- template definitions -------------------------------------------------
 template <class Args>
-void Registry::add_kernel(std::string op, std::string backend, DType dt, std::string name,
+void Registry::add_kernel(std::string_view op, std::string_view backend, DType dt, std::string name,
                           void (*run)(const Args&), std::string (*supports)(const Args&)) {
-  add_entry(Entry{KernelInfo{std::move(op), std::move(backend), dt, std::move(name)},
+  add_entry(op, backend,
+            Entry{KernelInfo{std::string(op), std::string(backend), dt, std::move(name)}, -1, -1,
                   std::type_index(typeid(Args)), reinterpret_cast<void*>(run),
                   reinterpret_cast<void*>(supports)});
 }
 
 template <class Args>
-const KernelInfo& Registry::find(std::string_view op, std::string_view backend, DType dt,
-                                 const Args& args, void (**run)(const Args&)) const {
-  std::string reasons;
-  for (const Entry* e : candidates(op, backend, dt, std::type_index(typeid(Args)))) {
+Registry::Found<Args> Registry::find(OpId op, BackendId b, DType dt, const Args& args) const {
+  const Span& s = span(op, b, dt);
+  for (std::int32_t i = 0; i < s.count; ++i) {
+    const Entry* e = sorted_[s.first + i];
+    if (e->args_type != std::type_index(typeid(Args))) fail_args_type(*e);
     auto sup = reinterpret_cast<std::string (*)(const Args&)>(e->supports);
-    std::string why = sup ? sup(args) : std::string();
-    if (why.empty()) {
-      *run = reinterpret_cast<void (*)(const Args&)>(e->run);
-      return e->info;
-    }
-    reasons += (reasons.empty() ? "" : "; ") + e->info.name + ": " + why;
+    if (sup == nullptr || sup(args).empty())
+      return {reinterpret_cast<void (*)(const Args&)>(e->run), &e->info};
   }
-  fail_unsupported(op, backend, dt, reasons);
+  // Failure path only: collect every candidate's reason.
+  std::string reasons;
+  for (std::int32_t i = 0; i < s.count; ++i) {
+    const Entry* e = sorted_[s.first + i];
+    auto sup = reinterpret_cast<std::string (*)(const Args&)>(e->supports);
+    reasons += (reasons.empty() ? "" : "; ") + e->info.name + ": " + sup(args);
+  }
+  fail_unsupported(op, b, dt, reasons);
 }
 
 }  // namespace strata

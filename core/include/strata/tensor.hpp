@@ -18,6 +18,7 @@
 #include "strata/device_runtime.hpp"
 #include "strata/dtype.hpp"
 #include "strata/error.hpp"
+#include "strata/operand.hpp"
 #include "strata/storage.hpp"
 
 namespace strata {
@@ -77,6 +78,8 @@ class Tensor {
   T* data() const;  // checks dtype_of<T> == dtype()
   // Byte range [lo, hi) of the storage this view can touch; {0,0} if empty.
   std::pair<std::int64_t, std::int64_t> byte_extent() const;
+  // The plain view a kernel receives (data already offset; see operand.hpp).
+  Operand operand() const;
   // Wraps dim `d` (negative allowed) into [0, dim()); throws naming `op`.
   int wrap_dim(int d, const char* op) const;
 
@@ -123,7 +126,6 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> s, Shape shape, Shape strides, std::int64_t offset, DType dt);
   void check_bounds(const char* op) const;
   Tensor with_layout(Shape shape, Shape strides, std::int64_t offset, const char* op) const;
-  StridedLayout layout() const;
 
   std::shared_ptr<Storage> storage_;
   Shape shape_;

@@ -7,6 +7,7 @@
 
 #include "strata/attention.hpp"
 #include "strata/attention_args.hpp"
+#include "strata/registry.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata::detail {
@@ -30,8 +31,8 @@ struct AttentionPlan {
   Shape lse_shape;  // batch + [Hq] + [M]
   double scale = 1.0;
   std::int64_t band_lo = -kNoLimit, band_hi = kNoLimit;
-  Tensor mask;          // expanded (stride 0) to batch + [Hq] + [M, N]; undefined if none
-  std::string backend;  // resolved: "reference", "cpu", "cuda", ...
+  Tensor mask;            // expanded (stride 0) to batch + [Hq] + [M, N]; undefined if none
+  BackendId backend = 0;  // resolved through the registry
   bool empty_output() const {
     for (std::int64_t n : out_shape) {
       if (n == 0) return true;

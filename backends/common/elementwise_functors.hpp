@@ -1,0 +1,187 @@
+#pragma once
+// The maths of each elementwise op, once, for the cpu and cuda engines
+// (the reference backend keeps its own f64 formulas, so that a wrong
+// formula here shows up as a mismatch). C is the compute type: float for
+// f32/f16/bf16, double for f64. Host and device code share every line.
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define STRATA_HD __host__ __device__ __forceinline__
+#else
+#define STRATA_HD inline
+#endif
+
+namespace strata::fn {
+
+// Overloads by compute type, spelled with the C names that exist on both
+// host and device.
+STRATA_HD float m_exp(float x) { return ::expf(x); }
+STRATA_HD double m_exp(double x) { return ::exp(x); }
+STRATA_HD float m_log(float x) { return ::logf(x); }
+STRATA_HD double m_log(double x) { return ::log(x); }
+STRATA_HD float m_sqrt(float x) { return ::sqrtf(x); }
+STRATA_HD double m_sqrt(double x) { return ::sqrt(x); }
+STRATA_HD float m_tanh(float x) { return ::tanhf(x); }
+STRATA_HD double m_tanh(double x) { return ::tanh(x); }
+STRATA_HD float m_erf(float x) { return ::erff(x); }
+STRATA_HD double m_erf(double x) { return ::erf(x); }
+STRATA_HD float m_rsqrt(float x) {
+#if defined(__CUDA_ARCH__)
+  return ::rsqrtf(x);  // 2 ulp, as PyTorch's CUDA rsqrt
+#else
+  return 1.0f / ::sqrtf(x);
+#endif
+}
+STRATA_HD double m_rsqrt(double x) { return 1.0 / ::sqrt(x); }
+
+// ---- binary ------------------------------------------------------------------------
+struct Add {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return a + b;
+  }
+};
+struct Sub {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return a - b;
+  }
+};
+struct Mul {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return a * b;
+  }
+};
+struct Div {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return a / b;
+  }
+};
+
+// ---- with a scalar (IterArgs::scalar[0]) ---------------------------------------------
+struct AddScalar {
+  double s;
+  template <class C>
+  STRATA_HD C operator()(C a) const {
+    return a + static_cast<C>(s);
+  }
+};
+struct SubScalar {
+  double s;
+  template <class C>
+  STRATA_HD C operator()(C a) const {
+    return a - static_cast<C>(s);
+  }
+};
+struct RsubScalar {
+  double s;
+  template <class C>
+  STRATA_HD C operator()(C a) const {
+    return static_cast<C>(s) - a;
+  }
+};
+struct MulScalar {
+  double s;
+  template <class C>
+  STRATA_HD C operator()(C a) const {
+    return a * static_cast<C>(s);
+  }
+};
+struct DivScalar {
+  double s;
+  template <class C>
+  STRATA_HD C operator()(C a) const {
+    return a / static_cast<C>(s);
+  }
+};
+struct RdivScalar {
+  double s;
+  template <class C>
+  STRATA_HD C operator()(C a) const {
+    return static_cast<C>(s) / a;
+  }
+};
+
+// ---- unary ---------------------------------------------------------------------------
+struct Neg {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return -x;
+  }
+};
+struct Exp {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return m_exp(x);
+  }
+};
+struct Log {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return m_log(x);
+  }
+};
+struct Sqrt {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return m_sqrt(x);
+  }
+};
+struct Rsqrt {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return m_rsqrt(x);
+  }
+};
+struct Tanh {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return m_tanh(x);
+  }
+};
+struct Sigmoid {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return C(1) / (C(1) + m_exp(-x));
+  }
+};
+struct Relu {
+  // NaN stays NaN (x > 0 is false for NaN, so test the other way round).
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return x < C(0) ? C(0) : x;
+  }
+};
+struct Gelu {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return C(0.5) * x * (C(1) + m_erf(x * C(0.70710678118654752440)));
+  }
+};
+struct GeluTanh {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    const C k = C(0.79788456080286535588);  // sqrt(2 / pi)
+    return C(0.5) * x * (C(1) + m_tanh(k * (x + C(0.044715) * x * x * x)));
+  }
+};
+struct Silu {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return x / (C(1) + m_exp(-x));
+  }
+};
+
+// ---- ternary ------------------------------------------------------------------------
+// where(cond, a, b): the engine passes cond as bool and a, b as stored (no
+// arithmetic, so any dtype works unconverted).
+struct Where {
+  template <class T>
+  STRATA_HD T operator()(bool c, T a, T b) const {
+    return c ? a : b;
+  }
+};
+
+}  // namespace strata::fn

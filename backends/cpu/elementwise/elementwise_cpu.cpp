@@ -1,0 +1,121 @@
+// cpu elementwise kernels: every op is a functor run by engine.hpp's loop;
+// registration covers f32, f64, f16 and bf16 (where, cast, copy_ and fill
+// every dtype).
+#include <string>
+
+#include "common/elementwise_functors.hpp"
+#include "cpu/elementwise/engine.hpp"
+#include "strata/error.hpp"
+#include "strata/registry.hpp"
+
+namespace strata::cpu {
+namespace {
+
+template <class T>
+void where_kernel(const IterArgs& a) {
+  for_each<T, bool, T, T>(a, [](bool c, T x, T y) { return c ? x : y; });
+}
+
+template <class Out>
+void fill_kernel(const IterArgs& a) {
+  const Out v = convert<Out>(a.scalar[0]);
+  for_each<Out>(a, [v]() { return v; });
+}
+
+template <class Out, class In>
+void cast_from(const IterArgs& a) {
+  for_each<Out, In>(a, [](In x) { return convert<Out>(x); });
+}
+
+// Keyed by the output's dtype; the input's dtype is read here.
+template <class Out>
+void cast_kernel(const IterArgs& a) {
+  switch (a.op[1].dtype) {
+    case DType::f32:
+      return cast_from<Out, float>(a);
+    case DType::f64:
+      return cast_from<Out, double>(a);
+    case DType::f16:
+      return cast_from<Out, half>(a);
+    case DType::bf16:
+      return cast_from<Out, bfloat16>(a);
+    case DType::boolean:
+      return cast_from<Out, bool>(a);
+    case DType::i32:
+      return cast_from<Out, std::int32_t>(a);
+    case DType::i64:
+      return cast_from<Out, std::int64_t>(a);
+  }
+  fail("cast", "invalid source dtype");
+}
+
+template <template <class> class K>
+void add_all_dtypes(Registry& r, const char* op, const std::string& name) {
+  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, &K<float>::run);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, &K<double>::run);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, &K<half>::run);
+  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, &K<bfloat16>::run);
+  r.add_kernel<IterArgs>(op, "cpu", DType::boolean, name, &K<bool>::run);
+  r.add_kernel<IterArgs>(op, "cpu", DType::i32, name, &K<std::int32_t>::run);
+  r.add_kernel<IterArgs>(op, "cpu", DType::i64, name, &K<std::int64_t>::run);
+}
+template <class T>
+struct Where {
+  static void run(const IterArgs& a) { where_kernel<T>(a); }
+};
+template <class T>
+struct Fill {
+  static void run(const IterArgs& a) { fill_kernel<T>(a); }
+};
+template <class T>
+struct Cast {
+  static void run(const IterArgs& a) { cast_kernel<T>(a); }
+};
+
+template <class F>
+void add_unary(Registry& r, const char* op) {
+  const std::string name = std::string("cpu.elementwise.") + op;
+  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, &unary_kernel<F, float>);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, &unary_kernel<F, double>);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, &unary_kernel<F, half>);
+  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, &unary_kernel<F, bfloat16>);
+}
+template <class F>
+void add_binary(Registry& r, const char* op) {
+  const std::string name = std::string("cpu.elementwise.") + op;
+  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, &binary_kernel<F, float>);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, &binary_kernel<F, double>);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, &binary_kernel<F, half>);
+  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, &binary_kernel<F, bfloat16>);
+}
+
+}  // namespace
+
+void register_cpu_elementwise(Registry& r) {
+  add_binary<fn::Add>(r, "add");
+  add_binary<fn::Sub>(r, "sub");
+  add_binary<fn::Mul>(r, "mul");
+  add_binary<fn::Div>(r, "div");
+  add_unary<fn::AddScalar>(r, "add_scalar");
+  add_unary<fn::SubScalar>(r, "sub_scalar");
+  add_unary<fn::RsubScalar>(r, "rsub_scalar");
+  add_unary<fn::MulScalar>(r, "mul_scalar");
+  add_unary<fn::DivScalar>(r, "div_scalar");
+  add_unary<fn::RdivScalar>(r, "rdiv_scalar");
+  add_unary<fn::Neg>(r, "neg");
+  add_unary<fn::Exp>(r, "exp");
+  add_unary<fn::Log>(r, "log");
+  add_unary<fn::Sqrt>(r, "sqrt");
+  add_unary<fn::Rsqrt>(r, "rsqrt");
+  add_unary<fn::Tanh>(r, "tanh");
+  add_unary<fn::Sigmoid>(r, "sigmoid");
+  add_unary<fn::Relu>(r, "relu");
+  add_unary<fn::Gelu>(r, "gelu");
+  add_unary<fn::GeluTanh>(r, "gelu_tanh");
+  add_unary<fn::Silu>(r, "silu");
+  add_all_dtypes<Where>(r, "where", "cpu.elementwise.where");
+  add_all_dtypes<Cast>(r, "cast", "cpu.elementwise.cast");
+  add_all_dtypes<Fill>(r, "fill", "cpu.elementwise.fill");
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,131 @@
+// reference elementwise kernels: a plain N-d loop, every value read as f64,
+// the op's formula written out in f64 here (independently of the cpu/cuda
+// functors), the result rounded once to the output's dtype.
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "reference/operand_access.hpp"
+#include "strata/iter_args.hpp"
+#include "strata/registry.hpp"
+
+namespace strata::reference {
+namespace {
+
+// Calls body(offsets) for every element, offsets[k] the element offset of
+// operand k; plain odometer over the iteration shape.
+template <class Body>
+void for_each_index(const IterArgs& a, Body body) {
+  const std::int64_t total = a.numel();
+  std::int64_t idx[kMaxDims] = {};
+  std::int64_t off[kMaxOperands] = {};
+  for (std::int64_t e = 0; e < total; ++e) {
+    body(off);
+    for (int d = a.ndim - 1; d >= 0; --d) {
+      ++idx[d];
+      for (int k = 0; k < a.nops; ++k) off[k] += a.op[k].strides[d];
+      if (idx[d] < a.shape[d]) break;
+      for (int k = 0; k < a.nops; ++k) off[k] -= a.op[k].strides[d] * a.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+using Formula1 = double (*)(double x, double s);
+using Formula2 = double (*)(double x, double y);
+
+template <Formula1 F>
+void unary(const IterArgs& a) {
+  const double s = a.scalar[0];
+  for_each_index(
+      a, [&](const std::int64_t* off) { store(a.op[0], off[0], F(load(a.op[1], off[1]), s)); });
+}
+
+template <Formula2 F>
+void binary(const IterArgs& a) {
+  for_each_index(a, [&](const std::int64_t* off) {
+    store(a.op[0], off[0], F(load(a.op[1], off[1]), load(a.op[2], off[2])));
+  });
+}
+
+void where(const IterArgs& a) {
+  for_each_index(a, [&](const std::int64_t* off) {
+    const bool c = load(a.op[1], off[1]) != 0.0;
+    store(a.op[0], off[0], c ? load(a.op[2], off[2]) : load(a.op[3], off[3]));
+  });
+}
+
+void fill(const IterArgs& a) {
+  for_each_index(a, [&](const std::int64_t* off) { store(a.op[0], off[0], a.scalar[0]); });
+}
+
+void cast(const IterArgs& a) {
+  for_each_index(a,
+                 [&](const std::int64_t* off) { store(a.op[0], off[0], load(a.op[1], off[1])); });
+}
+
+double f_add(double x, double y) { return x + y; }
+double f_sub(double x, double y) { return x - y; }
+double f_mul(double x, double y) { return x * y; }
+double f_div(double x, double y) { return x / y; }
+double f_add_s(double x, double s) { return x + s; }
+double f_sub_s(double x, double s) { return x - s; }
+double f_rsub_s(double x, double s) { return s - x; }
+double f_mul_s(double x, double s) { return x * s; }
+double f_div_s(double x, double s) { return x / s; }
+double f_rdiv_s(double x, double s) { return s / x; }
+double f_neg(double x, double) { return -x; }
+double f_exp(double x, double) { return std::exp(x); }
+double f_log(double x, double) { return std::log(x); }
+double f_sqrt(double x, double) { return std::sqrt(x); }
+double f_rsqrt(double x, double) { return 1.0 / std::sqrt(x); }
+double f_tanh(double x, double) { return std::tanh(x); }
+double f_sigmoid(double x, double) { return 1.0 / (1.0 + std::exp(-x)); }
+double f_relu(double x, double) { return std::isnan(x) ? x : std::fmax(x, 0.0); }
+double f_gelu(double x, double) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); }
+double f_gelu_tanh(double x, double) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+double f_silu(double x, double) { return x / (1.0 + std::exp(-x)); }
+
+constexpr DType kFloat[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+constexpr DType kAll[] = {DType::f32,     DType::f64, DType::f16, DType::bf16,
+                          DType::boolean, DType::i32, DType::i64};
+
+template <class List>
+void add(Registry& r, const char* op, void (*run)(const IterArgs&), const List& dtypes) {
+  for (DType dt : dtypes)
+    r.add_kernel<IterArgs>(op, "reference", dt, std::string("reference.elementwise.") + op, run);
+}
+
+}  // namespace
+
+void register_reference_elementwise(Registry& r) {
+  add(r, "add", &binary<f_add>, kFloat);
+  add(r, "sub", &binary<f_sub>, kFloat);
+  add(r, "mul", &binary<f_mul>, kFloat);
+  add(r, "div", &binary<f_div>, kFloat);
+  add(r, "add_scalar", &unary<f_add_s>, kFloat);
+  add(r, "sub_scalar", &unary<f_sub_s>, kFloat);
+  add(r, "rsub_scalar", &unary<f_rsub_s>, kFloat);
+  add(r, "mul_scalar", &unary<f_mul_s>, kFloat);
+  add(r, "div_scalar", &unary<f_div_s>, kFloat);
+  add(r, "rdiv_scalar", &unary<f_rdiv_s>, kFloat);
+  add(r, "neg", &unary<f_neg>, kFloat);
+  add(r, "exp", &unary<f_exp>, kFloat);
+  add(r, "log", &unary<f_log>, kFloat);
+  add(r, "sqrt", &unary<f_sqrt>, kFloat);
+  add(r, "rsqrt", &unary<f_rsqrt>, kFloat);
+  add(r, "tanh", &unary<f_tanh>, kFloat);
+  add(r, "sigmoid", &unary<f_sigmoid>, kFloat);
+  add(r, "relu", &unary<f_relu>, kFloat);
+  add(r, "gelu", &unary<f_gelu>, kFloat);
+  add(r, "gelu_tanh", &unary<f_gelu_tanh>, kFloat);
+  add(r, "silu", &unary<f_silu>, kFloat);
+  add(r, "where", &where, kAll);
+  add(r, "cast", &cast, kAll);
+  add(r, "fill", &fill, kAll);
+}
+
+}  // namespace strata::reference

@@ -1,0 +1,16 @@
+#pragma once
+// Row gather: out[i..., :] = table[ids[i...], :].
+#include "strata/op_options.hpp"
+#include "strata/tensor.hpp"
+
+namespace strata {
+
+// ids [...] (i32 or i64), table [V, D]  ->  out [..., D] (table's dtype).
+// An id outside [0, V) is a strata::Error naming the id and its index,
+// raised before anything is written (on the GPU too: the ids are checked on
+// the device and the result read back before the gather runs).
+Tensor embedding(const Tensor& ids, const Tensor& table, const OpOptions& opt = {});
+void embedding_out(const Tensor& out, const Tensor& ids, const Tensor& table,
+                   const OpOptions& opt = {});
+
+}  // namespace strata

@@ -1,0 +1,35 @@
+#pragma once
+// MatmulArgs: the plain argument struct of matmul and linear kernels.
+//
+//   a [B..., M, K]   b [B..., K, N]   out [B..., M, N]   bias [N] (optional)
+//
+// a, b and out are operands of rank batch_rank + 2 over the same broadcast
+// batch shape (broadcast batch dims have stride 0). Any strides: a
+// transposed view arrives as a unit row stride (column-major), which BLAS
+// libraries take as a transpose flag, not a copy. bias.data == nullptr when
+// there is no bias; else bias is rank 1, [N], any stride.
+// out = a b (+ bias broadcast over rows). M, N >= 1 and the batch is not
+// empty when a kernel is called; K may be 0 (out = bias or 0).
+#include <cstdint>
+
+#include "strata/op_options.hpp"
+#include "strata/operand.hpp"
+
+namespace strata {
+
+struct MatmulArgs {
+  int batch_rank = 0;
+  std::int64_t batch_shape[kMaxDims] = {};
+  std::int64_t M = 0, N = 0, K = 0;
+  Operand a, b, out, bias;
+  Precision precision = Precision::highest;
+  void* stream = nullptr;
+
+  std::int64_t batch_count() const {
+    std::int64_t n = 1;
+    for (int i = 0; i < batch_rank; ++i) n *= batch_shape[i];
+    return n;
+  }
+};
+
+}  // namespace strata

@@ -1,0 +1,188 @@
+// Elementwise front ends: validate (shapes broadcast, dtypes, devices,
+// overlap), allocate the output where the op owns it, build IterArgs and
+// dispatch through the registry. No maths here.
+#include "strata/elementwise.hpp"
+
+#include <string_view>
+
+#include "strata/detail/iter.hpp"
+#include "strata/detail/op_checks.hpp"
+
+namespace strata {
+namespace {
+
+using detail::Named;
+
+enum class DTypeRule {
+  floating,  // every input one floating dtype; out the same
+  any_same,  // every input one dtype (where: a and b; cond is bool); out the same
+  convert,   // out's dtype is the caller's; inputs any dtype (cast, copy_)
+};
+
+struct Call {
+  const char* op;  // registry and message name
+  DTypeRule rule = DTypeRule::floating;
+  double scalar = 0;
+};
+
+OpId op_id_of(const char* op) {
+  // One lookup per op name per process; the ids are stable once filled.
+  return Registry::get().op_id(op);
+}
+
+// Checks the inputs; returns the output's shape and dtype key.
+std::pair<Shape, DType> check_inputs(const Call& c, std::initializer_list<Named> ins,
+                                     DType out_dt) {
+  for (const Named& n : ins) detail::check_defined(c.op, *n.t, n.name);
+  const Named* data_in = ins.begin();
+  if (c.rule == DTypeRule::any_same && ins.size() == 3) {  // where(cond, a, b)
+    STRATA_CHECK(ins.begin()->t->dtype() == DType::boolean, c.op, "cond has dtype ",
+                 dtype_name(ins.begin()->t->dtype()), " but must be bool");
+    data_in = ins.begin() + 1;
+  }
+  if (c.rule == DTypeRule::floating) detail::check_floating(c.op, *data_in->t, data_in->name);
+  if (c.rule != DTypeRule::convert) {
+    for (const Named* n = data_in + 1; n != ins.end(); ++n)
+      detail::check_dtype(c.op, *n->t, n->name, data_in->t->dtype(), data_in->name);
+    out_dt = data_in->t->dtype();
+  }
+  return {detail::broadcast_all(c.op, ins), out_dt};
+}
+
+void run(const Call& c, OpId id, const Tensor& out, std::initializer_list<Named> ins,
+         const OpOptions& opt) {
+  const Device dev = out.device();
+  const BackendId be = detail::resolve_backend(c.op, opt.backend, dev);
+  IterArgs it;
+  if (ins.size() == 1)
+    it = detail::make_iter(out, {ins.begin()->t});
+  else if (ins.size() == 2)
+    it = detail::make_iter(out, {ins.begin()->t, (ins.begin() + 1)->t});
+  else if (ins.size() == 3)
+    it = detail::make_iter(out, {ins.begin()->t, (ins.begin() + 1)->t, (ins.begin() + 2)->t});
+  else
+    it = detail::make_iter(out, {});
+  it.scalar[0] = c.scalar;
+  it.stream = opt.stream;
+  const auto k = Registry::get().find(id, be, out.dtype(), it);
+  if (out.numel() == 0) return;
+  k.run(it);
+}
+
+// The `_out` form: the caller's out must have the broadcast shape.
+void ew_out(const Call& c, OpId id, const Tensor& out, std::initializer_list<Named> ins,
+            const OpOptions& opt, DType out_dt_if_convert = DType::f32) {
+  detail::check_defined(c.op, out, "out");
+  const auto [shape, dt] =
+      check_inputs(c, ins, c.rule == DTypeRule::convert ? out.dtype() : out_dt_if_convert);
+  std::initializer_list<Named> all = ins;
+  const Device dev = out.device();
+  for (const Named& n : all)
+    STRATA_CHECK(n.t->device() == dev, c.op, n.name, " is on ", n.t->device().str(),
+                 " but out is on ", dev.str());
+  if (c.rule == DTypeRule::convert) {
+    for (const Named& n : all) detail::check_broadcasts_to(c.op, *n.t, n.name, out.shape());
+    detail::check_output(c.op, out, "out", out.shape(), dt, dev);
+  } else {
+    detail::check_output(c.op, out, "out", shape, dt, dev);
+  }
+  detail::check_no_overlap(c.op, out, "out", ins, /*allow_same=*/true);
+  run(c, id, out, ins, opt);
+}
+
+// The allocating form: validation first, so nothing is allocated on bad input.
+Tensor ew_new(const Call& c, OpId id, std::initializer_list<Named> ins, const OpOptions& opt,
+              DType convert_to = DType::f32) {
+  const auto [shape, dt] = check_inputs(c, ins, convert_to);
+  const Device dev = detail::check_same_device(c.op, ins);
+  detail::resolve_backend(c.op, opt.backend, dev);
+  Tensor out = Tensor::empty(shape, dt, dev);
+  run(c, id, out, ins, opt);
+  return out;
+}
+
+}  // namespace
+
+// One definition per op; the op's registry name is its function name.
+#define STRATA_BINARY(name)                                                                    \
+  Tensor name(const Tensor& a, const Tensor& b, const OpOptions& opt) {                        \
+    static const OpId id = op_id_of(#name);                                                    \
+    return ew_new({#name}, id, {{&a, "a"}, {&b, "b"}}, opt);                                   \
+  }                                                                                            \
+  void name##_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt) { \
+    static const OpId id = op_id_of(#name);                                                    \
+    ew_out({#name}, id, out, {{&a, "a"}, {&b, "b"}}, opt);                                     \
+  }
+STRATA_BINARY(add)
+STRATA_BINARY(sub)
+STRATA_BINARY(mul)
+STRATA_BINARY(div)
+#undef STRATA_BINARY
+
+#define STRATA_SCALAR(name)                                                             \
+  Tensor name(const Tensor& a, double s, const OpOptions& opt) {                        \
+    static const OpId id = op_id_of(#name "_scalar");                                   \
+    return ew_new({#name "_scalar", DTypeRule::floating, s}, id, {{&a, "a"}}, opt);     \
+  }                                                                                     \
+  void name##_out(const Tensor& out, const Tensor& a, double s, const OpOptions& opt) { \
+    static const OpId id = op_id_of(#name "_scalar");                                   \
+    ew_out({#name "_scalar", DTypeRule::floating, s}, id, out, {{&a, "a"}}, opt);       \
+  }
+STRATA_SCALAR(add)
+STRATA_SCALAR(sub)
+STRATA_SCALAR(rsub)
+STRATA_SCALAR(mul)
+STRATA_SCALAR(div)
+STRATA_SCALAR(rdiv)
+#undef STRATA_SCALAR
+
+#define STRATA_UNARY(name)                                                    \
+  Tensor name(const Tensor& x, const OpOptions& opt) {                        \
+    static const OpId id = op_id_of(#name);                                   \
+    return ew_new({#name}, id, {{&x, "x"}}, opt);                             \
+  }                                                                           \
+  void name##_out(const Tensor& out, const Tensor& x, const OpOptions& opt) { \
+    static const OpId id = op_id_of(#name);                                   \
+    ew_out({#name}, id, out, {{&x, "x"}}, opt);                               \
+  }
+STRATA_UNARY(neg)
+STRATA_UNARY(exp)
+STRATA_UNARY(log)
+STRATA_UNARY(sqrt)
+STRATA_UNARY(rsqrt)
+STRATA_UNARY(tanh)
+STRATA_UNARY(sigmoid)
+STRATA_UNARY(relu)
+STRATA_UNARY(gelu)
+STRATA_UNARY(gelu_tanh)
+STRATA_UNARY(silu)
+#undef STRATA_UNARY
+
+// cond bool [...], a [...], b [...] broadcast  ->  out
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const OpOptions& opt) {
+  static const OpId id = op_id_of("where");
+  return ew_new({"where", DTypeRule::any_same}, id, {{&cond, "cond"}, {&a, "a"}, {&b, "b"}}, opt);
+}
+void where_out(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b,
+               const OpOptions& opt) {
+  static const OpId id = op_id_of("where");
+  ew_out({"where", DTypeRule::any_same}, id, out, {{&cond, "cond"}, {&a, "a"}, {&b, "b"}}, opt);
+}
+
+// x [...]  ->  out [...] of dtype dt
+Tensor cast(const Tensor& x, DType dt, const OpOptions& opt) {
+  static const OpId id = op_id_of("cast");
+  return ew_new({"cast", DTypeRule::convert}, id, {{&x, "x"}}, opt, dt);
+}
+// src broadcast to dst's shape  ->  dst (converted to dst's dtype)
+void copy_(const Tensor& dst, const Tensor& src, const OpOptions& opt) {
+  static const OpId id = op_id_of("cast");
+  ew_out({"copy_", DTypeRule::convert}, id, dst, {{&src, "src"}}, opt);
+}
+// t [...] = value
+void fill_(const Tensor& t, double value, const OpOptions& opt) {
+  static const OpId id = op_id_of("fill");
+  ew_out({"fill_", DTypeRule::convert, value}, id, t, {}, opt);
+}
+
+}  // namespace strata
