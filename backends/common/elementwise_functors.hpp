@@ -23,8 +23,8 @@ STRATA_HD float m_sqrt(float x) { return ::sqrtf(x); }
 STRATA_HD double m_sqrt(double x) { return ::sqrt(x); }
 STRATA_HD float m_tanh(float x) { return ::tanhf(x); }
 STRATA_HD double m_tanh(double x) { return ::tanh(x); }
-STRATA_HD float m_erf(float x) { return ::erff(x); }
-STRATA_HD double m_erf(double x) { return ::erf(x); }
+STRATA_HD float m_erfc(float x) { return ::erfcf(x); }
+STRATA_HD double m_erfc(double x) { return ::erfc(x); }
 STRATA_HD float m_rsqrt(float x) {
 #if defined(__CUDA_ARCH__)
   return ::rsqrtf(x);  // 2 ulp, as PyTorch's CUDA rsqrt
@@ -155,16 +155,20 @@ struct Relu {
   }
 };
 struct Gelu {
+  // x/2 (1 + erf(x/sqrt 2)) written with erfc: for negative x, 1 + erf
+  // cancels to a few bits while erfc(-x/sqrt 2) keeps full precision.
   template <class C>
   STRATA_HD C operator()(C x) const {
-    return C(0.5) * x * (C(1) + m_erf(x * C(0.70710678118654752440)));
+    return C(0.5) * x * m_erfc(x * C(-0.70710678118654752440));
   }
 };
 struct GeluTanh {
+  // x/2 (1 + tanh(u)) = x / (1 + exp(-2u)): the same function without the
+  // cancellation of 1 + tanh(u) for negative x.
   template <class C>
   STRATA_HD C operator()(C x) const {
-    const C k = C(0.79788456080286535588);  // sqrt(2 / pi)
-    return C(0.5) * x * (C(1) + m_tanh(k * (x + C(0.044715) * x * x * x)));
+    const C k2 = C(1.59576912160573071176);  // 2 sqrt(2 / pi)
+    return x / (C(1) + m_exp(-k2 * (x + C(0.044715) * x * x * x)));
   }
 };
 struct Silu {
