@@ -1,9 +1,232 @@
 // reference kernels of the row ops (reductions, softmax, norms, embedding,
-// rotary): filled in op by op.
+// rotary): a plain odometer over the outer dims, every value read as f64,
+// each formula written out in f64 (independently of the cpu and cuda
+// kernels), the result rounded once to the output's dtype. Operand layout
+// and parameters: docs/ops.md, "Row ops".
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "reference/operand_access.hpp"
+#include "strata/error.hpp"
+#include "strata/iter_args.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::reference {
+namespace {
 
-void register_reference_rows(Registry&) {}
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The element offsets of one row of every operand, and how to step along it.
+struct Row {
+  std::int64_t off[kMaxOperands];
+  std::int64_t step[kMaxOperands];
+  std::int64_t n;
+  std::int64_t at(int k, std::int64_t j) const { return off[k] + j * step[k]; }
+};
+
+// Calls body(row) for every row, in order; the outer dims are every dim
+// but the last.
+template <class Body>
+void for_each_row(const IterArgs& a, Body body) {
+  const int last = a.ndim - 1;
+  std::int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= a.shape[d];
+  std::int64_t idx[kMaxDims] = {};
+  Row row{};
+  row.n = a.shape[last];
+  for (int k = 0; k < a.nops; ++k) row.step[k] = a.op[k].strides[last];
+  for (std::int64_t r = 0; r < rows; ++r) {
+    body(static_cast<const Row&>(row));
+    for (int d = last - 1; d >= 0; --d) {
+      ++idx[d];
+      for (int k = 0; k < a.nops; ++k) row.off[k] += a.op[k].strides[d];
+      if (idx[d] < a.shape[d]) break;
+      for (int k = 0; k < a.nops; ++k) row.off[k] -= a.op[k].strides[d] * a.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// An integer operand's element, exactly (ids and positions: i32 or i64).
+std::int64_t load_int(const Operand& o, std::int64_t off) {
+  if (o.dtype == DType::i32) return static_cast<const std::int32_t*>(o.data)[off];
+  return static_cast<const std::int64_t*>(o.data)[off];
+}
+
+// ---- reductions: out has stride 0 along the row, so element 0 is its slot.
+void sum(const IterArgs& a) {
+  for_each_row(a, [&](const Row& r) {
+    double s = 0;
+    for (std::int64_t j = 0; j < r.n; ++j) s += load(a.op[1], r.at(1, j));
+    store(a.op[0], r.off[0], s);
+  });
+}
+
+void mean(const IterArgs& a) {
+  for_each_row(a, [&](const Row& r) {
+    double s = 0;
+    for (std::int64_t j = 0; j < r.n; ++j) s += load(a.op[1], r.at(1, j));
+    store(a.op[0], r.off[0], s / static_cast<double>(r.n));
+  });
+}
+
+// Index of the first maximum, a NaN counting as larger than anything.
+std::int64_t argmax_of(const IterArgs& a, const Row& r) {
+  std::int64_t best = 0;
+  double m = load(a.op[1], r.at(1, 0));
+  for (std::int64_t j = 1; j < r.n && !std::isnan(m); ++j) {
+    const double v = load(a.op[1], r.at(1, j));
+    if (std::isnan(v) || v > m) {
+      m = v;
+      best = j;
+    }
+  }
+  return best;
+}
+
+void max(const IterArgs& a) {
+  for_each_row(
+      a, [&](const Row& r) { store(a.op[0], r.off[0], load(a.op[1], r.at(1, argmax_of(a, r)))); });
+}
+
+void argmax(const IterArgs& a) {
+  for_each_row(
+      a, [&](const Row& r) { store(a.op[0], r.off[0], static_cast<double>(argmax_of(a, r))); });
+}
+
+// ---- softmax: x - max, so that exp never overflows; a row of -inf gives
+// -inf - -inf = NaN everywhere, a NaN anywhere gives NaN everywhere.
+template <bool Log>
+void softmax(const IterArgs& a) {
+  for_each_row(a, [&](const Row& r) {
+    double m = -std::numeric_limits<double>::infinity();
+    bool nan = false;
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      const double v = load(a.op[1], r.at(1, j));
+      nan = nan || std::isnan(v);
+      if (v > m) m = v;
+    }
+    if (nan) m = kNaN;
+    double s = 0;
+    for (std::int64_t j = 0; j < r.n; ++j) s += std::exp(load(a.op[1], r.at(1, j)) - m);
+    const double log_s = std::log(s);
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      const double z = load(a.op[1], r.at(1, j)) - m;
+      store(a.op[0], r.at(0, j), Log ? z - log_s : std::exp(z) / s);
+    }
+  });
+}
+
+// ---- norms: two-pass statistics in f64.
+void layer_norm(const IterArgs& a) {
+  const double eps = a.scalar[0];
+  const Operand &w = a.op[2], &b = a.op[3];
+  for_each_row(a, [&](const Row& r) {
+    double s = 0;
+    for (std::int64_t j = 0; j < r.n; ++j) s += load(a.op[1], r.at(1, j));
+    const double mu = s / static_cast<double>(r.n);
+    double q = 0;
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      const double c = load(a.op[1], r.at(1, j)) - mu;
+      q += c * c;
+    }
+    const double inv = 1.0 / std::sqrt(q / static_cast<double>(r.n) + eps);
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      double y = (load(a.op[1], r.at(1, j)) - mu) * inv;
+      if (w.data != nullptr) y *= load(w, r.at(2, j));
+      if (b.data != nullptr) y += load(b, r.at(3, j));
+      store(a.op[0], r.at(0, j), y);
+    }
+  });
+}
+
+void rms_norm(const IterArgs& a) {
+  const double eps = a.scalar[0];
+  const Operand& w = a.op[2];
+  for_each_row(a, [&](const Row& r) {
+    double q = 0;
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      const double v = load(a.op[1], r.at(1, j));
+      q += v * v;
+    }
+    const double inv = 1.0 / std::sqrt(q / static_cast<double>(r.n) + eps);
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      double y = load(a.op[1], r.at(1, j)) * inv;
+      if (w.data != nullptr) y *= load(w, r.at(2, j));
+      store(a.op[0], r.at(0, j), y);
+    }
+  });
+}
+
+// ---- embedding: every id checked before anything is written.
+void embedding(const IterArgs& a) {
+  const Operand& table = a.side;
+  const std::int64_t vocab = table.shape[0];
+  std::int64_t index = 0;
+  for_each_row(a, [&](const Row& r) {
+    const std::int64_t id = load_int(a.op[1], r.off[1]);
+    if (id < 0 || id >= vocab)
+      fail("embedding", "ids holds ", id, " at index ", index, ", outside [0, ", vocab, ")");
+    ++index;
+  });
+  for_each_row(a, [&](const Row& r) {
+    const std::int64_t id = load_int(a.op[1], r.off[1]);
+    for (std::int64_t j = 0; j < r.n; ++j)
+      store(a.op[0], r.at(0, j), load(table, id * table.strides[0] + j * table.strides[1]));
+  });
+}
+
+// ---- rotary: the angle as docs/ops.md fixes it (f32 unless the data is
+// f64), then cos, sin and the rotation in f64.
+void rotary(const IterArgs& a) {
+  const double theta = a.scalar[0];
+  const std::int64_t rot = a.iparam[0];
+  const bool interleaved = a.iparam[1] == 1;
+  const bool f64 = a.op[1].dtype == DType::f64;
+  for_each_row(a, [&](const Row& r) {
+    const std::int64_t pos = load_int(a.op[2], r.off[2]);
+    for (std::int64_t i = 0; i < rot / 2; ++i) {
+      const double e = -2.0 * static_cast<double>(i) / static_cast<double>(rot);
+      double angle;
+      if (f64) {
+        angle = static_cast<double>(pos) * std::pow(theta, e);
+      } else {
+        const auto inv_freq = static_cast<float>(std::pow(theta, e));
+        angle = static_cast<float>(static_cast<float>(pos) * inv_freq);
+      }
+      const std::int64_t i0 = interleaved ? 2 * i : i;
+      const std::int64_t i1 = interleaved ? 2 * i + 1 : i + rot / 2;
+      const double x0 = load(a.op[1], r.at(1, i0)), x1 = load(a.op[1], r.at(1, i1));
+      const double c = std::cos(angle), s = std::sin(angle);
+      store(a.op[0], r.at(0, i0), x0 * c - x1 * s);
+      store(a.op[0], r.at(0, i1), x1 * c + x0 * s);
+    }
+    for (std::int64_t j = rot; j < r.n; ++j) store(a.op[0], r.at(0, j), load(a.op[1], r.at(1, j)));
+  });
+}
+
+constexpr DType kFloat[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+
+void add(Registry& r, const char* op, void (*run)(const IterArgs&)) {
+  for (DType dt : kFloat)
+    r.add_kernel<IterArgs>(op, "reference", dt, std::string("reference.rows.") + op, run);
+}
+
+}  // namespace
+
+void register_reference_rows(Registry& r) {
+  add(r, "sum", &sum);
+  add(r, "mean", &mean);
+  add(r, "max", &max);
+  add(r, "argmax", &argmax);
+  add(r, "softmax", &softmax<false>);
+  add(r, "log_softmax", &softmax<true>);
+  add(r, "layer_norm", &layer_norm);
+  add(r, "rms_norm", &rms_norm);
+  add(r, "embedding", &embedding);
+  add(r, "rotary", &rotary);
+}
 
 }  // namespace strata::reference

@@ -1,9 +1,349 @@
 // cpu kernels of the row ops (reductions, softmax, norms, embedding,
-// rotary): filled in op by op.
+// rotary) on row_engine.hpp's loop. Operand layout: docs/ops.md, "Row ops".
+//
+// Precision: f16/bf16 compute in f32, f64 in f64. Sums (sum, mean, the
+// softmax denominator, the norms' statistics) are pairwise sums in the
+// compute type (row_engine.hpp: SIMD-reduced blocks of 128, then a binary
+// tree), which is what PyTorch's cascade sum does: f32 stays f32, so the
+// loop vectorises at full width, and the error bound grows with log n, not
+// n. Softmax subtracts the row's max first; layer_norm's variance is a
+// second pass over (x - mean)^2, never E[x^2] - mean^2.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/rows/row_engine.hpp"
+#include "strata/error.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::cpu {
+namespace {
 
-void register_cpu_rows(Registry&) {}
+using rows::at;
+using rows::for_rows;
+using rows::gather;
+using rows::pairwise_sum;
+using rows::scatter;
+
+// The row can be used where it lies: stored type == compute type, unit stride.
+template <class T>
+bool direct(const Operand& o, int last) {
+  return std::is_same_v<T, compute_t<T>> && o.strides[last] == 1;
+}
+
+// ---- sum, mean ---------------------------------------------------------------
+template <class T, bool Mean>
+void sum_kernel(const IterArgs& a) {
+  using C = compute_t<T>;
+  const int last = a.ndim - 1;
+  const std::int64_t n = a.shape[last], sx = a.op[1].strides[last];
+  const bool dir = direct<T>(a.op[1], last);
+  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+    const T* x = at<const T>(a.op[1], off[1]);
+    const C* v = reinterpret_cast<const C*>(x);
+    if (!dir) {
+      gather(x, sx, n, buf);
+      v = buf;
+    }
+    C s = pairwise_sum<C>([v](std::int64_t j) { return v[j]; }, 0, n);
+    if (Mean) s /= static_cast<C>(n);
+    *at<T>(a.op[0], off[0]) = convert<T>(s);
+  });
+}
+
+// ---- max, argmax -------------------------------------------------------------
+// The first index of the maximum; a NaN is larger than anything.
+template <class C>
+std::int64_t argmax_row(const C* v, std::int64_t n) {
+  std::int64_t best = 0;
+  C m = v[0];
+  if (m != m) return 0;
+  for (std::int64_t j = 1; j < n; ++j) {
+    if (v[j] != v[j]) return j;
+    if (v[j] > m) {
+      m = v[j];
+      best = j;
+    }
+  }
+  return best;
+}
+
+template <class T, bool Arg>
+void max_kernel(const IterArgs& a) {
+  using C = compute_t<T>;
+  const int last = a.ndim - 1;
+  const std::int64_t n = a.shape[last], sx = a.op[1].strides[last];
+  const bool dir = direct<T>(a.op[1], last);
+  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+    const T* x = at<const T>(a.op[1], off[1]);
+    const C* v = reinterpret_cast<const C*>(x);
+    if (!dir) {
+      gather(x, sx, n, buf);
+      v = buf;
+    }
+    const std::int64_t j = argmax_row(v, n);
+    if constexpr (Arg) {
+      *at<std::int64_t>(a.op[0], off[0]) = j;
+    } else {
+      *at<T>(a.op[0], off[0]) = convert<T>(v[j]);
+    }
+  });
+}
+
+// ---- softmax, log_softmax ----------------------------------------------------
+// The row's max; NaN when the row holds a NaN. A row of -inf has max -inf,
+// so x - max is NaN and the softmax NaN, as in PyTorch.
+template <class C>
+C row_max(const C* x, std::int64_t n) {
+  C m = -std::numeric_limits<C>::infinity();
+  bool nan = false;
+#pragma omp simd reduction(max : m) reduction(|| : nan)
+  for (std::int64_t j = 0; j < n; ++j) {
+    m = x[j] > m ? x[j] : m;
+    nan = nan || x[j] != x[j];
+  }
+  return nan ? std::numeric_limits<C>::quiet_NaN() : m;
+}
+
+// y may be x.
+template <class C, bool Log>
+void softmax_row(const C* x, C* y, std::int64_t n) {
+  const C m = row_max(x, n);
+  if constexpr (Log) {
+    const C s = pairwise_sum<C>([x, m](std::int64_t j) { return std::exp(x[j] - m); }, 0, n);
+    const C shift = m + std::log(s);
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) y[j] = x[j] - shift;
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = std::exp(x[j] - m);
+    const C s = pairwise_sum<C>([y](std::int64_t j) { return y[j]; }, 0, n);
+    const C inv = C(1) / s;
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) y[j] *= inv;
+  }
+}
+
+template <class T, bool Log>
+void softmax_kernel(const IterArgs& a) {
+  using C = compute_t<T>;
+  const int last = a.ndim - 1;
+  const std::int64_t n = a.shape[last];
+  const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
+  const bool dir = direct<T>(a.op[0], last) && direct<T>(a.op[1], last);
+  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+    const T* x = at<const T>(a.op[1], off[1]);
+    T* y = at<T>(a.op[0], off[0]);
+    if (dir) {
+      softmax_row<C, Log>(reinterpret_cast<const C*>(x), reinterpret_cast<C*>(y), n);
+    } else {
+      gather(x, sx, n, buf);
+      softmax_row<C, Log>(buf, buf, n);
+      scatter(buf, y, sy, n);
+    }
+  });
+}
+
+// ---- layer_norm, rms_norm ----------------------------------------------------
+// weight / bias converted once to the compute type (they are the same for
+// every row), or empty when absent.
+template <class C, class T>
+std::vector<C> param_row(const Operand& p, int last, std::int64_t n) {
+  std::vector<C> v;
+  if (p.data == nullptr) return v;
+  v.resize(static_cast<std::size_t>(n));
+  gather(static_cast<const T*>(p.data), p.strides[last], n, v.data());
+  return v;
+}
+
+// y may be x. w, b may be null.
+template <class C, bool Layer>
+void norm_row(const C* x, C* y, std::int64_t n, C eps, const C* w, const C* b) {
+  C mu = 0;
+  if constexpr (Layer) mu = pairwise_sum<C>([x](std::int64_t j) { return x[j]; }, 0, n) / C(n);
+  const C q = pairwise_sum<C>(
+      [x, mu](std::int64_t j) {
+        const C c = x[j] - mu;
+        return c * c;
+      },
+      0, n);
+  const C inv = C(1) / std::sqrt(q / C(n) + eps);
+  if (w != nullptr && b != nullptr) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mu) * inv * w[j] + b[j];
+  } else if (w != nullptr) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mu) * inv * w[j];
+  } else if (b != nullptr) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mu) * inv + b[j];
+  } else {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mu) * inv;
+  }
+}
+
+template <class T, bool Layer>
+void norm_kernel(const IterArgs& a) {
+  using C = compute_t<T>;
+  const int last = a.ndim - 1;
+  const std::int64_t n = a.shape[last];
+  const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
+  const std::vector<C> w = param_row<C, T>(a.op[2], last, n);
+  const std::vector<C> b = Layer ? param_row<C, T>(a.op[3], last, n) : std::vector<C>{};
+  const C* wp = w.empty() ? nullptr : w.data();
+  const C* bp = b.empty() ? nullptr : b.data();
+  const C eps = static_cast<C>(a.scalar[0]);
+  const bool dir = direct<T>(a.op[0], last) && direct<T>(a.op[1], last);
+  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+    const T* x = at<const T>(a.op[1], off[1]);
+    T* y = at<T>(a.op[0], off[0]);
+    if (dir) {
+      norm_row<C, Layer>(reinterpret_cast<const C*>(x), reinterpret_cast<C*>(y), n, eps, wp, bp);
+    } else {
+      gather(x, sx, n, buf);
+      norm_row<C, Layer>(buf, buf, n, eps, wp, bp);
+      scatter(buf, y, sy, n);
+    }
+  });
+}
+
+// ---- embedding ---------------------------------------------------------------
+template <class I>
+std::int64_t first_bad_id(const IterArgs& a, std::int64_t vocab, std::int64_t* bad) {
+  // Serial, outside any OpenMP region: the error is thrown by the caller.
+  const int last = a.ndim - 1;
+  std::int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= a.shape[d];
+  std::int64_t idx[kMaxDims] = {};
+  std::int64_t off = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t id = *at<const I>(a.op[1], off);
+    if (id < 0 || id >= vocab) {
+      *bad = id;
+      return r;
+    }
+    for (int d = last - 1; d >= 0; --d) {
+      ++idx[d];
+      off += a.op[1].strides[d];
+      if (idx[d] < a.shape[d]) break;
+      off -= a.op[1].strides[d] * a.shape[d];
+      idx[d] = 0;
+    }
+  }
+  return -1;
+}
+
+template <class T, class I>
+void embedding_gather(const IterArgs& a) {
+  const Operand& table = a.side;
+  const int last = a.ndim - 1;
+  const std::int64_t n = a.shape[last], sy = a.op[0].strides[last];
+  const std::int64_t sv = table.strides[0], sd = table.strides[1];
+  for_rows<char>(a, 0, [&](const std::int64_t* off, char*) {
+    const std::int64_t id = *at<const I>(a.op[1], off[1]);
+    const T* src = at<const T>(table, id * sv);
+    T* y = at<T>(a.op[0], off[0]);
+    if (sy == 1 && sd == 1) {
+      std::memcpy(y, src, static_cast<std::size_t>(n) * sizeof(T));
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) y[j * sy] = src[j * sd];
+    }
+  });
+}
+
+template <class T>
+void embedding_kernel(const IterArgs& a) {
+  const std::int64_t vocab = a.side.shape[0];
+  std::int64_t bad = 0;
+  const std::int64_t where = a.op[1].dtype == DType::i32
+                                 ? first_bad_id<std::int32_t>(a, vocab, &bad)
+                                 : first_bad_id<std::int64_t>(a, vocab, &bad);
+  if (where >= 0)
+    fail("embedding", "ids holds ", bad, " at index ", where, ", outside [0, ", vocab, ")");
+  if (a.op[1].dtype == DType::i32)
+    embedding_gather<T, std::int32_t>(a);
+  else
+    embedding_gather<T, std::int64_t>(a);
+}
+
+// ---- rotary ------------------------------------------------------------------
+// The angle as docs/ops.md fixes it: inv_freq (f32) = theta^(-2i/r) rounded
+// to f32, angle = (f32)pos * inv_freq in f32, cos and sin of that and the
+// rotation in f32; f64 throughout for f64 data.
+template <class T, class I>
+void rotary_impl(const IterArgs& a) {
+  using C = compute_t<T>;
+  const int last = a.ndim - 1;
+  const std::int64_t n = a.shape[last], rot = a.iparam[0], half = rot / 2;
+  const bool interleaved = a.iparam[1] == 1;
+  const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
+  std::vector<C> inv_freq(static_cast<std::size_t>(half));
+  for (std::int64_t i = 0; i < half; ++i)
+    inv_freq[i] = static_cast<C>(
+        std::pow(a.scalar[0], -2.0 * static_cast<double>(i) / static_cast<double>(rot)));
+  // scratch: the row, then cos and sin of its angles.
+  for_rows<C>(a, n + 2 * half, [&](const std::int64_t* off, C* buf) {
+    const C p = static_cast<C>(*at<const I>(a.op[2], off[2]));
+    C* cs = buf + n;
+    C* sn = cs + half;
+    for (std::int64_t i = 0; i < half; ++i) {
+      const C angle = p * inv_freq[i];
+      cs[i] = std::cos(angle);
+      sn[i] = std::sin(angle);
+    }
+    gather(at<const T>(a.op[1], off[1]), sx, n, buf);
+    // pair i is (i0, i1): (i, i + r/2) rotate-half, (2i, 2i + 1) interleaved.
+    const std::int64_t step = interleaved ? 2 : 1, other = interleaved ? 1 : half;
+#pragma omp simd
+    for (std::int64_t i = 0; i < half; ++i) {
+      const C x0 = buf[i * step], x1 = buf[i * step + other];
+      buf[i * step] = x0 * cs[i] - x1 * sn[i];
+      buf[i * step + other] = x1 * cs[i] + x0 * sn[i];
+    }
+    scatter(buf, at<T>(a.op[0], off[0]), sy, n);
+  });
+}
+
+template <class T>
+void rotary_kernel(const IterArgs& a) {
+  if (a.op[2].dtype == DType::i32)
+    rotary_impl<T, std::int32_t>(a);
+  else
+    rotary_impl<T, std::int64_t>(a);
+}
+
+template <void (*F32)(const IterArgs&), void (*F64)(const IterArgs&), void (*F16)(const IterArgs&),
+          void (*BF16)(const IterArgs&)>
+void add(Registry& r, const char* op) {
+  const std::string name = std::string("cpu.rows.") + op;
+  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, F32);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, F64);
+  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, F16);
+  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, BF16);
+}
+
+// The four floating instantiations of `kernel` (extra template arguments after T).
+#define STRATA_ROWS_ADD(r, op, kernel, ...)                                                      \
+  add<&kernel<float __VA_OPT__(, ) __VA_ARGS__>, &kernel<double __VA_OPT__(, ) __VA_ARGS__>,     \
+      &kernel<half __VA_OPT__(, ) __VA_ARGS__>, &kernel<bfloat16 __VA_OPT__(, ) __VA_ARGS__>>(r, \
+                                                                                              op)
+
+}  // namespace
+
+void register_cpu_rows(Registry& r) {
+  STRATA_ROWS_ADD(r, "sum", sum_kernel, false);
+  STRATA_ROWS_ADD(r, "mean", sum_kernel, true);
+  STRATA_ROWS_ADD(r, "max", max_kernel, false);
+  STRATA_ROWS_ADD(r, "argmax", max_kernel, true);
+  STRATA_ROWS_ADD(r, "softmax", softmax_kernel, false);
+  STRATA_ROWS_ADD(r, "log_softmax", softmax_kernel, true);
+  STRATA_ROWS_ADD(r, "layer_norm", norm_kernel, true);
+  STRATA_ROWS_ADD(r, "rms_norm", norm_kernel, false);
+  STRATA_ROWS_ADD(r, "embedding", embedding_kernel);
+  STRATA_ROWS_ADD(r, "rotary", rotary_kernel);
+}
 
 }  // namespace strata::cpu
