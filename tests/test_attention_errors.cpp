@@ -144,20 +144,20 @@ TEST_CASE("attention error: dtype of k differs from q", "[attention][errors]") {
   c.expect_error({"k has dtype f64 but q has f32"});
 }
 
-TEST_CASE("attention error: f16 and bf16 are not supported yet", "[attention][errors]") {
+TEST_CASE("attention error: an f32 out for f16 and bf16 inputs", "[attention][errors]") {
   for (const DType dt : {DType::f16, DType::bf16}) {
     Call c;
-    c.q = Tensor::empty({2, 4, 5, 8}, dt);
-    c.k = Tensor::empty({2, 2, 7, 8}, dt);
-    c.v = Tensor::empty({2, 2, 7, 6}, dt);
-    c.expect_error({"q has dtype " + std::string(dtype_name(dt)), "not supported yet"});
+    c.q = Tensor::randn({2, 4, 5, 8}, 1, dt);
+    c.k = Tensor::randn({2, 2, 7, 8}, 2, dt);
+    c.v = Tensor::randn({2, 2, 7, 6}, 3, dt);
+    c.expect_error({"out has dtype f32 but must be " + std::string(dtype_name(dt))});
   }
 }
 
 TEST_CASE("attention error: bool q", "[attention][errors]") {
   Call c;
   c.q = Tensor::empty({2, 4, 5, 8}, DType::boolean);
-  c.expect_error({"q has dtype bool but must be f32 or f64"});
+  c.expect_error({"q has dtype bool but must be f32, f64, f16 or bf16"});
 }
 
 TEST_CASE("attention error: mask dtype neither bool nor q's dtype", "[attention][errors]") {

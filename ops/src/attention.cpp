@@ -3,7 +3,10 @@
 // run it. No maths here.
 #include "strata/attention.hpp"
 
+#include <algorithm>
+
 #include "strata/detail/attention_plan.hpp"
+#include "strata/elementwise.hpp"
 #include "strata/registry.hpp"
 
 namespace strata {
@@ -13,11 +16,24 @@ constexpr const char* kOp = "softmax_attention";
 
 using Kernel = void (*)(const AttentionArgs&);
 
-const KernelInfo& find_kernel(const detail::AttentionPlan& p, const AttentionArgs& a, Kernel* run) {
+OpId attention_op() {
   static const OpId id = Registry::get().op_id(kOp);
-  const auto found = Registry::get().find(id, p.backend, a.dtype, a);
+  return id;
+}
+
+const KernelInfo& find_kernel(const detail::AttentionPlan& p, const AttentionArgs& a, Kernel* run) {
+  const auto found = Registry::get().find(attention_op(), p.backend, a.dtype, a);
   *run = found.run;
   return *found.info;
+}
+
+// f16/bf16 on a backend with no kernel of its own for them: q, k, v (and a
+// float mask) are converted to f32 with the backend's cast, the f32 kernel
+// runs (so accumulation is f32, as the contract asks), and the result is
+// rounded into out. lse is f32 for these dtypes already.
+bool needs_f32_detour(const detail::AttentionPlan& p, DType dt) {
+  return (dt == DType::f16 || dt == DType::bf16) &&
+         !Registry::get().has_kernel(attention_op(), p.backend, dt);
 }
 
 // Everything is validated by the time this runs; only the kernel lookup
@@ -25,6 +41,22 @@ const KernelInfo& find_kernel(const detail::AttentionPlan& p, const AttentionArg
 // before the kernel writes anything.
 void dispatch(const detail::AttentionPlan& p, const Tensor& out, const Tensor& lse, const Tensor& q,
               const Tensor& k, const Tensor& v, const AttentionOptions& opt) {
+  if (needs_f32_detour(p, q.dtype())) {
+    OpOptions co;
+    co.backend = Registry::get().backend(p.backend).name;
+    co.stream = opt.stream;
+    AttentionOptions o32 = opt;
+    o32.backend = co.backend;
+    if (opt.mask.defined() && opt.mask.dtype() != DType::boolean)
+      o32.mask = cast(opt.mask, DType::f32, co);
+    const Tensor q32 = cast(q, DType::f32, co), k32 = cast(k, DType::f32, co),
+                 v32 = cast(v, DType::f32, co);
+    const detail::AttentionPlan p32 = detail::plan_attention(kOp, q32, k32, v32, o32);
+    const Tensor out32 = Tensor::empty(p32.out_shape, DType::f32, out.device());
+    dispatch(p32, out32, lse, q32, k32, v32, o32);
+    copy_(out, out32, co);
+    return;
+  }
   const AttentionArgs a = detail::make_attention_args(p, out, lse, q, k, v, opt.stream);
   Kernel run = nullptr;
   find_kernel(p, a, &run);
@@ -48,7 +80,7 @@ AttentionResult softmax_attention_lse(const Tensor& q, const Tensor& k, const Te
                                       const AttentionOptions& opt) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
   AttentionResult r{Tensor::empty(p.out_shape, q.dtype(), q.device()),
-                    Tensor::empty(p.lse_shape, q.dtype(), q.device())};
+                    Tensor::empty(p.lse_shape, detail::lse_dtype(q.dtype()), q.device())};
   dispatch(p, r.out, r.lse, q, k, v, opt);
   return r;
 }
@@ -64,12 +96,23 @@ void softmax_attention_out(const Tensor& out, const Tensor& q, const Tensor& k, 
 std::string softmax_attention_kernel(const Tensor& q, const Tensor& k, const Tensor& v,
                                      const AttentionOptions& opt) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
-  // A stand-in output: the lookup only needs shapes, strides and pointers
-  // of the right kind, and nothing is run.
-  Tensor out = Tensor::empty(p.out_shape, q.dtype(), q.device());
-  const AttentionArgs a = detail::make_attention_args(p, out, Tensor(), q, k, v, opt.stream);
+  const DType dt = needs_f32_detour(p, q.dtype()) ? DType::f32 : q.dtype();
+  // A stand-in output that is never read or written: row-major strides over
+  // a borrowed static address (aligned like any allocation), so naming the
+  // kernel allocates nothing, on any device.
+  alignas(256) static unsigned char never_touched[256];
+  const auto none = Storage::wrap(
+      never_touched, static_cast<std::size_t>(shape_numel(p.out_shape)) * itemsize(dt), q.device());
+  Shape strides(p.out_shape.size(), 1);
+  for (std::size_t i = strides.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * std::max<std::int64_t>(p.out_shape[i], 1);
+  const Tensor out = Tensor::from_storage(none, p.out_shape, strides, 0, dt);
+  AttentionArgs a = detail::make_attention_args(p, out, Tensor(), q, k, v, opt.stream);
+  a.dtype = dt;  // the detour hands the kernel f32 tensors, float masks included
+  if (a.mask != nullptr && a.mask_dtype != DType::boolean) a.mask_dtype = dt;
   Kernel run = nullptr;
-  return find_kernel(p, a, &run).name;
+  const std::string name = find_kernel(p, a, &run).name;
+  return needs_f32_detour(p, q.dtype()) ? name + " (via f32)" : name;
 }
 
 }  // namespace strata

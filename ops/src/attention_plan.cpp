@@ -61,11 +61,8 @@ AttentionPlan plan_attention(const char* op, const Tensor& q, const Tensor& k, c
   check_defined(op, v, "v");
 
   const DType dt = q.dtype();
-  if (dt == DType::f16 || dt == DType::bf16) {
-    fail(op, "q has dtype ", dtype_name(dt), ", which is not supported yet (f32 or f64)");
-  }
-  check(dt == DType::f32 || dt == DType::f64, op, "q has dtype ", dtype_name(dt),
-        " but must be f32 or f64");
+  STRATA_CHECK(is_floating(dt), op, "q has dtype ", dtype_name(dt),
+               " but must be f32, f64, f16 or bf16");
   check_dtype(op, k, "k", dt);
   check_dtype(op, v, "v", dt);
   const Device dev = q.device();
@@ -166,7 +163,7 @@ void check_attention_outputs(const char* op, const AttentionPlan& plan, const Te
   const DType dt = q.dtype();
   const Device dev = q.device();
   check_output(op, out, "out", plan.out_shape, dt, dev, "q");
-  if (lse.defined()) check_output(op, lse, "lse", plan.lse_shape, dt, dev, "q");
+  if (lse.defined()) check_output(op, lse, "lse", plan.lse_shape, lse_dtype(dt), dev, "q");
 
   const std::pair<const Tensor*, const char*> inputs[] = {
       {&q, "q"}, {&k, "k"}, {&v, "v"}, {&mask, "mask"}};

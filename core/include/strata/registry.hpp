@@ -74,6 +74,11 @@ class Registry {
   // The kernel for (op, backend, dt) whose supports() accepts `args`.
   // Throws strata::Error naming op, backend and dtype, with every
   // candidate's reason, when none does.
+  // True when any kernel is registered for (op, backend, dt).
+  bool has_kernel(OpId op, BackendId backend, DType dt) const {
+    return span(op, backend, dt).count > 0;
+  }
+
   template <class Args>
   struct Found {
     void (*run)(const Args&);

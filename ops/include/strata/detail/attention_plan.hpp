@@ -41,6 +41,10 @@ struct AttentionPlan {
   }
 };
 
+// lse's dtype for inputs of dtype dt: f32 for f16/bf16 (log-sum-exp values
+// need more than 8 or 11 bits), else dt.
+inline DType lse_dtype(DType dt) { return dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt; }
+
 // Validates q, k, v and the options (everything but the outputs) and
 // resolves the backend. Throws strata::Error("<op>: ...") on bad input.
 AttentionPlan plan_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
