@@ -76,15 +76,18 @@ const BackendInfo* require_backend(const std::string& name) {
 }
 
 std::int64_t kept_pairs(std::int64_t M, std::int64_t N, const AttentionOptions& opt) {
-  const bool top_left = opt.causal == Causal::top_left || opt.window_top_left;
-  const std::int64_t off = top_left ? 0 : N - M;
+  // The causal band and the window have their own alignments, as in the op
+  // (docs/attention.md): --window-align top-left moves the window only.
+  const std::int64_t causal_off = opt.causal == Causal::top_left ? 0 : N - M;
+  const bool window_top_left = opt.causal == Causal::top_left || opt.window_top_left;
+  const std::int64_t window_off = window_top_left ? 0 : N - M;
   std::int64_t total = 0;
   for (std::int64_t i = 0; i < M; ++i) {
     std::int64_t lo = 0, hi = N - 1;
-    if (opt.causal != Causal::none) hi = std::min(hi, i + off);
+    if (opt.causal != Causal::none) hi = std::min(hi, i + causal_off);
     if (opt.window) {
-      if (opt.window->first >= 0) lo = std::max(lo, i + off - opt.window->first);
-      if (opt.window->second >= 0) hi = std::min(hi, i + off + opt.window->second);
+      if (opt.window->first >= 0) lo = std::max(lo, i + window_off - opt.window->first);
+      if (opt.window->second >= 0) hi = std::min(hi, i + window_off + opt.window->second);
     }
     total += std::max<std::int64_t>(0, hi - lo + 1);
   }

@@ -2,7 +2,9 @@
 #include <omp.h>
 
 #include <iostream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "commands.hpp"
 #include "strata/device_runtime.hpp"
@@ -27,15 +29,27 @@ void print_backends(std::ostream& os, const Registry& reg) {
   t.print(os);
 }
 
+// One row per (op, backend, kernel), its dtypes joined: every op's kernels
+// per backend and dtype, in a table that still fits a terminal.
 void print_kernels(std::ostream& os, const Registry& reg) {
-  os << "kernels of softmax_attention:\n";
-  const auto kernels = reg.kernels("softmax_attention");
-  if (kernels.empty()) {
-    os << "  (none registered)\n";
-    return;
+  os << "kernels (op, backend, dtypes):\n";
+  Table t({"op", "backend", "dtypes", "kernel"});
+  for (const std::string& op : reg.ops()) {
+    const auto kernels = reg.kernels(op);
+    std::vector<bool> done(kernels.size(), false);
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      if (done[i]) continue;
+      std::string dtypes;
+      for (std::size_t j = i; j < kernels.size(); ++j) {
+        if (done[j] || kernels[j].backend != kernels[i].backend ||
+            kernels[j].name != kernels[i].name)
+          continue;
+        done[j] = true;
+        dtypes += (dtypes.empty() ? "" : " ") + std::string(dtype_name(kernels[j].dtype));
+      }
+      t.add({op, kernels[i].backend, dtypes, kernels[i].name});
+    }
   }
-  Table t({"backend", "dtype", "kernel"});
-  for (const KernelInfo& k : kernels) t.add({k.backend, std::string(dtype_name(k.dtype)), k.name});
   t.print(os);
 }
 
