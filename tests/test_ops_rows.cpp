@@ -66,16 +66,23 @@ double tol(DType dt) {
 void require_close(const Tensor& got, const std::vector<double>& want, double atol, double rtol) {
   const std::vector<double> g = got.to_vector<double>();
   REQUIRE(g.size() == want.size());
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << " got " << g[i] << " want " << want[i]);
-    if (std::isnan(want[i])) {
-      REQUIRE(std::isnan(g[i]));
-    } else if (std::isinf(want[i])) {
-      REQUIRE(g[i] == want[i]);
-    } else {
-      REQUIRE(std::abs(g[i] - want[i]) <= atol + rtol * std::abs(want[i]));
-    }
+  // One assertion per call (the element loop is plain code): the first
+  // element out of tolerance is reported.
+  std::size_t bad = g.size();
+  for (std::size_t i = 0; i < g.size() && bad == g.size(); ++i) {
+    bool ok;
+    if (std::isnan(want[i]))
+      ok = std::isnan(g[i]);
+    else if (std::isinf(want[i]))
+      ok = g[i] == want[i];
+    else
+      ok = std::abs(g[i] - want[i]) <= atol + rtol * std::abs(want[i]);
+    if (!ok) bad = i;
   }
+  INFO("first bad element " << bad << ": got " << (bad < g.size() ? g[bad] : 0.0) << " want "
+                            << (bad < g.size() ? want[bad] : 0.0) << " (atol " << atol << ", rtol "
+                            << rtol << ")");
+  REQUIRE(bad == g.size());
 }
 
 void require_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
@@ -755,4 +762,36 @@ TEST_CASE("rows: concat errors", "[ops][rows][errors]") {
                   concat_out(o2, {a, out.narrow(1, 4, 3)}, 1);
                 },
                 {&out});
+}
+
+// ============================ large ops ======================================
+
+TEST_CASE("rows: ops large enough for several cpu threads match the reference", "[ops][rows]") {
+  // Over 32768 elements: the cpu splits rows over its OpenMP threads (when
+  // more than one is available); the answers must not change.
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dt));
+    const double t = tol(dt);
+    const Tensor x = make_layout(Layout::flipped, {301, 257}, 71, dt);
+    const Tensor w = Tensor::randn({257}, 72, dt), b = Tensor::randn({257}, 73, dt);
+    require_close(softmax(x, -1, on("cpu")), softmax(x, -1, on("reference")), t, t);
+    require_close(log_softmax(x, 0, on("cpu")), log_softmax(x, 0, on("reference")), t, t);
+    require_close(layer_norm(x, w, b, 1e-5, on("cpu")), layer_norm(x, w, b, 1e-5, on("reference")),
+                  3 * t, 3 * t);
+    require_close(rms_norm(x, w, 1e-6, on("cpu")), rms_norm(x, w, 1e-6, on("reference")), 3 * t,
+                  3 * t);
+    require_close(sum(x, 1, false, on("cpu")), sum(x, 1, false, on("reference")), t * 257, t);
+    require_close(argmax(x, 0, false, on("cpu")), argmax(x, 0, false, on("reference")), 0, 0);
+    const Tensor ids = Tensor::from_vector<std::int64_t>(
+        [] {
+          std::vector<std::int64_t> v;
+          for (int i = 0; i < 20000; ++i) v.push_back((i * 7919) % 301);
+          return v;
+        }(),
+        {20000});
+    require_close(embedding(ids, x, on("cpu")), embedding(ids, x, on("reference")), 0, 0);
+    const Tensor xr = make_layout(Layout::fused_slice, {64, 8, 128}, 74, dt);
+    const Tensor pos = Tensor::arange(8, DType::i64);
+    require_close(rotary(xr, pos, {}, on("cpu")), rotary(xr, pos, {}, on("reference")), t, t);
+  }
 }
