@@ -1,9 +1,11 @@
-// strata::DeviceRuntime for CUDA: checked allocation, byte copies between
-// host and device, and a strided element copy kernel on the device.
+// strata::DeviceRuntime for CUDA: checked allocation from the stream-ordered pool, byte copies
+// between host and device, and a strided element copy kernel on the device.
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
 
 #include "cuda/cuda_backend.hpp"
@@ -191,17 +193,41 @@ class CudaRuntime final : public DeviceRuntime {
     return buf;
   }
 
+  // Allocations come from the device's default stream-ordered pool
+  // (cudaMallocAsync / cudaFreeAsync on the legacy default stream), whose
+  // release threshold is raised to UINT64_MAX on first use: freed blocks stay
+  // reserved by the pool, so after warm-up an op's output costs no
+  // cudaMalloc and no page mapping. Ordering (see docs/cuda.md, "Memory"):
+  //  * the free is stream-ordered on the legacy default stream, so it
+  //    happens after every kernel queued before it on that stream and, since
+  //    the legacy stream waits for all blocking streams, on any stream made
+  //    with cudaStreamCreate's default flags;
+  //  * work a caller queues on a cudaStreamNonBlocking stream is not ordered
+  //    with the legacy stream: such a caller synchronises (or records an
+  //    event that the default stream waits for) before the last reference to
+  //    a tensor it used goes away, and makes its stream wait for the default
+  //    stream before using a freshly allocated tensor.
+  // Devices without memory-pool support fall back to cudaMalloc / cudaFree.
   void* allocate(std::size_t nbytes, int index) override {
     check_index(index, "cuda.allocate");
     if (nbytes == 0) return nullptr;
     DeviceGuard g(index);
+    const bool pooled = pool_ready(index);
     void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, nbytes);
+    cudaError_t err =
+        pooled ? cudaMallocAsync(&p, nbytes, cudaStreamLegacy) : cudaMalloc(&p, nbytes);
+    if (err == cudaErrorMemoryAllocation && pooled) {
+      // Blocks freed on the stream may only become reusable once it drains.
+      (void)cudaGetLastError();
+      if (cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess)
+        err = cudaMallocAsync(&p, nbytes, cudaStreamLegacy);
+    }
     if (err != cudaSuccess) {
       // Out of memory is not sticky: clearing it keeps the process usable.
       (void)cudaGetLastError();
-      fail("cuda.allocate", "cudaMalloc of ", nbytes, " bytes on cuda:", index,
-           " failed: ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
+      fail("cuda.allocate", pooled ? "cudaMallocAsync" : "cudaMalloc", " of ", nbytes,
+           " bytes on cuda:", index, " failed: ", cudaGetErrorName(err), " (",
+           cudaGetErrorString(err), ")");
     }
     return p;
   }
@@ -212,10 +238,13 @@ class CudaRuntime final : public DeviceRuntime {
     if (cudaGetDevice(&prev) != cudaSuccess) prev = index;
     if (prev != index) (void)cudaSetDevice(index);
     // Never throws: a failing free (driver shutting down) is only reported.
-    const cudaError_t err = cudaFree(p);
+    const bool pooled = index >= 0 && index < kMaxDevices &&
+                        pool_state_[index].load(std::memory_order_acquire) == kPooled;
+    const cudaError_t err = pooled ? cudaFreeAsync(p, cudaStreamLegacy) : cudaFree(p);
     if (err != cudaSuccess && err != cudaErrorCudartUnloading) {
       (void)cudaGetLastError();
-      std::fprintf(stderr, "strata: cudaFree failed: %s\n", cudaGetErrorString(err));
+      std::fprintf(stderr, "strata: %s failed: %s\n", pooled ? "cudaFreeAsync" : "cudaFree",
+                   cudaGetErrorString(err));
     }
     if (prev != index) (void)cudaSetDevice(prev);
   }
@@ -276,8 +305,34 @@ class CudaRuntime final : public DeviceRuntime {
           " CUDA device", count_ == 1 ? "" : "s", ")");
   }
 
+  // Per device: the default pool configured (kPooled), no pool support
+  // (kPlain), or not yet looked at (0). The first allocation on a device
+  // sets it; the state never changes afterwards.
+  static constexpr int kMaxDevices = 64;
+  static constexpr int kPooled = 1, kPlain = 2;
+  bool pool_ready(int index) {
+    if (index >= kMaxDevices) return false;
+    const int st = pool_state_[index].load(std::memory_order_acquire);
+    if (st != 0) return st == kPooled;
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (pool_state_[index].load(std::memory_order_relaxed) == 0) {
+      int supported = 0;
+      CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, index));
+      if (supported) {
+        cudaMemPool_t pool;
+        CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
+        std::uint64_t threshold = UINT64_MAX;
+        CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+      }
+      pool_state_[index].store(supported ? kPooled : kPlain, std::memory_order_release);
+    }
+    return pool_state_[index].load(std::memory_order_relaxed) == kPooled;
+  }
+
   int count_ = 0;
   std::string why_;
+  std::mutex pool_mu_;
+  std::atomic<int> pool_state_[kMaxDevices] = {};
 };
 
 }  // namespace
@@ -296,5 +351,21 @@ int probe_devices(std::string* why) {
 }
 
 std::unique_ptr<DeviceRuntime> make_runtime() { return std::make_unique<CudaRuntime>(); }
+
+// Testing hook for tests/cuda/test_cuda_pool.cpp (declared there, not in a
+// public header): the default pool's reserved and used bytes on `index`
+// after the legacy default stream drains. False when the device has no pool.
+bool pool_stats_for_test(int index, std::uint64_t* reserved, std::uint64_t* used) {
+  int supported = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, index));
+  if (!supported) return false;
+  DeviceGuard g(index);
+  CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  cudaMemPool_t pool;
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
+  CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, reserved));
+  CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, used));
+  return true;
+}
 
 }  // namespace strata::cuda
