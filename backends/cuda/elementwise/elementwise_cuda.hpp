@@ -1,0 +1,24 @@
+#pragma once
+// The cuda elementwise kernels as (op, dtype, entry point) tables, one per
+// .cu file, so that register_elementwise.cpp registers them without CUDA
+// headers. Each entry runs an IterArgs built by the front end (docs/ops.md).
+#include <vector>
+
+#include "strata/dtype.hpp"
+#include "strata/iter_args.hpp"
+
+namespace strata::cuda {
+
+struct EwEntry {
+  const char* op;
+  DType dtype;  // the registry key: the output's dtype
+  void (*run)(const IterArgs&);
+};
+
+std::vector<EwEntry> ew_binary_entries();  // ew_binary.cu: add, sub, mul, div
+std::vector<EwEntry> ew_unary_entries();   // ew_unary.cu: neg .. silu
+std::vector<EwEntry> ew_scalar_entries();  // ew_scalar.cu: add_scalar .. rdiv_scalar
+std::vector<EwEntry> ew_cast_entries();    // ew_cast.cu: cast (every dtype pair)
+std::vector<EwEntry> ew_misc_entries();    // ew_misc.cu: where, fill (every dtype)
+
+}  // namespace strata::cuda

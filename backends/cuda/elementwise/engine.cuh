@@ -1,0 +1,416 @@
+#pragma once
+// The cuda elementwise engine: one kernel family for an IterArgs over N
+// operands (op[0] the output) of any stored types, with a device functor
+// `Op` (Out operator()(Ins...) on the CUDA stored types).
+//
+//  * ew_vec_kernel: every operand walks its innermost dim with stride 1 or 0.
+//    Each thread moves VEC elements per operand with 16-byte (or narrower)
+//    vector loads/stores; stride-0 operands are read once per vector (once
+//    per thread for a flat op). The flat case (ndim == 1) indexes in 64 bits
+//    and handles the tail of numel % VEC elements; the multi-dim case (a
+//    broadcast row, a batch of contiguous rows) needs the row length to be a
+//    multiple of VEC and decodes the vector's outer coordinates with 32-bit
+//    fast division.
+//  * ew_strided_kernel<I>: anything else, one element per thread per step
+//    (UNROLL steps in flight), offsets decoded from the linear index with
+//    fast 32-bit division (I = int32) or plain 64-bit division (I = int64,
+//    when numel or an operand's offset range passes 2^31 - 1).
+//
+// Launches are grid-stride with at most one full wave of blocks (8 blocks
+// of 256 threads per SM). launch_elementwise is the only code with <<<>>>.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cuda/std/tuple>
+#include <type_traits>
+#include <utility>
+
+#include "common/convert.hpp"
+#include "cuda/cuda_check.hpp"
+#include "strata/iter_args.hpp"
+
+namespace strata::cuda {
+
+// ---- stored types and conversions --------------------------------------------------
+template <class T>
+inline constexpr bool is_narrow_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+// The compute type of a floating stored type: f32 for f16/bf16/f32, f64 for f64.
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Any stored type to any stored type, as common/convert.hpp (f16/bf16 via f32,
+// rounded to nearest even).
+template <class To, class From>
+__host__ __device__ __forceinline__ To cvt(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<From, __half>) {
+    return cvt<To>(__half2float(x));
+  } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {
+    return cvt<To>(__bfloat162float(x));
+  } else if constexpr (std::is_same_v<To, __half>) {
+    return __float2half_rn(fn::convert_native<float>(x));
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return __float2bfloat16_rn(fn::convert_native<float>(x));
+  } else {
+    return fn::convert_native<To>(x);
+  }
+}
+
+// ---- fast division ------------------------------------------------------------------
+// n / d for 0 <= n < 2^31 with one multiply-high (Granlund-Montgomery, as
+// PyTorch's IntDivider).
+struct FastDiv {
+  std::uint32_t d = 1, m = 1, s = 0;
+  FastDiv() = default;
+  explicit FastDiv(std::uint32_t div) : d(div) {
+    s = 0;
+    while (s < 32 && (std::uint64_t(1) << s) < div) ++s;
+    const std::uint64_t one = 1;
+    m = static_cast<std::uint32_t>(((one << 32) * ((one << s) - div)) / div + 1);
+  }
+  __device__ __forceinline__ std::uint32_t div(std::uint32_t n) const {
+    return (__umulhi(n, m) + n) >> s;
+  }
+};
+
+// ---- kernel arguments ---------------------------------------------------------------
+// Dims are stored innermost first (rshape[0] is IterArgs' shape[ndim - 1]).
+template <int N, class I>
+struct EwParams {
+  int ndim;
+  std::int64_t numel;
+  I rshape[kMaxDims];
+  FastDiv div[kMaxDims];
+  I stride[N][kMaxDims];
+  char* ptr[N];
+};
+
+// Element offsets of every operand at linear index `idx` (in elements of
+// the iteration, innermost dim fastest).
+template <int N, class I>
+__device__ __forceinline__ void decode(const EwParams<N, I>& p, I idx, I (&off)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] = 0;
+#pragma unroll
+  for (int j = 0; j < kMaxDims - 1; ++j) {
+    if (j >= p.ndim - 1) break;
+    I q;
+    if constexpr (sizeof(I) == 4)
+      q = static_cast<I>(p.div[j].div(static_cast<std::uint32_t>(idx)));
+    else
+      q = idx / p.rshape[j];
+    const I r = idx - q * p.rshape[j];
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] += r * p.stride[k][j];
+    idx = q;
+  }
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] += idx * p.stride[k][p.ndim - 1];
+}
+
+template <class T>
+__device__ __forceinline__ T ld(const char* base, std::int64_t off) {
+  return reinterpret_cast<const T*>(base)[off];
+}
+
+// VEC elements of T at p (aligned to min(16, VEC * sizeof(T)) bytes).
+template <class T, int VEC>
+struct alignas(sizeof(T) * VEC < 16 ? sizeof(T) * VEC : 16) Vec {
+  T v[VEC];
+};
+template <class T, int VEC>
+__device__ __forceinline__ Vec<T, VEC> ld_vec(const T* p) {
+  constexpr int B = sizeof(T) * VEC;
+  Vec<T, VEC> r;
+  if constexpr (B >= 16) {
+#pragma unroll
+    for (int i = 0; i < B / 16; ++i)
+      reinterpret_cast<uint4*>(&r)[i] = reinterpret_cast<const uint4*>(p)[i];
+  } else {
+    r = *reinterpret_cast<const Vec<T, VEC>*>(p);
+  }
+  return r;
+}
+template <class T, int VEC>
+__device__ __forceinline__ void st_vec(T* p, const Vec<T, VEC>& v) {
+  constexpr int B = sizeof(T) * VEC;
+  if constexpr (B >= 16) {
+#pragma unroll
+    for (int i = 0; i < B / 16; ++i)
+      reinterpret_cast<uint4*>(p)[i] = reinterpret_cast<const uint4*>(&v)[i];
+  } else {
+    *reinterpret_cast<Vec<T, VEC>*>(p) = v;
+  }
+}
+
+template <class... Ts>
+inline constexpr int min_size_v = [] {
+  std::size_t m = 16;
+  ((m = sizeof(Ts) < m ? sizeof(Ts) : m), ...);
+  return static_cast<int>(m);
+}();
+
+inline constexpr int kThreads = 256;
+inline constexpr int kVecUnroll = 2;
+inline constexpr int kStridedUnroll = 4;
+
+template <int VEC, class T>
+__device__ __forceinline__ Vec<T, VEC> splat(T x) {
+  Vec<T, VEC> r;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) r.v[j] = x;
+  return r;
+}
+
+// Inputs of one vector: for operand k, VEC values, loaded as a vector or, for
+// a stride-0 operand (bcast bit k), as one value repeated.
+template <int VEC, class T>
+__device__ __forceinline__ Vec<T, VEC> load_operand(const char* base, std::int64_t off,
+                                                    bool bcast) {
+  if (bcast) return splat<VEC, T>(ld<T>(base, off));
+  return ld_vec<T, VEC>(reinterpret_cast<const T*>(base) + off);
+}
+
+template <int VEC, class Out, class Op, class Tup, std::size_t... K>
+__device__ __forceinline__ Vec<Out, VEC> apply_vec(const Op& op, const Tup& in,
+                                                   std::index_sequence<K...>) {
+  Vec<Out, VEC> r;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) r.v[j] = op(::cuda::std::get<K>(in).v[j]...);
+  return r;
+}
+
+// bcast: bit k set when operand k (an input) has stride 0 along the inner dim.
+template <int VEC, class Op, class Out, class... Ins>
+__global__ void __launch_bounds__(kThreads)
+    ew_vec_kernel(EwParams<1 + sizeof...(Ins), std::int32_t> p, unsigned bcast, Op op) {
+  constexpr int N = 1 + sizeof...(Ins);
+  using Seq = std::index_sequence_for<Ins...>;
+  const std::int64_t nvec = p.numel / VEC;
+  const std::int64_t step = std::int64_t(gridDim.x) * kThreads * kVecUnroll;
+  if (p.ndim == 1) {
+    // Flat: 64-bit element offsets; stride-0 inputs are loaded once.
+    ::cuda::std::tuple<Ins...> fixed{};
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((bcast >> (K + 1) & 1 ? (::cuda::std::get<K>(fixed) = ld<Ins>(p.ptr[K + 1], 0), 0) : 0),
+       ...);
+    }
+    (Seq{});
+    for (std::int64_t v0 = std::int64_t(blockIdx.x) * kThreads * kVecUnroll + threadIdx.x;
+         v0 < nvec; v0 += step) {
+      Vec<Out, VEC> res[kVecUnroll];
+#pragma unroll
+      for (int u = 0; u < kVecUnroll; ++u) {
+        const std::int64_t v = v0 + std::int64_t(u) * kThreads;
+        if (v < nvec) {
+          const std::int64_t e = v * VEC;
+          const ::cuda::std::tuple<Vec<Ins, VEC>...> in = [&]<std::size_t... K>(
+              std::index_sequence<K...>) {
+            return ::cuda::std::tuple<Vec<Ins, VEC>...>{
+                (bcast >> (K + 1) & 1
+                     ? splat<VEC, Ins>(::cuda::std::get<K>(fixed))
+                     : ld_vec<Ins, VEC>(reinterpret_cast<const Ins*>(p.ptr[K + 1]) + e))...};
+          }
+          (Seq{});
+          res[u] = apply_vec<VEC, Out>(op, in, Seq{});
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kVecUnroll; ++u) {
+        const std::int64_t v = v0 + std::int64_t(u) * kThreads;
+        if (v < nvec) st_vec<Out, VEC>(reinterpret_cast<Out*>(p.ptr[0]) + v * VEC, res[u]);
+      }
+    }
+    // The tail: numel % VEC elements, one per thread of the first block.
+    if (blockIdx.x == 0 && threadIdx.x < p.numel - nvec * VEC) {
+      const std::int64_t e = nvec * VEC + threadIdx.x;
+      if constexpr (sizeof...(Ins) == 0) {
+        reinterpret_cast<Out*>(p.ptr[0])[e] = op();
+      } else {
+        const Out r = [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return op(
+              (bcast >> (K + 1) & 1 ? ::cuda::std::get<K>(fixed) : ld<Ins>(p.ptr[K + 1], e))...);
+        }
+        (Seq{});
+        reinterpret_cast<Out*>(p.ptr[0])[e] = r;
+      }
+    }
+    return;
+  }
+  // Rows of a multiple of VEC elements: decode each vector's offsets (32-bit).
+  for (std::int64_t v0 = std::int64_t(blockIdx.x) * kThreads * kVecUnroll + threadIdx.x; v0 < nvec;
+       v0 += step) {
+    Vec<Out, VEC> res[kVecUnroll];
+    std::int32_t off[kVecUnroll][N];
+#pragma unroll
+    for (int u = 0; u < kVecUnroll; ++u) {
+      const std::int64_t v = v0 + std::int64_t(u) * kThreads;
+      if (v < nvec) {
+        decode(p, static_cast<std::int32_t>(v * VEC), off[u]);
+        const ::cuda::std::tuple<Vec<Ins, VEC>...> in = [&]<std::size_t... K>(
+            std::index_sequence<K...>) {
+          return ::cuda::std::tuple<Vec<Ins, VEC>...>{
+              load_operand<VEC, Ins>(p.ptr[K + 1], off[u][K + 1], bcast >> (K + 1) & 1)...};
+        }
+        (Seq{});
+        res[u] = apply_vec<VEC, Out>(op, in, Seq{});
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kVecUnroll; ++u) {
+      const std::int64_t v = v0 + std::int64_t(u) * kThreads;
+      if (v < nvec) st_vec<Out, VEC>(reinterpret_cast<Out*>(p.ptr[0]) + off[u][0], res[u]);
+    }
+  }
+}
+
+template <class I, class Op, class Out, class... Ins>
+__global__ void __launch_bounds__(kThreads)
+    ew_strided_kernel(EwParams<1 + sizeof...(Ins), I> p, Op op) {
+  constexpr int N = 1 + sizeof...(Ins);
+  using Seq = std::index_sequence_for<Ins...>;
+  const I numel = static_cast<I>(p.numel);
+  const I step = I(gridDim.x) * kThreads * kStridedUnroll;
+  for (I i0 = I(blockIdx.x) * kThreads * kStridedUnroll + I(threadIdx.x); i0 < numel; i0 += step) {
+    Out res[kStridedUnroll];
+    I off[kStridedUnroll][N];
+#pragma unroll
+    for (int u = 0; u < kStridedUnroll; ++u) {
+      const I i = i0 + I(u) * kThreads;
+      if (i < numel) {
+        decode(p, i, off[u]);
+        res[u] = [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return op(ld<Ins>(p.ptr[K + 1], off[u][K + 1])...);
+        }
+        (Seq{});
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kStridedUnroll; ++u) {
+      const I i = i0 + I(u) * kThreads;
+      if (i < numel) reinterpret_cast<Out*>(p.ptr[0])[off[u][0]] = res[u];
+    }
+  }
+}
+
+// ---- launcher -------------------------------------------------------------------------
+// Multiprocessors of the current device (cached per device).
+int sm_count();
+
+inline int grid_for(std::int64_t work_items, int per_block) {
+  const std::int64_t want = (work_items + per_block - 1) / per_block;
+  const std::int64_t wave = std::int64_t(sm_count()) * (2048 / kThreads);
+  return static_cast<int>(want < wave ? (want < 1 ? 1 : want) : wave);
+}
+
+template <int N, class I>
+EwParams<N, I> make_params(const IterArgs& a) {
+  EwParams<N, I> p{};
+  p.ndim = a.ndim;
+  p.numel = a.numel();
+  for (int j = 0; j < a.ndim; ++j) {
+    const int d = a.ndim - 1 - j;
+    p.rshape[j] = static_cast<I>(a.shape[d]);
+    if (sizeof(I) == 4 && a.shape[d] <= 0x7fffffff)
+      p.div[j] = FastDiv(static_cast<std::uint32_t>(a.shape[d]));
+    for (int k = 0; k < N; ++k) p.stride[k][j] = static_cast<I>(a.op[k].strides[d]);
+  }
+  for (int k = 0; k < N; ++k) p.ptr[k] = static_cast<char*>(a.op[k].data);
+  return p;
+}
+
+// True when every operand's element offsets and numel fit in int32.
+inline bool fits_int32(const IterArgs& a, int n) {
+  constexpr std::int64_t lim = 0x7fffffff;
+  if (a.numel() > lim) return false;
+  for (int k = 0; k < n; ++k) {
+    std::int64_t lo = 0, hi = 0;
+    for (int d = 0; d < a.ndim; ++d) {
+      const std::int64_t e = (a.shape[d] - 1) * a.op[k].strides[d];
+      (e < 0 ? lo : hi) += e;
+    }
+    if (hi > lim || -lo > lim) return false;
+  }
+  return true;
+}
+
+// out = op(ins...) over the iteration; a.op[0..N-1] are the operands.
+template <class Out, class... Ins, class Op>
+void launch_elementwise(const IterArgs& a, const Op& op) {
+  constexpr int N = 1 + sizeof...(Ins);
+  check(a.nops >= N, "cuda.elementwise", "expects ", N, " operands, got ", a.nops);
+  const std::int64_t numel = a.numel();
+  if (numel == 0) return;
+  const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+  constexpr int VEC = 16 / min_size_v<Out, Ins...>;
+  constexpr std::size_t kSizes[N] = {sizeof(Out), sizeof(Ins)...};
+  const int in = a.ndim - 1;
+  const bool small = fits_int32(a, N);
+
+  // The vector path: inner strides 1 or 0 (the output's 1), aligned rows.
+  bool vec = a.op[0].strides[in] == 1;
+  unsigned bcast = 0;
+  for (int k = 0; k < N && vec; ++k) {
+    const std::int64_t s = a.op[k].strides[in];
+    if (s == 0) {
+      bcast |= 1u << k;
+      continue;
+    }
+    const std::size_t align = kSizes[k] * VEC < 16 ? kSizes[k] * VEC : 16;
+    vec = s == 1 && reinterpret_cast<std::uintptr_t>(a.op[k].data) % align == 0;
+    for (int d = 0; d < in && vec; ++d) vec = a.op[k].strides[d] % VEC == 0;
+  }
+  if (vec && a.ndim > 1) vec = small && a.shape[in] % VEC == 0;
+  if (vec) {
+    const auto p = make_params<N, std::int32_t>(a);
+    ew_vec_kernel<VEC, Op, Out, Ins...>
+        <<<grid_for(numel / VEC > 0 ? numel / VEC : 1, kThreads * kVecUnroll), kThreads, 0, st>>>(
+            p, bcast, op);
+  } else if (small) {
+    ew_strided_kernel<std::int32_t, Op, Out, Ins...>
+        <<<grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st>>>(
+            make_params<N, std::int32_t>(a), op);
+  } else {
+    ew_strided_kernel<std::int64_t, Op, Out, Ins...>
+        <<<grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st>>>(
+            make_params<N, std::int64_t>(a), op);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- functors over the CUDA stored types ------------------------------------------------
+// A maths functor F (common/elementwise_functors.hpp) on a floating stored
+// type T: inputs to the compute type, the result back to T.
+template <class F, class T>
+struct UnaryOp {
+  F f;
+  __device__ __forceinline__ T operator()(T x) const { return cvt<T>(f(cvt<compute_t<T>>(x))); }
+};
+template <class F, class T>
+struct BinaryOp {
+  F f;
+  __device__ __forceinline__ T operator()(T x, T y) const {
+    return cvt<T>(f(cvt<compute_t<T>>(x), cvt<compute_t<T>>(y)));
+  }
+};
+template <class T>
+struct WhereOp {
+  __device__ __forceinline__ T operator()(bool c, T x, T y) const { return c ? x : y; }
+};
+template <class To, class From>
+struct CastOp {
+  __device__ __forceinline__ To operator()(From x) const { return cvt<To>(x); }
+};
+// fill: the value converted once on the host side of the kernel argument.
+// (cvt is host and device code.)
+template <class T>
+struct FillOp {
+  T v;
+  __device__ __forceinline__ T operator()() const { return v; }
+};
+
+}  // namespace strata::cuda

@@ -1,0 +1,33 @@
+// cuda add, sub, mul, div on f32, f64, f16, bf16 (f16/bf16 computed in f32).
+#include "common/elementwise_functors.hpp"
+#include "cuda/elementwise/elementwise_cuda.hpp"
+#include "cuda/elementwise/engine.cuh"
+
+namespace strata::cuda {
+namespace {
+
+template <class F, class T>
+void binary(const IterArgs& a) {
+  launch_elementwise<T, T, T>(a, BinaryOp<F, T>{F{}});
+}
+
+template <class F>
+void add(std::vector<EwEntry>& v, const char* op) {
+  v.push_back({op, DType::f32, &binary<F, float>});
+  v.push_back({op, DType::f64, &binary<F, double>});
+  v.push_back({op, DType::f16, &binary<F, __half>});
+  v.push_back({op, DType::bf16, &binary<F, __nv_bfloat16>});
+}
+
+}  // namespace
+
+std::vector<EwEntry> ew_binary_entries() {
+  std::vector<EwEntry> v;
+  add<fn::Add>(v, "add");
+  add<fn::Sub>(v, "sub");
+  add<fn::Mul>(v, "mul");
+  add<fn::Div>(v, "div");
+  return v;
+}
+
+}  // namespace strata::cuda

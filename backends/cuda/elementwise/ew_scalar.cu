@@ -1,0 +1,36 @@
+// cuda ops with a scalar (IterArgs::scalar[0]): add_scalar, sub_scalar,
+// rsub_scalar, mul_scalar, div_scalar, rdiv_scalar on f32, f64, f16, bf16.
+#include "common/elementwise_functors.hpp"
+#include "cuda/elementwise/elementwise_cuda.hpp"
+#include "cuda/elementwise/engine.cuh"
+
+namespace strata::cuda {
+namespace {
+
+template <class F, class T>
+void scalar_op(const IterArgs& a) {
+  launch_elementwise<T, T>(a, UnaryOp<F, T>{F{a.scalar[0]}});
+}
+
+template <class F>
+void add(std::vector<EwEntry>& v, const char* op) {
+  v.push_back({op, DType::f32, &scalar_op<F, float>});
+  v.push_back({op, DType::f64, &scalar_op<F, double>});
+  v.push_back({op, DType::f16, &scalar_op<F, __half>});
+  v.push_back({op, DType::bf16, &scalar_op<F, __nv_bfloat16>});
+}
+
+}  // namespace
+
+std::vector<EwEntry> ew_scalar_entries() {
+  std::vector<EwEntry> v;
+  add<fn::AddScalar>(v, "add_scalar");
+  add<fn::SubScalar>(v, "sub_scalar");
+  add<fn::RsubScalar>(v, "rsub_scalar");
+  add<fn::MulScalar>(v, "mul_scalar");
+  add<fn::DivScalar>(v, "div_scalar");
+  add<fn::RdivScalar>(v, "rdiv_scalar");
+  return v;
+}
+
+}  // namespace strata::cuda
