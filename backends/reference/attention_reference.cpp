@@ -4,10 +4,23 @@
 // Speed is not a goal; being easy to check by eye is.
 #include "reference/attention_reference.hpp"
 
+#include <omp.h>
+#include <unistd.h>
+
 #include <Eigen/Dense>
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <limits>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "strata/error.hpp"
 
 namespace strata::reference {
 namespace {
@@ -102,16 +115,101 @@ void one_head(const AttentionArgs& a, std::int64_t b, std::int64_t h) {
   }
 }
 
+// Bytes of memory the system can still give us: MemAvailable from
+// /proc/meminfo (free memory plus what the kernel can reclaim), else the free
+// pages sysconf reports.
+std::uint64_t available_memory_bytes() {
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr)
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(f);
+    if (found) return static_cast<std::uint64_t>(kib) * 1024;
+  }
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0)
+    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  return std::numeric_limits<std::uint64_t>::max();  // unknown: let the allocation decide
+}
+
+// a * b, or nullopt when it does not fit in 64 bits.
+std::optional<std::uint64_t> mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+// Bytes one head's dense matrices take: S (M x N), Q (M x d), K (N x d),
+// V (N x dv) and a dv row, in the accumulation type; nullopt on overflow.
+std::optional<std::uint64_t> head_bytes(const AttentionArgs& a, std::size_t acc_size) {
+  const auto M = static_cast<std::uint64_t>(a.M), N = static_cast<std::uint64_t>(a.N);
+  const auto d = static_cast<std::uint64_t>(a.d), dv = static_cast<std::uint64_t>(a.dv);
+  std::uint64_t elems = dv;
+  for (auto [x, y] : {std::pair{M, N}, {M, d}, {N, d}, {N, dv}}) {
+    const auto p = mul(x, y);
+    if (!p || __builtin_add_overflow(elems, *p, &elems)) return std::nullopt;
+  }
+  return mul(elems, acc_size);
+}
+
+std::string mib(std::uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
 }  // namespace
 
 template <class T, class Acc>
 void attention(const AttentionArgs& a) {
   const std::int64_t heads = a.batch_count() * a.Hq;
-  // Threads over (batch, head) only when there is enough work to pay for them.
+  // The score matrix is materialised, so a long problem may need more memory
+  // than there is: say so before allocating anything (a bad_alloc thrown
+  // inside the parallel region below would terminate the process).
+  const auto need = head_bytes(a, sizeof(Acc));
+  const std::uint64_t avail = available_memory_bytes();
+  if (!need || *need > avail)
+    fail("softmax_attention", "the reference backend materialises the ", a.M, " x ", a.N,
+         " score matrix and needs ",
+         need ? std::to_string(*need) + " bytes (" + mib(*need) + ")"
+              : std::string("more than 2^64 bytes"),
+         " per head, but only ", avail, " bytes (", mib(avail),
+         ") of memory are available; use the cpu or cuda backend, which stream the keys");
+  // Threads over (batch, head) only when there is enough work to pay for them,
+  // and no more at once than the memory holds.
   const double work = static_cast<double>(heads) * static_cast<double>(a.M) *
                       static_cast<double>(a.N) * static_cast<double>(a.d + a.dv);
-#pragma omp parallel for schedule(dynamic) if (heads > 1 && work > 3e7)
-  for (std::int64_t bh = 0; bh < heads; ++bh) one_head<T, Acc>(a, bh / a.Hq, bh % a.Hq);
+  const std::uint64_t fit = *need == 0 ? heads : avail / *need;
+  const int threads = static_cast<int>(std::clamp<std::int64_t>(
+      std::min<std::uint64_t>(fit, static_cast<std::uint64_t>(omp_get_max_threads())), 1,
+      std::max<std::int64_t>(heads, 1)));
+
+  // No exception may leave an OpenMP region: the first one is kept and
+  // rethrown after it (the remaining heads are skipped).
+  std::exception_ptr first;
+  std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (heads > 1 && work > 3e7)
+  for (std::int64_t bh = 0; bh < heads; ++bh) {
+    if (failed.load(std::memory_order_relaxed)) continue;
+    try {
+      one_head<T, Acc>(a, bh / a.Hq, bh % a.Hq);
+    } catch (...) {
+#pragma omp critical(strata_reference_error)
+      if (!first) first = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);
+    }
+  }
+  if (first) {
+    try {
+      std::rethrow_exception(first);
+    } catch (const std::bad_alloc&) {
+      fail("softmax_attention", "the reference backend ran out of memory: it needs ", *need,
+           " bytes (", mib(*need), ") per head for the ", a.M, " x ", a.N,
+           " score matrix and its operands");
+    }
+  }
 }
 
 template void attention<float, double>(const AttentionArgs&);
