@@ -1,8 +1,295 @@
-// cpu matmul and linear: filled in by the matmul work.
+// cpu matmul and linear (one registry op, "matmul"): Eigen's GEMM through
+// Eigen::Map with strides, no copy for the layouts BLAS takes.
+//
+//   layout of one [rows, cols] matrix      how Eigen sees it
+//   column stride 1, row stride >= cols    RowMajor, outer stride = row stride
+//   row stride 1, column stride >= rows    ColMajor, outer stride = column stride
+//                                          (a transposed view)
+//   anything else (both strides != 1,      copied first to a contiguous
+//   zero or negative strides, rows that    row-major temporary
+//   overlap)
+//
+// f16/bf16 are converted to f32 temporaries, multiplied in f32 and rounded
+// once on the way out. The bias of linear: with an output Eigen can write
+// directly, out is filled with the bias broadcast over rows and the GEMM
+// accumulates into it (beta = 1, one pass over out); otherwise the result
+// goes to an f32/f64 temporary and the bias is added as it is rounded or
+// copied out.
+//
+// Threads. Eigen's GEMM uses OpenMP when compiled with it (EIGEN_HAS_OPENMP
+// follows -fopenmp, which the strata target has), and runs single-threaded
+// inside an OpenMP parallel region. So: many small matrices (or at least
+// one per thread) are spread over the batch with one OpenMP loop, each
+// GEMM on one thread; otherwise the batch runs in order and Eigen threads
+// each GEMM. Every allocation happens before any parallel region, and each
+// region catches what its body throws and rethrows it after the region.
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <exception>
+#include <type_traits>
+#include <vector>
+
+#include "strata/dtype.hpp"
+#include "strata/error.hpp"
+#include "strata/matmul_args.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::cpu {
+namespace {
 
-void register_cpu_matmul(Registry&) {}
+using Index = std::int64_t;
+
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class To, class From>
+inline To cvt(From x) {
+  if constexpr (std::is_same_v<To, From>)
+    return x;
+  else if constexpr (std::is_same_v<From, half> || std::is_same_v<From, bfloat16>)
+    return static_cast<To>(static_cast<float>(x));
+  else
+    return To(static_cast<float>(x));  // f32 -> half / bfloat16
+}
+
+enum class Kind { row, col, copy };
+struct Lay {
+  Kind kind;
+  Index ld;  // outer stride
+};
+
+// How Eigen can read (or write) a [rows, cols] matrix with strides rs, cs.
+// A size-1 dim's stride is irrelevant and ignored.
+Lay classify(Index rows, Index cols, Index rs, Index cs) {
+  if ((cols == 1 || cs == 1) && (rows == 1 || rs >= cols))
+    return {Kind::row, rows == 1 ? cols : rs};
+  if ((rows == 1 || rs == 1) && (cols == 1 || cs >= rows))
+    return {Kind::col, cols == 1 ? rows : cs};
+  return {Kind::copy, cols};
+}
+
+// Offset of batch index `bi` (row-major over the batch shape) in an operand.
+inline Index batch_offset(const MatmulArgs& a, const Index* strides, Index bi) {
+  Index off = 0;
+  for (int d = a.batch_rank - 1; d >= 0; --d) {
+    off += (bi % a.batch_shape[d]) * strides[d];
+    bi /= a.batch_shape[d];
+  }
+  return off;
+}
+
+// An input as the GEMM reads it: the operand itself, or a packed copy.
+template <class C>
+struct Input {
+  const C* base = nullptr;
+  Index bstride[kMaxDims] = {};
+  Lay lay{Kind::row, 0};
+  std::vector<C> own;
+};
+
+// Rows [first, last) of the batch*rows rows of a pack, spread over threads
+// when there are many elements (no allocation, no throw inside).
+template <class F>
+void parallel_rows(Index nrows, Index elems, const F& f) {
+  if (elems < (Index(1) << 16) || omp_get_max_threads() == 1) {
+    for (Index r = 0; r < nrows; ++r) f(r);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (Index r = 0; r < nrows; ++r) f(r);
+}
+
+template <class T, class C>
+Input<C> prepare(const MatmulArgs& a, const Operand& op, Index rows, Index cols) {
+  const int br = a.batch_rank;
+  Input<C> in;
+  in.lay = classify(rows, cols, op.strides[br], op.strides[br + 1]);
+  if (std::is_same_v<T, C> && in.lay.kind != Kind::copy) {
+    in.base = static_cast<const C*>(op.data);
+    for (int d = 0; d < br; ++d) in.bstride[d] = op.strides[d];
+    return in;
+  }
+  // Packed row-major, one matrix per distinct batch index (a broadcast
+  // batch dim, stride 0, stays stride 0 in the pack).
+  Index count = 1;
+  for (int d = br - 1; d >= 0; --d) {
+    if (op.strides[d] == 0 || a.batch_shape[d] == 1) continue;
+    in.bstride[d] = count * rows * cols;
+    count *= a.batch_shape[d];
+  }
+  in.own.resize(static_cast<std::size_t>(count * rows * cols));
+  in.lay = {Kind::row, cols};
+  in.base = in.own.data();  // a moved vector keeps its buffer
+  const T* src = static_cast<const T*>(op.data);
+  C* dst = in.own.data();
+  const Index rs = op.strides[br], cs = op.strides[br + 1];
+  const Index batch = a.batch_count();
+  // Each distinct matrix once: batch indices whose broadcast coordinates are
+  // all 0 (the others map to the same source and destination).
+  std::vector<Index> firsts;
+  for (Index bi = 0; bi < batch; ++bi) {
+    Index rest = bi;
+    bool first = true;
+    for (int d = br - 1; d >= 0 && first; --d) {
+      if (in.bstride[d] == 0 && rest % a.batch_shape[d] != 0) first = false;
+      rest /= a.batch_shape[d];
+    }
+    if (first) firsts.push_back(bi);
+  }
+  const Index nfirst = static_cast<Index>(firsts.size());
+  parallel_rows(nfirst * rows, nfirst * rows * cols, [&](Index r) {
+    const Index bi = firsts[static_cast<std::size_t>(r / rows)], i = r % rows;
+    const T* s = src + batch_offset(a, op.strides, bi) + i * rs;
+    C* d = dst + batch_offset(a, in.bstride, bi) + i * cols;
+    for (Index j = 0; j < cols; ++j) d[j] = cvt<C>(s[j * cs]);
+  });
+  return in;
+}
+
+template <class C, int Order>
+using CMap = Eigen::Map<const Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Order>,
+                        Eigen::Unaligned, Eigen::OuterStride<>>;
+template <class C, int Order>
+using MMap = Eigen::Map<Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Order>, Eigen::Unaligned,
+                        Eigen::OuterStride<>>;
+
+template <class C, int OA, int OB, int OC>
+void gemm_impl(const C* pa, Index lda, const C* pb, Index ldb, C* pc, Index ldc, Index M, Index N,
+               Index K, bool accumulate) {
+  const CMap<C, OA> A(pa, M, K, Eigen::OuterStride<>(lda));
+  const CMap<C, OB> B(pb, K, N, Eigen::OuterStride<>(ldb));
+  MMap<C, OC> Cm(pc, M, N, Eigen::OuterStride<>(ldc));
+  if (accumulate)
+    Cm.noalias() += A * B;
+  else
+    Cm.noalias() = A * B;
+}
+
+constexpr int R = Eigen::RowMajor, Cl = Eigen::ColMajor;
+
+template <class C, int OA, int OB>
+void gemm_c(const C* pa, Index lda, const C* pb, Index ldb, C* pc, Lay lc, Index M, Index N,
+            Index K, bool acc) {
+  if (lc.kind == Kind::row)
+    gemm_impl<C, OA, OB, R>(pa, lda, pb, ldb, pc, lc.ld, M, N, K, acc);
+  else
+    gemm_impl<C, OA, OB, Cl>(pa, lda, pb, ldb, pc, lc.ld, M, N, K, acc);
+}
+
+template <class C>
+void gemm(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index N, Index K,
+          bool acc) {
+  const bool ar = la.kind == Kind::row, brw = lb.kind == Kind::row;
+  if (ar && brw)
+    gemm_c<C, R, R>(pa, la.ld, pb, lb.ld, pc, lc, M, N, K, acc);
+  else if (ar)
+    gemm_c<C, R, Cl>(pa, la.ld, pb, lb.ld, pc, lc, M, N, K, acc);
+  else if (brw)
+    gemm_c<C, Cl, R>(pa, la.ld, pb, lb.ld, pc, lc, M, N, K, acc);
+  else
+    gemm_c<C, Cl, Cl>(pa, la.ld, pb, lb.ld, pc, lc, M, N, K, acc);
+}
+
+// out[b, m, n] = value(b, m, n) + bias[n], rounded to T; any strides.
+template <class T, class C, class V>
+void write_out(const MatmulArgs& a, const V& value) {
+  const int br = a.batch_rank;
+  const Index M = a.M, N = a.N, batch = a.batch_count();
+  T* out = static_cast<T*>(a.out.data);
+  const T* bias = static_cast<const T*>(a.bias.data);
+  const Index om = a.out.strides[br], on = a.out.strides[br + 1];
+  const Index bs = bias ? a.bias.strides[0] : 0;
+  parallel_rows(batch * M, batch * M * N, [&](Index r) {
+    const Index bi = r / M, m = r % M;
+    T* o = out + batch_offset(a, a.out.strides, bi) + m * om;
+    for (Index n = 0; n < N; ++n) {
+      C v = value(bi, m, n);
+      if (bias) v += cvt<C>(bias[n * bs]);
+      o[n * on] = cvt<T>(v);
+    }
+  });
+}
+
+template <class T>
+void matmul_cpu(const MatmulArgs& a) {
+  using C = compute_t<T>;
+  const Index M = a.M, N = a.N, K = a.K, batch = a.batch_count();
+  const int br = a.batch_rank;
+  if (K == 0) {  // out = bias or 0
+    write_out<T, C>(a, [](Index, Index, Index) { return C(0); });
+    return;
+  }
+  const Input<C> ia = prepare<T, C>(a, a.a, M, K);
+  const Input<C> ib = prepare<T, C>(a, a.b, K, N);
+
+  // The output: written in place when Eigen can map it, else a temporary.
+  Lay lc = classify(M, N, a.out.strides[br], a.out.strides[br + 1]);
+  const bool direct = std::is_same_v<T, C> && lc.kind != Kind::copy;
+  std::vector<C> tmp;
+  C* cbase = static_cast<C*>(a.out.data);
+  Index cstride[kMaxDims] = {};
+  if (direct) {
+    for (int d = 0; d < br; ++d) cstride[d] = a.out.strides[d];
+  } else {
+    tmp.resize(static_cast<std::size_t>(batch * M * N));
+    cbase = tmp.data();
+    lc = {Kind::row, N};
+    Index s = M * N;
+    for (int d = br - 1; d >= 0; --d) {
+      cstride[d] = s;
+      s *= a.batch_shape[d];
+    }
+  }
+  const bool fill_bias = direct && a.bias.data != nullptr;
+  const C* bias = static_cast<const C*>(a.bias.data);
+  const Index bs = a.bias.data ? a.bias.strides[0] : 0;
+
+  auto one = [&](Index bi) {
+    const C* pa = ia.base + batch_offset(a, ia.bstride, bi);
+    const C* pb = ib.base + batch_offset(a, ib.bstride, bi);
+    C* pc = cbase + batch_offset(a, cstride, bi);
+    if (fill_bias) {  // out = bias broadcast over rows, then out += a b
+      for (Index m = 0; m < M; ++m)
+        for (Index n = 0; n < N; ++n)
+          pc[lc.kind == Kind::row ? m * lc.ld + n : m + n * lc.ld] = bias[n * bs];
+    }
+    gemm(pa, ia.lay, pb, ib.lay, pc, lc, M, N, K, fill_bias);
+  };
+
+  const int threads = omp_get_max_threads();
+  const double work = double(M) * double(N) * double(K);
+  if (batch > 1 && threads > 1 && (work <= double(1 << 18) || batch >= threads)) {
+    std::exception_ptr err;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (Index bi = 0; bi < batch; ++bi) {
+      try {
+        one(bi);
+      } catch (...) {
+#pragma omp critical(strata_matmul_err)
+        if (!err) err = std::current_exception();
+      }
+    }
+    if (err) std::rethrow_exception(err);
+  } else {
+    for (Index bi = 0; bi < batch; ++bi) one(bi);
+  }
+
+  if (!direct) {
+    const Index cs0 = M * N;
+    write_out<T, C>(a, [&](Index bi, Index m, Index n) { return tmp[bi * cs0 + m * N + n]; });
+  }
+}
+
+}  // namespace
+
+void register_cpu_matmul(Registry& r) {
+  r.add_kernel<MatmulArgs>("matmul", "cpu", DType::f32, "cpu.matmul.eigen", &matmul_cpu<float>);
+  r.add_kernel<MatmulArgs>("matmul", "cpu", DType::f64, "cpu.matmul.eigen", &matmul_cpu<double>);
+  r.add_kernel<MatmulArgs>("matmul", "cpu", DType::f16, "cpu.matmul.eigen_f32", &matmul_cpu<half>);
+  r.add_kernel<MatmulArgs>("matmul", "cpu", DType::bf16, "cpu.matmul.eigen_f32",
+                           &matmul_cpu<bfloat16>);
+}
 
 }  // namespace strata::cpu

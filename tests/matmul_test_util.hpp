@@ -1,0 +1,162 @@
+#pragma once
+// Shared by tests/test_ops_matmul.cpp (cpu vs reference) and
+// tests/cuda/test_cuda_matmul.cpp (cuda vs reference): operands in a chosen
+// memory layout on any device, filled with the same values everywhere, and
+// the comparison with its per-dtype tolerance.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "strata/matmul.hpp"
+#include "strata/tensor.hpp"
+
+namespace matmul_test {
+
+using strata::Device;
+using strata::DType;
+using strata::Shape;
+using strata::Tensor;
+
+enum class Layout {
+  contiguous,   // row-major
+  transposed,   // column-major: a transpose view (unit row stride)
+  sliced,       // a window of a larger buffer: offset, row stride > cols
+  neg_rows,     // rows flipped: negative row stride
+  neg_cols,     // columns flipped: negative column stride
+  inner_step,   // every other column: column stride 2 (no unit stride)
+  bcast_batch,  // one matrix expanded over the batch dims (stride 0)
+};
+
+inline const char* name(Layout l) {
+  switch (l) {
+    case Layout::contiguous:
+      return "contiguous";
+    case Layout::transposed:
+      return "transposed";
+    case Layout::sliced:
+      return "sliced";
+    case Layout::neg_rows:
+      return "neg_rows";
+    case Layout::neg_cols:
+      return "neg_cols";
+    case Layout::inner_step:
+      return "inner_step";
+    case Layout::bcast_batch:
+      return "bcast_batch";
+  }
+  return "?";
+}
+
+inline const Layout kAllLayouts[] = {Layout::contiguous, Layout::transposed, Layout::sliced,
+                                     Layout::neg_rows,   Layout::neg_cols,   Layout::inner_step,
+                                     Layout::bcast_batch};
+
+// A view of `shape` (rank >= 2) with layout `l` on `dev`, its buffer full of
+// NaN first (so a read outside the view shows), then the values `values`
+// (a host tensor of `shape`) copied in.
+inline Tensor make_view(const Tensor& values, Layout l, Device dev) {
+  const Shape& s = values.shape();
+  const int r = static_cast<int>(s.size());
+  const DType dt = values.dtype();
+  const std::int64_t R = s[r - 2], C = s[r - 1];
+  Shape big = s;
+  Tensor v;
+  switch (l) {
+    case Layout::contiguous:
+      v = Tensor::full(s, NAN, dt, dev);
+      break;
+    case Layout::transposed:
+      std::swap(big[r - 2], big[r - 1]);
+      v = Tensor::full(big, NAN, dt, dev).transpose(r - 2, r - 1);
+      break;
+    case Layout::sliced:
+      big[r - 2] = R + 2;
+      big[r - 1] = C + 3;
+      v = Tensor::full(big, NAN, dt, dev).slice(r - 2, 1, R + 1).slice(r - 1, 2, C + 2);
+      break;
+    case Layout::neg_rows:
+      v = Tensor::full(s, NAN, dt, dev).flip(r - 2);
+      break;
+    case Layout::neg_cols:
+      v = Tensor::full(s, NAN, dt, dev).flip(r - 1);
+      break;
+    case Layout::inner_step:
+      big[r - 1] = 2 * C;
+      v = Tensor::full(big, NAN, dt, dev).slice(r - 1, 0, 2 * C, 2);
+      break;
+    case Layout::bcast_batch: {
+      // Every batch entry is the first matrix: the values are made to match.
+      Tensor one = Tensor::full({R, C}, NAN, dt, dev);
+      one.copy_from(values.reshape_copy({-1, R, C}).select(0, 0));
+      return one.expand(s);
+    }
+  }
+  v.copy_from(values);
+  return v;
+}
+
+// Unit roundoff of products and sums: f32 accumulation for f32, f16 and
+// bf16 (inputs are exact in f32), TF32 products (10-bit mantissa inputs)
+// for precision medium.
+inline double acc_unit(DType dt, strata::Precision p) {
+  if (dt == DType::f64) return std::ldexp(1.0, -53);
+  if (dt == DType::f32 && p == strata::Precision::medium) return std::ldexp(1.0, -11);
+  return std::ldexp(1.0, -24);
+}
+// One ulp (relative) of the output type: the result and the reference are
+// each rounded once to it, so they may differ by one ulp of the value.
+inline double out_ulp(DType dt) {
+  switch (dt) {
+    case DType::f64:
+      return std::ldexp(1.0, -52);
+    case DType::f16:
+      return std::ldexp(1.0, -10);
+    case DType::bf16:
+      return std::ldexp(1.0, -7);
+    default:
+      return std::ldexp(1.0, -23);
+  }
+}
+
+// got vs want (the f64 reference, rounded to the dtype), elementwise:
+//   |got - want| <= out_ulp * |want| + 16 * u * sqrt(K) * scale
+// Inputs are standard normal, so each product has magnitude ~1 (scale = the
+// largest |a_ik b_kj| sum's typical term, 1 here, plus the bias) and the
+// accumulated rounding error of a K-term sum in unit roundoff u grows like
+// u sqrt(K) (random-walk); 16 covers the blocked/tree orders of BLAS and a
+// 4-sigma tail. TF32 (medium) rounds each input to 11 significant bits, so
+// u = 2^-11 there: the same bound, in that unit.
+inline void require_close(const Tensor& got, const Tensor& want, std::int64_t K,
+                          strata::Precision p = strata::Precision::highest) {
+  REQUIRE(got.shape() == want.shape());
+  REQUIRE(got.dtype() == want.dtype());
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  const double u = acc_unit(want.dtype(), p), ulp = out_ulp(want.dtype());
+  const double floor = 16.0 * u * std::sqrt(double(K > 0 ? K : 1)) * 2.0;
+  std::size_t bad = 0, first = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double err = std::abs(g[i] - w[i]);
+    const double tol = ulp * std::abs(w[i]) + floor;
+    if (!(err <= tol)) {  // NaN fails
+      if (bad++ == 0) first = i;
+    }
+    if (err > worst || std::isnan(err)) worst = err;
+  }
+  INFO("mismatches " << bad << " of " << g.size() << "; first at flat index " << first << ": got "
+                     << (g.empty() ? 0 : g[first]) << ", want " << (w.empty() ? 0 : w[first])
+                     << "; worst abs error " << worst << ", floor " << floor);
+  REQUIRE(bad == 0);
+}
+
+inline strata::MatmulOptions on(const char* backend,
+                                strata::Precision p = strata::Precision::highest) {
+  strata::MatmulOptions o;
+  o.backend = backend;
+  o.precision = p;
+  return o;
+}
+
+}  // namespace matmul_test
