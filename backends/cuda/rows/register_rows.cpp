@@ -1,8 +1,17 @@
-// Registration of the cuda rows kernels: filled in as they land.
+// Registration of the cuda row kernels (rows_cuda.hpp's tables), named
+// "cuda.rows.<op>", on f32, f64, f16 and bf16 (the key: x's dtype, the
+// table's for embedding).
+#include <string>
+
+#include "cuda/rows/rows_cuda.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::cuda {
 
-void register_cuda_rows(Registry&) {}
+void register_cuda_rows(Registry& r) {
+  for (auto table : {&row_reduce_entries, &row_norm_entries, &row_gather_entries})
+    for (const EwEntry& e : table())
+      r.add_kernel<IterArgs>(e.op, "cuda", e.dtype, std::string("cuda.rows.") + e.op, e.run);
+}
 
 }  // namespace strata::cuda

@@ -1,0 +1,180 @@
+#pragma once
+// The cuda row kernels' shared machinery (docs/ops.md, "Row ops"): a row
+// is the last dim of an IterArgs with row == true; a group of G threads (a
+// warp for rows of up to 1024 elements, a 256-thread block beyond) owns one
+// row at a time. The row is walked in tiles of G * kCap elements: thread
+// `lane` holds elements (lane + i*G)*VEC + j of a tile (i < kCap/VEC, j <
+// VEC) in registers, loaded as one 16-byte vector per i when every walked
+// operand's row is unit-stride, 16-byte aligned and a multiple of VEC long,
+// else element by element through the strides. Rows of up to G * kCap
+// elements (8192 for a block) are read once and kept in registers between
+// the statistics pass and the output pass; longer rows are re-read per pass.
+// Reductions combine per-thread partials with xor shuffles, then across the
+// block's warps through shared memory. All row offsets are 64-bit.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/elementwise/engine.cuh"
+#include "strata/iter_args.hpp"
+
+namespace strata::cuda {
+
+inline constexpr int kRowThreads = 256;
+inline constexpr int kCap = 32;  // elements per thread per tile
+
+// Outer dims innermost first; rstride the step along the row.
+struct RowParams {
+  int nouter;
+  std::int64_t rows, n;
+  std::int64_t oshape[kMaxDims];
+  std::int64_t ostride[kMaxOperands][kMaxDims];
+  std::int64_t rstride[kMaxOperands];
+  char* ptr[kMaxOperands];
+  int nops;
+  bool vec;  // every walked operand: unit-stride rows, 16-byte aligned, n % VEC == 0
+  double scalar[2];
+  std::int64_t iparam[2];
+};
+
+inline RowParams make_row_params(const IterArgs& a) {
+  RowParams p{};
+  const int last = a.ndim - 1;
+  p.nouter = last;
+  p.rows = 1;
+  for (int d = 0; d < last; ++d) p.rows *= a.shape[d];
+  p.n = a.shape[last];
+  p.nops = a.nops;
+  for (int j = 0; j < last; ++j) p.oshape[j] = a.shape[last - 1 - j];
+  for (int k = 0; k < a.nops; ++k) {
+    p.ptr[k] = static_cast<char*>(a.op[k].data);
+    p.rstride[k] = a.op[k].strides[last];
+    for (int j = 0; j < last; ++j) p.ostride[k][j] = a.op[k].strides[last - 1 - j];
+  }
+  p.scalar[0] = a.scalar[0];
+  p.scalar[1] = a.scalar[1];
+  p.iparam[0] = a.iparam[0];
+  p.iparam[1] = a.iparam[1];
+  return p;
+}
+
+// True when operands `walked` (a bit mask; absent ones skipped) can take
+// VEC-wide vector loads along every row.
+inline bool rows_vectorisable(const IterArgs& a, unsigned walked, int vec, std::size_t itemsz) {
+  const int last = a.ndim - 1;
+  if (a.shape[last] % vec != 0) return false;
+  for (int k = 0; k < a.nops; ++k) {
+    if (!(walked >> k & 1) || a.op[k].data == nullptr) continue;
+    if (a.op[k].strides[last] != 1) return false;
+    if (reinterpret_cast<std::uintptr_t>(a.op[k].data) % (itemsz * vec) != 0) return false;
+    for (int d = 0; d < last; ++d)
+      if (a.op[k].strides[d] % vec != 0) return false;
+  }
+  return true;
+}
+
+__device__ __forceinline__ void row_offsets(const RowParams& p, std::int64_t row,
+                                            std::int64_t (&off)[kMaxOperands]) {
+#pragma unroll
+  for (int k = 0; k < kMaxOperands; ++k) off[k] = 0;
+  for (int j = 0; j < p.nouter; ++j) {
+    const std::int64_t q = row / p.oshape[j];
+    const std::int64_t r = row - q * p.oshape[j];
+#pragma unroll
+    for (int k = 0; k < kMaxOperands; ++k) off[k] += r * p.ostride[k][j];
+    row = q;
+  }
+}
+
+// Element index of slot (i, j) of a tile starting at t0.
+template <int G, int VEC>
+__device__ __forceinline__ std::int64_t tile_elem(std::int64_t t0, int lane, int i, int j) {
+  return t0 + (std::int64_t(lane) + std::int64_t(i) * G) * VEC + j;
+}
+
+template <class T, int G, class C>
+__device__ __forceinline__ void load_tile(const T* base, std::int64_t rs, std::int64_t n,
+                                          std::int64_t t0, int lane, bool vec, C (&v)[kCap]) {
+  constexpr int VEC = 16 / sizeof(T);
+#pragma unroll
+  for (int i = 0; i < kCap / VEC; ++i) {
+    const std::int64_t e0 = tile_elem<G, VEC>(t0, lane, i, 0);
+    if (vec) {
+      if (e0 < n) {
+        const Vec<T, VEC> x = ld_vec<T, VEC>(base + e0);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) v[i * VEC + j] = cvt<C>(x.v[j]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        if (e0 + j < n) v[i * VEC + j] = cvt<C>(base[(e0 + j) * rs]);
+    }
+  }
+}
+
+template <class T, int G, class C>
+__device__ __forceinline__ void store_tile(T* base, std::int64_t rs, std::int64_t n,
+                                           std::int64_t t0, int lane, bool vec,
+                                           const C (&v)[kCap]) {
+  constexpr int VEC = 16 / sizeof(T);
+#pragma unroll
+  for (int i = 0; i < kCap / VEC; ++i) {
+    const std::int64_t e0 = tile_elem<G, VEC>(t0, lane, i, 0);
+    if (vec) {
+      if (e0 < n) {
+        Vec<T, VEC> x;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) x.v[j] = cvt<T>(v[i * VEC + j]);
+        st_vec<T, VEC>(base + e0, x);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j)
+        if (e0 + j < n) base[(e0 + j) * rs] = cvt<T>(v[i * VEC + j]);
+    }
+  }
+}
+
+struct SumOp {
+  template <class C>
+  __device__ __forceinline__ C operator()(C a, C b) const {
+    return a + b;
+  }
+};
+// The larger, NaN ignored (softmax's shift; a NaN still reaches its sum).
+struct MaxOp {
+  template <class C>
+  __device__ __forceinline__ C operator()(C a, C b) const {
+    return b > a ? b : a;
+  }
+};
+
+// Reduces v over the G threads of a group (G == 32: the warp; else the whole
+// block, which must be exactly one group). sh holds G / 32 values.
+template <int G, class C, class Op>
+__device__ __forceinline__ C group_reduce(C v, Op op, C* sh) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if constexpr (G > 32) {
+    const int w = threadIdx.x / 32;
+    __syncthreads();  // the previous reduction's readers are done
+    if (threadIdx.x % 32 == 0) sh[w] = v;
+    __syncthreads();
+    v = sh[0];
+#pragma unroll
+    for (int k = 1; k < G / 32; ++k) v = op(v, sh[k]);
+  }
+  return v;
+}
+
+inline int row_grid(std::int64_t rows, int rows_per_block) {
+  const std::int64_t want = (rows + rows_per_block - 1) / rows_per_block;
+  const std::int64_t cap = std::int64_t(sm_count()) * 32;
+  return static_cast<int>(want < 1 ? 1 : (want < cap ? want : cap));
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,16 @@
+#pragma once
+// The cuda row kernels as (op, dtype, entry point) tables, so that
+// register_rows.cpp registers them without CUDA headers (docs/ops.md, "Row
+// ops", for the operands of each).
+#include <vector>
+
+#include "cuda/elementwise/elementwise_cuda.hpp"
+
+namespace strata::cuda {
+
+std::vector<EwEntry> row_reduce_entries();  // rows_reduce.cu: sum, mean, max, argmax,
+                                            // softmax, log_softmax
+std::vector<EwEntry> row_norm_entries();    // rows_norm.cu: layer_norm, rms_norm
+std::vector<EwEntry> row_gather_entries();  // rows_gather.cu: embedding, rotary
+
+}  // namespace strata::cuda

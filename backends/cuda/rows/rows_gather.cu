@@ -1,0 +1,183 @@
+// cuda embedding (out [..., D], ids i32/i64 with stride 0 along the row,
+// side = table [V, D]) and rotary (out, x, positions i32/i64; scalar[0] =
+// theta, iparam[0] = rotary dims r, iparam[1] = style) on f32, f64, f16,
+// bf16. One warp per row, lanes along it.
+//
+// embedding checks every id first: check_ids_kernel records the smallest
+// row index whose id is outside [0, V) in device memory (atomicMin); the
+// launcher copies it back, synchronises the stream and throws
+// "embedding: ids holds X at index I, outside [0, V)" (I in the iteration's
+// row order, as the reference) before the gather is launched, so a bad id
+// leaves out untouched.
+#include <cmath>
+
+#include "cuda/rows/rows.cuh"
+#include "cuda/rows/rows_cuda.hpp"
+#include "strata/error.hpp"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = kRowThreads / 32;
+
+template <class I>
+__device__ __forceinline__ std::int64_t load_id(const char* base, std::int64_t off) {
+  return static_cast<std::int64_t>(reinterpret_cast<const I*>(base)[off]);
+}
+
+template <class I>
+__global__ void __launch_bounds__(kRowThreads)
+    check_ids_kernel(RowParams p, std::int64_t vocab, unsigned long long* bad) {
+  for (std::int64_t row = std::int64_t(blockIdx.x) * kRowThreads + threadIdx.x; row < p.rows;
+       row += std::int64_t(gridDim.x) * kRowThreads) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const std::int64_t id = load_id<I>(p.ptr[1], off[1]);
+    if (id < 0 || id >= vocab) atomicMin(bad, static_cast<unsigned long long>(row));
+  }
+}
+
+struct Table {
+  const char* data;
+  std::int64_t s0, s1;
+};
+
+template <class T, class I>
+__global__ void __launch_bounds__(kRowThreads) gather_kernel(RowParams p, Table t) {
+  const int lane = threadIdx.x % 32;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+       row < p.rows; row += std::int64_t(gridDim.x) * kWarpsPerBlock) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const std::int64_t id = load_id<I>(p.ptr[1], off[1]);
+    const T* src = reinterpret_cast<const T*>(t.data) + id * t.s0;
+    T* dst = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+    constexpr int VEC = 16 / sizeof(T);
+    if (p.vec) {
+      for (std::int64_t e = std::int64_t(lane) * VEC; e < p.n; e += 32 * VEC)
+        st_vec<T, VEC>(dst + e, ld_vec<T, VEC>(src + e));
+    } else {
+      for (std::int64_t e = lane; e < p.n; e += 32) dst[e * p.rstride[0]] = src[e * t.s1];
+    }
+  }
+}
+
+template <class T, class I>
+void embedding_as(const IterArgs& a) {
+  RowParams p = make_row_params(a);
+  if (p.rows == 0) return;
+  const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+  const std::int64_t vocab = a.side.shape[0];
+  unsigned long long* bad = nullptr;
+  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&bad), sizeof *bad, st));
+  unsigned long long found = ~0ull;
+  cudaError_t err = cudaMemsetAsync(bad, 0xff, sizeof *bad, st);
+  if (err == cudaSuccess) {
+    const std::int64_t want = (p.rows + kRowThreads - 1) / kRowThreads;
+    const int grid = static_cast<int>(want < std::int64_t(sm_count()) * 8 ? want : sm_count() * 8);
+    check_ids_kernel<I><<<grid, kRowThreads, 0, st>>>(p, vocab, bad);
+    err = cudaGetLastError();
+  }
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, st);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(st);
+  (void)cudaFreeAsync(bad, st);
+  if (err != cudaSuccess) throw_cuda_error(err, "embedding id check", __FILE__, __LINE__);
+  if (found != ~0ull) {
+    // The id itself: one element of ids, at the offset of row `found`.
+    std::int64_t row = static_cast<std::int64_t>(found), off = 0;
+    for (int j = 0; j < p.nouter; ++j) {
+      off += (row % p.oshape[j]) * p.ostride[1][j];
+      row /= p.oshape[j];
+    }
+    I id = 0;
+    CUDA_CHECK(cudaMemcpy(&id, reinterpret_cast<const I*>(p.ptr[1]) + off, sizeof id,
+                          cudaMemcpyDeviceToHost));
+    fail("embedding", "ids holds ", static_cast<std::int64_t>(id), " at index ", found,
+         ", outside [0, ", vocab, ")");
+  }
+  const Table t{static_cast<const char*>(a.side.data), a.side.strides[0], a.side.strides[1]};
+  constexpr int VEC = 16 / sizeof(T);
+  p.vec = p.n % VEC == 0 && t.s1 == 1 && p.rstride[0] == 1 && t.s0 % VEC == 0 &&
+          reinterpret_cast<std::uintptr_t>(t.data) % 16 == 0 &&
+          reinterpret_cast<std::uintptr_t>(p.ptr[0]) % 16 == 0;
+  for (int j = 0; j < p.nouter && p.vec; ++j) p.vec = p.ostride[0][j] % VEC == 0;
+  gather_kernel<T, I><<<row_grid(p.rows, kWarpsPerBlock), kRowThreads, 0, st>>>(p, t);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void embedding(const IterArgs& a) {
+  if (a.op[1].dtype == DType::i32)
+    embedding_as<T, std::int32_t>(a);
+  else
+    embedding_as<T, std::int64_t>(a);
+}
+
+// Rotary: lanes over the r/2 pairs of a row, then over the copied tail.
+template <class T, class I>
+__global__ void __launch_bounds__(kRowThreads) rotary_kernel(RowParams p) {
+  using C = compute_t<T>;
+  const int lane = threadIdx.x % 32;
+  const std::int64_t r = p.iparam[0], half = r / 2;
+  const bool inter = p.iparam[1] == 1;
+  const double theta = p.scalar[0];
+  for (std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+       row < p.rows; row += std::int64_t(gridDim.x) * kWarpsPerBlock) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
+    T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+    const std::int64_t pos = load_id<I>(p.ptr[2], off[2]);
+    for (std::int64_t i = lane; i < half; i += 32) {
+      const double e = -2.0 * static_cast<double>(i) / static_cast<double>(r);
+      C c, s;
+      if constexpr (std::is_same_v<C, double>) {
+        sincos(static_cast<double>(pos) * pow(theta, e), &s, &c);
+      } else {
+        // As Hugging Face: inv_freq in f32, the angle rounded to f32, the
+        // precise sincosf of that angle.
+        const float inv_freq = static_cast<float>(pow(theta, e));
+        const float angle = __fmul_rn(static_cast<float>(pos), inv_freq);
+        sincosf(angle, &s, &c);
+      }
+      const std::int64_t i0 = inter ? 2 * i : i, i1 = inter ? 2 * i + 1 : i + half;
+      const C x0 = cvt<C>(x[i0 * p.rstride[1]]), x1 = cvt<C>(x[i1 * p.rstride[1]]);
+      out[i0 * p.rstride[0]] = cvt<T>(x0 * c - x1 * s);
+      out[i1 * p.rstride[0]] = cvt<T>(x1 * c + x0 * s);
+    }
+    for (std::int64_t j = r + lane; j < p.n; j += 32) out[j * p.rstride[0]] = x[j * p.rstride[1]];
+  }
+}
+
+template <class T>
+void rotary(const IterArgs& a) {
+  RowParams p = make_row_params(a);
+  if (p.rows == 0 || p.n == 0) return;
+  const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+  const int grid = row_grid(p.rows, kWarpsPerBlock);
+  if (a.op[2].dtype == DType::i32)
+    rotary_kernel<T, std::int32_t><<<grid, kRowThreads, 0, st>>>(p);
+  else
+    rotary_kernel<T, std::int64_t><<<grid, kRowThreads, 0, st>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void add_all(std::vector<EwEntry>& v, DType dt) {
+  v.push_back({"embedding", dt, &embedding<T>});
+  v.push_back({"rotary", dt, &rotary<T>});
+}
+
+}  // namespace
+
+std::vector<EwEntry> row_gather_entries() {
+  std::vector<EwEntry> v;
+  add_all<float>(v, DType::f32);
+  add_all<double>(v, DType::f64);
+  add_all<__half>(v, DType::f16);
+  add_all<__nv_bfloat16>(v, DType::bf16);
+  return v;
+}
+
+}  // namespace strata::cuda

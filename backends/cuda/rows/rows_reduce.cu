@@ -1,0 +1,202 @@
+// cuda sum, mean, max, argmax (out has stride 0 along the row; argmax's is
+// i64), softmax and log_softmax, on f32, f64, f16, bf16; f16/bf16/f32
+// accumulate in f32 (per-thread partials, then a shuffle tree), f64 in f64.
+#include <cmath>
+
+#include "cuda/rows/rows.cuh"
+#include "cuda/rows/rows_cuda.hpp"
+
+namespace strata::cuda {
+namespace {
+
+enum class Red { sum, mean, max, argmax };
+
+// (value, index) of the first maximum, a NaN larger than anything.
+template <class C>
+__device__ __forceinline__ bool better(C va, std::int64_t ia, C vb, std::int64_t ib) {
+  const bool na = va != va, nb = vb != vb;
+  if (na != nb) return na;
+  if (!na && va != vb) return va > vb;
+  return ia < ib;
+}
+
+template <Red OP, class T, int G>
+__global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
+  using C = compute_t<T>;
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr std::int64_t kTile = std::int64_t(G) * kCap;
+  __shared__ C sh[G / 32];
+  __shared__ std::int64_t shi[G / 32];
+  const int lane = threadIdx.x % G;
+  const int rpb = kRowThreads / G;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
+       row += std::int64_t(gridDim.x) * rpb) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
+    C v[kCap];
+    if constexpr (OP == Red::sum || OP == Red::mean) {
+      C s = 0;
+      for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
+        load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+#pragma unroll
+        for (int i = 0; i < kCap / VEC; ++i)
+#pragma unroll
+          for (int j = 0; j < VEC; ++j)
+            if (tile_elem<G, VEC>(t0, lane, i, j) < p.n) s += v[i * VEC + j];
+      }
+      s = group_reduce<G>(s, SumOp{}, sh);
+      if (OP == Red::mean) s = s / C(p.n);
+      if (lane == 0) reinterpret_cast<T*>(p.ptr[0])[off[0]] = cvt<T>(s);
+    } else {
+      C best = 0;
+      std::int64_t bi = INT64_MAX;
+      for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
+        load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+#pragma unroll
+        for (int i = 0; i < kCap / VEC; ++i)
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            const std::int64_t e = tile_elem<G, VEC>(t0, lane, i, j);
+            if (e < p.n && (bi == INT64_MAX || better(v[i * VEC + j], e, best, bi))) {
+              best = v[i * VEC + j];
+              bi = e;
+            }
+          }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const C ob = __shfl_xor_sync(0xffffffffu, best, o);
+        const std::int64_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (oi != INT64_MAX && (bi == INT64_MAX || better(ob, oi, best, bi))) {
+          best = ob;
+          bi = oi;
+        }
+      }
+      if constexpr (G > 32) {
+        __syncthreads();
+        if (threadIdx.x % 32 == 0) {
+          sh[threadIdx.x / 32] = best;
+          shi[threadIdx.x / 32] = bi;
+        }
+        __syncthreads();
+        best = sh[0];
+        bi = shi[0];
+        for (int k = 1; k < G / 32; ++k)
+          if (shi[k] != INT64_MAX && (bi == INT64_MAX || better(sh[k], shi[k], best, bi))) {
+            best = sh[k];
+            bi = shi[k];
+          }
+      }
+      if (lane == 0) {
+        if constexpr (OP == Red::max)
+          reinterpret_cast<T*>(p.ptr[0])[off[0]] = cvt<T>(best);
+        else
+          reinterpret_cast<std::int64_t*>(p.ptr[0])[off[0]] = bi == INT64_MAX ? 0 : bi;
+      }
+    }
+  }
+}
+
+template <bool Log, class T, int G>
+__global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
+  using C = compute_t<T>;
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr std::int64_t kTile = std::int64_t(G) * kCap;
+  __shared__ C sh[G / 32];
+  const int lane = threadIdx.x % G;
+  const int rpb = kRowThreads / G;
+  const bool one_tile = p.n <= kTile;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
+       row += std::int64_t(gridDim.x) * rpb) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
+    T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+    C v[kCap];
+    // Pass 1: per thread a running max m and sum s of exp(x - m), rescaled
+    // per tile (one exp per element).
+    C m = -INFINITY, s = 0;
+    for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
+      load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+      C tm = m;
+#pragma unroll
+      for (int i = 0; i < kCap / VEC; ++i)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          if (tile_elem<G, VEC>(t0, lane, i, j) < p.n) tm = MaxOp{}(tm, v[i * VEC + j]);
+      s = tm == -INFINITY ? C(0) : s * fn::m_exp(m - tm);
+      m = tm;
+#pragma unroll
+      for (int i = 0; i < kCap / VEC; ++i)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j)
+          if (tile_elem<G, VEC>(t0, lane, i, j) < p.n) s += fn::m_exp(v[i * VEC + j] - m);
+    }
+    const C rm = group_reduce<G>(m, MaxOp{}, sh);
+    s = m == -INFINITY ? C(0) : s * fn::m_exp(m - rm);
+    const C rs = group_reduce<G>(s, SumOp{}, sh);
+    const C inv = C(1) / rs, lse = fn::m_log(rs);
+    // Pass 2: the outputs (a row of -inf: x - m is NaN everywhere, as the
+    // reference; a NaN makes rs NaN and every output NaN).
+    for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
+      if (!one_tile) load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+      C y[kCap];
+#pragma unroll
+      for (int k = 0; k < kCap; ++k) {
+        const C z = v[k] - rm;
+        y[k] = Log ? z - lse : fn::m_exp(z) * inv;
+      }
+      store_tile<T, G>(out, p.rstride[0], p.n, t0, lane, p.vec, y);
+    }
+  }
+}
+
+template <class K>
+void launch_rows(K kernel_warp, K kernel_block, const RowParams& p, const IterArgs& a) {
+  const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+  if (p.n <= 32 * kCap)
+    kernel_warp<<<row_grid(p.rows, kRowThreads / 32), kRowThreads, 0, st>>>(p);
+  else
+    kernel_block<<<row_grid(p.rows, 1), kRowThreads, 0, st>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <Red OP, class T>
+void reduce(const IterArgs& a) {
+  RowParams p = make_row_params(a);
+  if (p.rows == 0) return;
+  p.vec = rows_vectorisable(a, 0b10, 16 / sizeof(T), sizeof(T));
+  launch_rows(&reduce_kernel<OP, T, 32>, &reduce_kernel<OP, T, kRowThreads>, p, a);
+}
+
+template <bool Log, class T>
+void softmax(const IterArgs& a) {
+  RowParams p = make_row_params(a);
+  if (p.rows == 0 || p.n == 0) return;
+  p.vec = rows_vectorisable(a, 0b11, 16 / sizeof(T), sizeof(T));
+  launch_rows(&softmax_kernel<Log, T, 32>, &softmax_kernel<Log, T, kRowThreads>, p, a);
+}
+
+template <class T>
+void add_all(std::vector<EwEntry>& v, DType dt) {
+  v.push_back({"sum", dt, &reduce<Red::sum, T>});
+  v.push_back({"mean", dt, &reduce<Red::mean, T>});
+  v.push_back({"max", dt, &reduce<Red::max, T>});
+  v.push_back({"argmax", dt, &reduce<Red::argmax, T>});
+  v.push_back({"softmax", dt, &softmax<false, T>});
+  v.push_back({"log_softmax", dt, &softmax<true, T>});
+}
+
+}  // namespace
+
+std::vector<EwEntry> row_reduce_entries() {
+  std::vector<EwEntry> v;
+  add_all<float>(v, DType::f32);
+  add_all<double>(v, DType::f64);
+  add_all<__half>(v, DType::f16);
+  add_all<__nv_bfloat16>(v, DType::bf16);
+  return v;
+}
+
+}  // namespace strata::cuda
