@@ -221,3 +221,22 @@ TEST_CASE("harness: case inputs follow the requested layout", "[attention][harne
   CHECK(neg.k.stride(-2) < 0);
   CHECK(neg.q.stride(-1) < 0);
 }
+
+TEST_CASE("harness: f16 and bf16 outputs are poisoned and guarded in their own item size",
+          "[attention][harness]") {
+  // The harness once wrote 8-byte poison at every element of a non-f32
+  // output, overrunning f16/bf16 buffers and clobbering their guards.
+  for (const DType dt : {DType::f16, DType::bf16}) {
+    for (const Layout l : {Layout::contiguous, Layout::strided_cols, Layout::negative}) {
+      const AttentionCase c = small_case(l, dt);
+      const CaseReport rep = run_attention_case(c, {{"extra", Device::cpu(), correct}});
+      INFO(rep.summary());
+      for (const BackendResult& r : rep.results) {
+        INFO(r.summary());
+        CHECK(r.error.empty());
+        CHECK(r.guard_intact);
+        CHECK(r.fully_written);
+      }
+    }
+  }
+}

@@ -103,15 +103,6 @@ Tensor host_tensor(const std::vector<double>& values, DType dt) {
   return t;
 }
 
-Tensor view_of(const BufferView& bv, const std::vector<Tensor>& buffers) {
-  return buffers[bv.buffer].as_strided(bv.spec.shape, bv.spec.strides, bv.spec.offset);
-}
-
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 std::vector<double> randn_values(std::int64_t n, std::uint64_t seed) {
   if (n == 0) return {};
   return Tensor::randn({n}, seed, DType::f64).to_vector<double>();
@@ -121,16 +112,29 @@ std::vector<double> rand_values(std::int64_t n, std::uint64_t seed) {
   return Tensor::rand({n}, seed, DType::f64).to_vector<double>();
 }
 
+std::uint64_t sub_seed(std::uint64_t seed, int which) {
+  return seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xD1B54A32D192ED03ull;
+}
+
+Tensor contiguous_copy(const Tensor& t, DType dt) {
+  Tensor flat = host_tensor(t.to_vector<double>(), dt);
+  return flat.as_strided(t.shape(), row_major_strides(t.shape()), 0);
+}
+
+Tensor view_of(const BufferView& bv, const std::vector<Tensor>& buffers) {
+  return buffers[bv.buffer].as_strided(bv.spec.shape, bv.spec.strides, bv.spec.offset);
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 // Writes seeded N(0, 1) * mul values at the view's logical elements.
 void fill_view(std::vector<double>& buf, const ViewSpec& s, std::uint64_t seed, double mul) {
   const std::vector<std::int64_t> pos = positions(s);
   const std::vector<double> vals = randn_values(static_cast<std::int64_t>(pos.size()), seed);
   for (std::size_t i = 0; i < pos.size(); ++i) buf[pos[i]] = vals[i] * mul;
-}
-
-// Distinct, reproducible seeds per tensor of a case.
-std::uint64_t sub_seed(std::uint64_t seed, int which) {
-  return seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(which) * 0xD1B54A32D192ED03ull;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Runs one AttentionCase on every available backend and compares each with
 // the reference backend run in f64 on contiguous copies of the same inputs.
+// Guarded outputs, layout primitives and the comparison are the op runner's
+// (strata/op_harness.hpp); what is attention's own here is the case, its
+// inputs and its tolerance (derived from a naive same-dtype computation).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -16,86 +18,8 @@ namespace {
 
 using detail::BufferView;
 using detail::CaseInputs;
+using detail::contiguous_copy;
 using detail::ViewSpec;
-
-// Output buffers: a sentinel everywhere (guard regions before and after the
-// view and in its gaps), a NaN with a recognisable payload at every element
-// of the view. Both are compared bit for bit afterwards.
-constexpr std::int64_t kGuard = 19;
-constexpr double kSentinel = -31337.25;           // exact in f32 and f64
-constexpr std::uint32_t kPoison32 = 0x7FE1B2C3u;  // quiet NaN, unusual payload
-constexpr std::uint64_t kPoison64 = 0x7FFC1B2C3D4E5F60ull;
-
-struct GuardedOutput {
-  ViewSpec spec;  // offset includes the leading guard
-  Tensor host;    // the initial host buffer
-};
-
-GuardedOutput make_guarded(ViewSpec spec, DType dt) {
-  spec.offset += kGuard;
-  spec.buffer_numel += 2 * kGuard;
-  GuardedOutput g{spec, Tensor::empty({spec.buffer_numel}, dt, Device::cpu())};
-  char* base = static_cast<char*>(g.host.data_ptr());
-  for (std::int64_t i = 0; i < spec.buffer_numel; ++i) {
-    store_from_double(base + i * itemsize(dt), dt, kSentinel);
-  }
-  for (std::int64_t p : detail::positions(spec)) {
-    if (dt == DType::f32) {
-      std::memcpy(base + p * 4, &kPoison32, 4);
-    } else {
-      std::memcpy(base + p * 8, &kPoison64, 8);
-    }
-  }
-  return g;
-}
-
-bool is_poison(const char* p, DType dt) {
-  if (dt == DType::f32) {
-    std::uint32_t b;
-    std::memcpy(&b, p, 4);
-    return b == kPoison32;
-  }
-  std::uint64_t b;
-  std::memcpy(&b, p, 8);
-  return b == kPoison64;
-}
-
-bool is_sentinel(const char* p, DType dt) {
-  if (dt == DType::f32) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f == static_cast<float>(kSentinel);
-  }
-  double f;
-  std::memcpy(&f, p, 8);
-  return f == kSentinel;
-}
-
-struct Checked {
-  std::vector<double> values;  // logical row-major order
-  bool guard_intact = true;
-  bool fully_written = true;
-};
-
-// Reads back a guarded output buffer (any device) and checks it.
-Checked read_guarded(const Tensor& dev_buffer, const ViewSpec& spec, DType dt) {
-  const Tensor host = dev_buffer.to(Device::cpu());
-  const char* base = static_cast<const char*>(host.data_ptr());
-  const std::size_t isz = itemsize(dt);
-  const std::vector<std::int64_t> pos = detail::positions(spec);
-  std::vector<char> covered(static_cast<std::size_t>(spec.buffer_numel), 0);
-  Checked c;
-  c.values.reserve(pos.size());
-  for (std::int64_t p : pos) {
-    covered[p] = 1;
-    if (is_poison(base + p * isz, dt)) c.fully_written = false;
-    c.values.push_back(load_as_double(base + p * isz, dt));
-  }
-  for (std::int64_t i = 0; i < spec.buffer_numel; ++i) {
-    if (!covered[i] && !is_sentinel(base + i * isz, dt)) c.guard_intact = false;
-  }
-  return c;
-}
 
 double max_abs_finite(const std::vector<double>& v) {
   double m = 0;
@@ -103,12 +27,6 @@ double max_abs_finite(const std::vector<double>& v) {
     if (std::isfinite(x)) m = std::max(m, std::abs(x));
   }
   return m;
-}
-
-// A fresh contiguous f64 (or bool) host copy of a view's logical values.
-Tensor contiguous_copy(const Tensor& t, DType dt) {
-  Tensor flat = detail::host_tensor(t.to_vector<double>(), dt);
-  return flat.as_strided(t.shape(), detail::row_major_strides(t.shape()), 0);
 }
 
 ViewSpec output_spec(const CaseInputs& in, const AttentionCase& c, bool lse) {
@@ -127,15 +45,29 @@ ViewSpec output_spec(const CaseInputs& in, const AttentionCase& c, bool lse) {
 }
 
 // The same computation as the reference but accumulating in the case's own
-// dtype: what a naive implementation in that precision achieves.
+// dtype: what a naive implementation in that precision achieves. This one
+// calls the reference kernel template directly, not through the op: the
+// registry's reference kernel for f32 is attention<float, double> (it
+// accumulates in double, as a reference should), and no registered kernel
+// accumulates in f32, which is the point of this baseline.
 AttentionResult naive_same_dtype(const Tensor& q, const Tensor& k, const Tensor& v,
                                  AttentionOptions opt) {
   opt.backend = "reference";
+  const DType dt = q.dtype();
+  if (dt == DType::f16 || dt == DType::bf16) {
+    // These compute in f32 (docs/ops.md): the naive f32 computation on the
+    // (exact) f32 values of the inputs, its output rounded to dt; lse is f32.
+    auto f32 = [](const Tensor& t) { return contiguous_copy(t, DType::f32); };
+    if (opt.mask.defined() && opt.mask.dtype() != DType::boolean) opt.mask = f32(opt.mask);
+    AttentionResult r = naive_same_dtype(f32(q), f32(k), f32(v), opt);
+    r.out = contiguous_copy(r.out, dt);
+    return r;
+  }
   const strata::detail::AttentionPlan p = strata::detail::plan_attention("harness", q, k, v, opt);
-  AttentionResult r{Tensor::empty(p.out_shape, q.dtype()), Tensor::empty(p.lse_shape, q.dtype())};
+  AttentionResult r{Tensor::empty(p.out_shape, dt), Tensor::empty(p.lse_shape, dt)};
   if (p.empty_output()) return r;
   const AttentionArgs a = strata::detail::make_attention_args(p, r.out, r.lse, q, k, v, nullptr);
-  if (q.dtype() == DType::f32) {
+  if (dt == DType::f32) {
     reference::attention<float, float>(a);
   } else {
     reference::attention<double, double>(a);
@@ -188,11 +120,13 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
     ref_opt.mask =
         contiguous_copy(hmask, hmask.dtype() == DType::boolean ? DType::boolean : DType::f64);
   }
-  const AttentionResult ref =
-      softmax_attention_lse(contiguous_copy(hq, DType::f64), contiguous_copy(hk, DType::f64),
-                            contiguous_copy(hv, DType::f64), ref_opt);
-  const std::vector<double> ref_out = ref.out.to_vector<double>();
-  const std::vector<double> ref_lse = ref.lse.to_vector<double>();
+  // Through the public op and the registry, like every backend under test.
+  const Tensor ref_out_t = Tensor::empty(in.out_shape, DType::f64);
+  const Tensor ref_lse_t = Tensor::empty(in.lse_shape, DType::f64);
+  softmax_attention_out(ref_out_t, contiguous_copy(hq, DType::f64), contiguous_copy(hk, DType::f64),
+                        contiguous_copy(hv, DType::f64), ref_opt, ref_lse_t);
+  const std::vector<double> ref_out = ref_out_t.to_vector<double>();
+  const std::vector<double> ref_lse = ref_lse_t.to_vector<double>();
 
   // Tolerances. A correct kernel in dtype T differs from the f64 reference by
   // rounding only, of the same order as a naive computation carried out
@@ -221,6 +155,8 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
   const double tol_abs = 3 * nd.max_abs + floor * std::max(1.0, max_abs_finite(ref_out));
   const double tol_lse = 3 * nl.max_abs + floor * std::max(1.0, max_abs_finite(ref_lse));
 
+  const DType lse_dt = strata::detail::lse_dtype(c.dtype);  // f32 for f16/bf16
+
   // Runs one registry backend (extra_runner == nullptr) or one extra runner.
   auto run_one = [&](const std::string& name, Device dev, const ExtraRunner* extra_runner) {
     BackendResult r;
@@ -238,15 +174,14 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
       opt.backend = extra_runner ? "auto" : name;
       if (in.mask) opt.mask = detail::view_of(*in.mask, bufs);
 
-      const GuardedOutput go = make_guarded(output_spec(in, c, false), c.dtype);
-      const Tensor out_buf = go.host.to(dev).clone();  // never share the host original
-      const Tensor out = out_buf.as_strided(go.spec.shape, go.spec.strides, go.spec.offset);
+      const GuardedOutput go = make_guarded_output(output_spec(in, c, false), c.dtype);
+      Tensor out_buf;
+      const Tensor out = go.make_view(dev, &out_buf);
       GuardedOutput gl;
       Tensor lse_buf, lse;
       if (c.with_lse) {
-        gl = make_guarded(output_spec(in, c, true), c.dtype);
-        lse_buf = gl.host.to(dev).clone();
-        lse = lse_buf.as_strided(gl.spec.shape, gl.spec.strides, gl.spec.offset);
+        gl = make_guarded_output(output_spec(in, c, true), lse_dt);
+        lse = gl.make_view(dev, &lse_buf);
       }
 
       if (extra_runner) {
@@ -257,7 +192,7 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
         softmax_attention_out(out, q, k, v, opt, lse);
       }
 
-      const Checked co = read_guarded(out_buf, go.spec, c.dtype);
+      const GuardedRead co = read_guarded_output(out_buf, go.spec, c.dtype);
       const ErrorStats d = compare_values(co.values, ref_out);
       r.max_abs_err = d.max_abs;
       r.rel_fro_err = d.rel_fro;
@@ -266,7 +201,7 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
       r.guard_intact = co.guard_intact;
       r.fully_written = co.fully_written;
       if (c.with_lse) {
-        const Checked cl = read_guarded(lse_buf, gl.spec, c.dtype);
+        const GuardedRead cl = read_guarded_output(lse_buf, gl.spec, lse_dt);
         const ErrorStats dl = compare_values(cl.values, ref_lse);
         r.lse_max_abs_err = dl.max_abs;
         r.nan_mismatch += dl.nan_mismatch;

@@ -1,0 +1,159 @@
+// Descriptors of the elementwise ops: binary (same shape and broadcasting),
+// the scalar forms, every unary op, where, cast/copy_ between dtype pairs, fill_.
+#include "op_catalog.hpp"
+#include "strata/elementwise.hpp"
+
+namespace strata::harness::detail {
+namespace {
+
+using BinaryOut = void (*)(const Tensor&, const Tensor&, const Tensor&, const OpOptions&);
+using ScalarOut = void (*)(const Tensor&, const Tensor&, double, const OpOptions&);
+using UnaryOut = void (*)(const Tensor&, const Tensor&, const OpOptions&);
+
+OpOutput broadcast_out(const std::vector<Tensor>& in, DType dt) {
+  Shape s = in.at(0).shape();
+  for (std::size_t i = 1; i < in.size(); ++i) s = broadcast_shapes(s, in[i].shape(), "harness");
+  return {s, dt};
+}
+
+}  // namespace
+
+void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
+  const struct {
+    const char* name;
+    BinaryOut fn;
+  } binaries[] = {{"add", &add_out}, {"sub", &sub_out}, {"mul", &mul_out}, {"div", &div_out}};
+  for (const auto& b : binaries) {
+    const Fill bf = std::string(b.name) == "div" ? Fill::nonzero : Fill::normal;
+    const BinaryOut fn = b.fn;
+    OpDescriptor same;
+    same.name = std::string(b.name);
+    same.family = "binary";
+    same.registry_ops = {b.name};
+    same.inputs = {input("a", {5, 9}), input("b", {5, 9}, bf)};
+    same.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      fn(out, in[0], in[1], o);
+    };
+    v.push_back(same);
+    OpDescriptor bc = same;
+    bc.name = std::string(b.name) + " (broadcast)";
+    bc.inputs = {input("a", {3, 1, 6}), input("b", {4, 6}, bf)};
+    bc.output = broadcast_out;
+    v.push_back(bc);
+  }
+
+  const struct {
+    const char* name;
+    const char* reg;
+    ScalarOut fn;
+    Fill fill;
+  } scalars[] = {{"add_scalar", "add_scalar", &add_out, Fill::normal},
+                 {"sub_scalar", "sub_scalar", &sub_out, Fill::normal},
+                 {"rsub_scalar", "rsub_scalar", &rsub_out, Fill::normal},
+                 {"mul_scalar", "mul_scalar", &mul_out, Fill::normal},
+                 {"div_scalar", "div_scalar", &div_out, Fill::normal},
+                 {"rdiv_scalar", "rdiv_scalar", &rdiv_out, Fill::nonzero}};
+  for (const auto& s : scalars) {
+    const ScalarOut fn = s.fn;
+    OpDescriptor d;
+    d.name = s.name;
+    d.family = "scalar";
+    d.registry_ops = {s.reg};
+    d.inputs = {input("a", {3, 5, 7}, s.fill)};
+    d.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      fn(out, in[0], 1.75, o);
+    };
+    v.push_back(d);
+  }
+
+  const struct {
+    const char* name;
+    UnaryOut fn;
+    Fill fill;
+  } unaries[] = {
+      {"neg", &neg_out, Fill::normal},         {"exp", &exp_out, Fill::normal},
+      {"log", &log_out, Fill::positive},       {"sqrt", &sqrt_out, Fill::positive},
+      {"rsqrt", &rsqrt_out, Fill::positive},   {"tanh", &tanh_out, Fill::normal},
+      {"sigmoid", &sigmoid_out, Fill::normal}, {"relu", &relu_out, Fill::normal},
+      {"gelu", &gelu_out, Fill::normal},       {"gelu_tanh", &gelu_tanh_out, Fill::normal},
+      {"silu", &silu_out, Fill::normal}};
+  for (const auto& u : unaries) {
+    const UnaryOut fn = u.fn;
+    OpDescriptor d;
+    d.name = u.name;
+    d.family = "unary";
+    d.registry_ops = {u.name};
+    d.inputs = {input("x", {3, 5, 7}, u.fill)};
+    d.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      fn(out, in[0], o);
+    };
+    v.push_back(d);
+  }
+
+  {
+    OpDescriptor d;
+    d.name = "where (broadcast)";
+    d.family = "where";
+    d.registry_ops = {"where"};
+    d.dtypes = every_dtype();
+    d.inputs = {input_of("cond", {5, 7}, DType::boolean, Fill::boolean), input("a", {3, 5, 7}),
+                input("b", {3, 1, 7})};
+    d.output = broadcast_out;
+    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      where_out(out, in[0], in[1], in[2], o);
+    };
+    v.push_back(d);
+  }
+
+  // cast: every floating dtype to every dtype, and i32/i64/bool to every floating dtype.
+  for (const DType to : every_dtype()) {
+    OpDescriptor d;
+    d.name = "cast to " + std::string(dtype_name(to));
+    d.family = "cast";
+    d.registry_ops = {"cast"};
+    d.inputs = {input("x", {4, 9})};
+    d.output = [to](const std::vector<Tensor>& in, DType) { return OpOutput{in[0].shape(), to}; };
+    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      copy_(out, in[0], o);
+    };
+    v.push_back(d);
+  }
+  for (const DType from : {DType::i32, DType::i64, DType::boolean}) {
+    OpDescriptor d;
+    d.name = "cast from " + std::string(dtype_name(from));
+    d.family = "cast";
+    d.registry_ops = {"cast"};
+    d.inputs = {input_of("x", {4, 9}, from, from == DType::boolean ? Fill::boolean : Fill::normal)};
+    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      copy_(out, in[0], o);
+    };
+    v.push_back(d);
+  }
+  {
+    OpDescriptor d;
+    d.name = "copy_ (broadcast src)";
+    d.family = "cast";
+    d.registry_ops = {"cast"};
+    d.dtypes = every_dtype();
+    d.inputs = {input("src", {5, 1})};
+    d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{3, 5, 7}, dt}; };
+    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      copy_(out, in[0], o);
+    };
+    v.push_back(d);
+  }
+  {
+    OpDescriptor d;
+    d.name = "fill_";
+    d.family = "fill";
+    d.registry_ops = {"fill"};
+    d.dtypes = every_dtype();
+    d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{3, 5, 7}, dt}; };
+    d.run = [](const Tensor& out, const std::vector<Tensor>&, const OpOptions& o) {
+      fill_(out, 2.75, o);
+    };
+    v.push_back(d);
+  }
+}
+
+}  // namespace strata::harness::detail

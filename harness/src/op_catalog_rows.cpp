@@ -1,0 +1,227 @@
+// Descriptors of the row ops: reductions and softmax over a middle dim and
+// the last, the norms with and without weight/bias, embedding with i32 and
+// i64 ids, rotary in both styles with partial rotary dims, on a slice of a
+// fused QKV buffer and in place, and concat.
+#include "op_catalog.hpp"
+#include "strata/concat.hpp"
+#include "strata/elementwise.hpp"
+#include "strata/embedding.hpp"
+#include "strata/norm.hpp"
+#include "strata/reduce.hpp"
+#include "strata/rotary.hpp"
+
+namespace strata::harness::detail {
+namespace {
+
+using ReduceOut = void (*)(const Tensor&, const Tensor&, int, bool, const OpOptions&);
+using SoftmaxOut = void (*)(const Tensor&, const Tensor&, int, const OpOptions&);
+
+std::function<Tolerance(DType)> row_growth(double n) {
+  return [n](DType) { return Tolerance{4, 4, n}; };
+}
+
+// x [B, T, (Hq + 2 Hkv) d] as a fused QKV projection leaves it -> its k part
+// viewed as [B, Hkv, T, d], built with strides only (works on any layout of x).
+Tensor k_of_fused(const Tensor& qkv, std::int64_t H, std::int64_t d) {
+  const Tensor k = qkv.narrow(-1, H * d, H * d);  // [B, T, H d]
+  return k
+      .as_strided({k.size(0), k.size(1), H, d},
+                  {k.stride(0), k.stride(1), d * k.stride(2), k.stride(2)}, k.offset())
+      .transpose(1, 2);
+}
+
+}  // namespace
+
+void add_row_descriptors(std::vector<OpDescriptor>& v) {
+  const Shape xs = {4, 6, 33};
+  const struct {
+    const char* name;
+    ReduceOut fn;
+  } reductions[] = {
+      {"sum", &sum_out}, {"mean", &mean_out}, {"max", &max_out}, {"argmax", &argmax_out}};
+  for (const auto& r : reductions) {
+    for (const int dim : {1, -1}) {
+      const bool keepdim = dim == 1;  // one of each
+      const ReduceOut fn = r.fn;
+      const bool is_argmax = std::string(r.name) == "argmax";
+      OpDescriptor d;
+      d.name = std::string(r.name) + " dim=" + std::to_string(dim) + (keepdim ? " keepdim" : "");
+      d.family = "reduce";
+      d.registry_ops = {r.name};
+      d.inputs = {input("x", xs)};
+      d.output = [dim, keepdim, is_argmax](const std::vector<Tensor>& in, DType dt) {
+        Shape s = in[0].shape();
+        const auto w = static_cast<std::size_t>(dim < 0 ? dim + static_cast<int>(s.size()) : dim);
+        if (keepdim) {
+          s[w] = 1;
+        } else {
+          s.erase(s.begin() + static_cast<std::ptrdiff_t>(w));
+        }
+        return OpOutput{s, is_argmax ? DType::i64 : dt};
+      };
+      d.run = [fn, dim, keepdim](const Tensor& out, const std::vector<Tensor>& in,
+                                 const OpOptions& o) { fn(out, in[0], dim, keepdim, o); };
+      d.tolerance = row_growth(static_cast<double>(xs[dim < 0 ? 2 : dim]));
+      v.push_back(d);
+    }
+  }
+
+  const struct {
+    const char* name;
+    SoftmaxOut fn;
+  } softmaxes[] = {{"softmax", &softmax_out}, {"log_softmax", &log_softmax_out}};
+  for (const auto& s : softmaxes) {
+    for (const int dim : {1, -1}) {
+      const SoftmaxOut fn = s.fn;
+      OpDescriptor d;
+      d.name = std::string(s.name) + " dim=" + std::to_string(dim);
+      d.family = "softmax";
+      d.registry_ops = {s.name};
+      d.inputs = {input("x", xs)};
+      d.run = [fn, dim](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+        fn(out, in[0], dim, o);
+      };
+      d.tolerance = row_growth(static_cast<double>(xs[dim < 0 ? 2 : dim]));
+      v.push_back(d);
+    }
+  }
+
+  const std::int64_t n = 48;
+  for (const bool affine : {true, false}) {
+    OpDescriptor d;
+    d.name = affine ? "layer_norm" : "layer_norm (no weight, no bias)";
+    d.family = "norm";
+    d.registry_ops = {"layer_norm"};
+    d.inputs = {input("x", {4, 5, n})};
+    if (affine) d.inputs.push_back(input("weight", {n}));
+    if (affine) d.inputs.push_back(input("bias", {n}));
+    d.run = [affine](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      layer_norm_out(out, in[0], affine ? in[1] : Tensor(), affine ? in[2] : Tensor(), 1e-5, o);
+    };
+    d.tolerance = row_growth(static_cast<double>(n));
+    v.push_back(d);
+
+    OpDescriptor r;
+    r.name = affine ? "rms_norm" : "rms_norm (no weight)";
+    r.family = "norm";
+    r.registry_ops = {"rms_norm"};
+    r.inputs = {input("x", {4, 5, n})};
+    if (affine) r.inputs.push_back(input("weight", {n}));
+    r.run = [affine](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      rms_norm_out(out, in[0], affine ? in[1] : Tensor(), 1e-6, o);
+    };
+    r.tolerance = row_growth(static_cast<double>(n));
+    v.push_back(r);
+  }
+
+  for (const DType id_dt : {DType::i32, DType::i64}) {
+    OpDescriptor d;
+    d.name = std::string("embedding (") + std::string(dtype_name(id_dt)) + " ids)";
+    d.family = "embedding";
+    d.registry_ops = {"embedding"};
+    d.inputs = {input_of("ids", {3, 7}, id_dt, Fill::ids, 50), input("table", {50, 24})};
+    d.output = [](const std::vector<Tensor>& in, DType dt) {
+      Shape s = in[0].shape();
+      s.push_back(in[1].size(1));
+      return OpOutput{s, dt};
+    };
+    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      embedding_out(out, in[0], in[1], o);
+    };
+    v.push_back(d);
+  }
+
+  // Rotary: positions in [0, 64); the f32 angle (docs/ops.md) differs from
+  // the f64 reference's by ~position * eps(f32), hence growth 64.
+  constexpr std::int64_t kPos = 64;
+  const struct {
+    const char* name;
+    RotaryStyle style;
+    std::int64_t dims;
+    DType pos_dt;
+    Shape pos_shape;
+  } rotaries[] = {
+      {"rotary half", RotaryStyle::half, -1, DType::i64, {9}},
+      {"rotary interleaved", RotaryStyle::interleaved, -1, DType::i32, {2, 1, 9}},
+      {"rotary half partial (10 of 16)", RotaryStyle::half, 10, DType::i32, {9}},
+      {"rotary interleaved partial (6 of 16)", RotaryStyle::interleaved, 6, DType::i64, {2, 3, 9}},
+  };
+  for (const auto& r : rotaries) {
+    RotaryOptions ro;
+    ro.style = r.style;
+    ro.rotary_dims = r.dims;
+    OpDescriptor d;
+    d.name = r.name;
+    d.family = "rotary";
+    d.registry_ops = {"rotary"};
+    d.inputs = {input("x", {2, 3, 9, 16}),
+                input_of("positions", r.pos_shape, r.pos_dt, Fill::positions, kPos)};
+    d.run = [ro](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      rotary_out(out, in[0], in[1], ro, o);
+    };
+    d.tolerance = row_growth(kPos);
+    v.push_back(d);
+  }
+  for (const RotaryStyle style : {RotaryStyle::half, RotaryStyle::interleaved}) {
+    // k of a fused [B, T, (Hq + 2 Hkv) d] QKV buffer, Hq = Hkv = 3, d = 16, r = 12.
+    RotaryOptions ro;
+    ro.style = style;
+    ro.rotary_dims = 12;
+    OpDescriptor d;
+    d.name = std::string("rotary ") + (style == RotaryStyle::half ? "half" : "interleaved") +
+             " on the k slice of a fused QKV buffer";
+    d.family = "rotary";
+    d.registry_ops = {"rotary"};
+    d.inputs = {input("qkv", {2, 9, 9 * 16}),
+                input_of("positions", {9}, DType::i64, Fill::positions, kPos)};
+    d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{2, 3, 9, 16}, dt}; };
+    d.run = [ro](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      rotary_out(out, k_of_fused(in[0], 3, 16), in[1], ro, o);
+    };
+    d.tolerance = row_growth(kPos);
+    v.push_back(d);
+  }
+  {
+    // In place (out is x): the output view is first filled with x by copy_.
+    RotaryOptions ro;
+    ro.rotary_dims = 8;
+    OpDescriptor d;
+    d.name = "rotary half in place";
+    d.family = "rotary";
+    d.registry_ops = {"cast", "rotary"};
+    d.inputs = {input("x", {3, 9, 16}),
+                input_of("positions", {9}, DType::i32, Fill::positions, kPos)};
+    d.run = [ro](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      copy_(out, in[0], o);
+      rotary_out(out, out, in[1], ro, o);
+    };
+    d.tolerance = row_growth(kPos);
+    v.push_back(d);
+  }
+
+  for (const int dim : {1, -1}) {
+    OpDescriptor d;
+    d.name = "concat dim=" + std::to_string(dim);
+    d.family = "concat";
+    d.registry_ops = {"cast"};
+    if (dim == 1) {
+      d.inputs = {input("a", {3, 4, 5}), input("b", {3, 2, 5}), input("c", {3, 7, 5})};
+    } else {
+      d.inputs = {input("a", {4, 3}), input("b", {4, 6}), input("c", {4, 1})};
+    }
+    d.dtypes = every_dtype();
+    d.output = [dim](const std::vector<Tensor>& in, DType dt) {
+      Shape s = in[0].shape();
+      const auto w = static_cast<std::size_t>(dim < 0 ? dim + static_cast<int>(s.size()) : dim);
+      s[w] = 0;
+      for (const Tensor& t : in) s[w] += t.size(static_cast<int>(w));
+      return OpOutput{s, dt};
+    };
+    d.run = [dim](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      concat_out(out, in, dim, o);
+    };
+    v.push_back(d);
+  }
+}
+
+}  // namespace strata::harness::detail
