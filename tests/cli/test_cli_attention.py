@@ -481,6 +481,35 @@ def output_target_cases(tmp):
         fail("target_temporaries", "left %s" % leftovers(d))
 
 
+# ---- the built-in problem: sizes checked before work ------------------------------------
+def demo_cases():
+    import time
+    # Sizes that cannot fit: a clear one-line error, at once.
+    t0 = time.time()
+    r = run(["--heads", "2000000000"])
+    if one_error_line("demo_heads_2e9", r, 1, "of memory are available"):
+        if time.time() - t0 > 5:
+            fail("demo_heads_2e9", "took %.1f s to fail" % (time.time() - t0))
+    r = run(["--batch", "4611686018427387904", "--heads", "4", "--m", "1", "--n", "1", "--d", "1"])
+    one_error_line("demo_int64_overflow", r, 1, "more than 2^63 elements")
+    # The reference alone on a problem whose score matrix cannot fit: a
+    # strata::Error naming the bytes, not std::bad_alloc (exit 134).
+    r = run(["--m", "200000", "--n", "200000", "--heads", "1", "--d", "1", "--backend",
+             "reference"])
+    one_error_line("demo_reference_too_large", r, 1, "200000 x 200000 score matrix")
+    # The cpu backend on a problem the reference cannot hold (1M x 1M scores,
+    # 8 TB; a width-1 window keeps the cpu's work small): timed, comparison
+    # skipped with the reason, exit 0.
+    r = run(["--m", "1000000", "--n", "1000000", "--heads", "1", "--d", "1", "--window", "0,0",
+             "--repeat", "1"])
+    print("demo case too_large_for_reference: exit %d" % r.returncode)
+    if r.returncode != 0:
+        fail("demo_too_large_for_reference", "exit %d: %s" % (r.returncode, r.stderr.strip()))
+    elif "comparison with the reference skipped" not in r.stdout or \
+            "not checked" not in r.stdout or "8000080000000 bytes" not in r.stdout:
+        fail("demo_too_large_for_reference", "unexpected output:\n" + r.stdout)
+
+
 def main():
     if not os.access(STRATA, os.X_OK):
         print("no strata binary at %s" % STRATA)
@@ -489,6 +518,7 @@ def main():
         correctness_cases(tmp)
         error_cases(tmp)
         output_target_cases(tmp)
+    demo_cases()
     if failures:
         print("\n%d FAILURES:\n  %s" % (len(failures), "\n  ".join(failures)))
         return 1
