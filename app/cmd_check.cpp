@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "check_ops.hpp"
 #include "check_sweep.hpp"
 #include "commands.hpp"
 #include "strata/registry.hpp"
@@ -109,7 +110,8 @@ void add_check_command(CLI::App& root, int& status) {
   cmd->add_option("--group", only,
                   "Only the groups whose name contains this (shapes, layouts, causal, window, "
                   "masks, gqa, scale, batch, edge)");
-  cmd->callback([&status] { status = run_check(full, only); });
+  cmd->callback(
+      [&status] { status = run_check_with_ops(full, only, [] { return run_check(full, only); }); });
 }
 
 }  // namespace strata::cli

@@ -105,6 +105,7 @@ TEST_CASE("ops runner: layer_norm, rms_norm", "[ops][runner]") { check_family("n
 TEST_CASE("ops runner: embedding", "[ops][runner]") { check_family("embedding"); }
 TEST_CASE("ops runner: rotary", "[ops][runner]") { check_family("rotary"); }
 TEST_CASE("ops runner: concat", "[ops][runner]") { check_family("concat"); }
+TEST_CASE("ops runner: matmul, linear", "[ops][runner]") { check_family("matmul"); }
 
 TEST_CASE("ops runner: ops whose kernels have not landed are listed", "[ops][runner]") {
   // Not a failure: these ops are declared but no backend registers a kernel

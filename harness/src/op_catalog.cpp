@@ -8,6 +8,7 @@ const std::vector<OpDescriptor>& op_catalog() {
     std::vector<OpDescriptor> v;
     detail::add_elementwise_descriptors(v);
     detail::add_row_descriptors(v);
+    detail::add_matmul_descriptors(v);
     return v;
   }();
   return all;

@@ -9,6 +9,7 @@ namespace strata::harness::detail {
 
 void add_elementwise_descriptors(std::vector<OpDescriptor>& out);
 void add_row_descriptors(std::vector<OpDescriptor>& out);
+void add_matmul_descriptors(std::vector<OpDescriptor>& out);
 
 // Shorthands for the descriptor files.
 inline InputSpec input(std::string name, Shape shape, Fill fill = Fill::normal) {

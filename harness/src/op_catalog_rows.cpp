@@ -66,6 +66,24 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     }
   }
 
+  // Tied maxima: argmax must return the first index of the maximum.
+  for (const int dim : {1, -1}) {
+    OpDescriptor d;
+    d.name = "argmax dim=" + std::to_string(dim) + " (ties)";
+    d.family = "reduce";
+    d.registry_ops = {"argmax"};
+    d.inputs = {input("x", xs, Fill::ties)};
+    d.output = [dim](const std::vector<Tensor>& in, DType) {
+      Shape s = in[0].shape();
+      s.erase(s.begin() + (dim < 0 ? dim + static_cast<int>(s.size()) : dim));
+      return OpOutput{s, DType::i64};
+    };
+    d.run = [dim](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      argmax_out(out, in[0], dim, false, o);
+    };
+    v.push_back(d);
+  }
+
   const struct {
     const char* name;
     SoftmaxOut fn;

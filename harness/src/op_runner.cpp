@@ -42,6 +42,10 @@ std::vector<double> draw(const InputSpec& in, DType dt, std::int64_t n, std::uin
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = (s[i] < 0.5 ? -1 : 1) * (0.5 + 1.5 * v[i]);
       return v;
     }
+    case Fill::ties:
+      v = detail::randn_values(n, seed);
+      for (double& x : v) x = std::round(2 * x) / 2;
+      return v;
     case Fill::boolean:
       v = detail::rand_values(n, seed);
       for (double& x : v) x = x < 0.5 ? 1.0 : 0.0;
@@ -76,6 +80,8 @@ std::string fill_name(Fill f) {
       return "ids";
     case Fill::positions:
       return "positions";
+    case Fill::ties:
+      return "ties";
   }
   return "?";
 }

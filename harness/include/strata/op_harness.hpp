@@ -97,6 +97,7 @@ enum class Fill {
   boolean,    // true with probability 1/2
   ids,        // integers in [0, range)
   positions,  // integers in [0, range)
+  ties,       // round(2 N(0, 1)) / 2: few distinct values, so rows hold tied maxima
 };
 
 struct InputSpec {
