@@ -42,6 +42,19 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(bc);
   }
 
+  {
+    OpDescriptor d;  // empty tensors: nothing to write, nothing may be written
+    d.name = "add (empty)";
+    d.family = "binary";
+    d.registry_ops = {"add"};
+    d.inputs = {input("a", {4, 0, 3}), input("b", {1, 3})};
+    d.output = broadcast_out;
+    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      add_out(out, in[0], in[1], o);
+    };
+    v.push_back(d);
+  }
+
   const struct {
     const char* name;
     const char* reg;

@@ -66,6 +66,22 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     }
   }
 
+  // Empty rows: sum 0, mean NaN (docs: reduce.hpp); the output is not empty.
+  for (const auto& r : {std::pair<const char*, ReduceOut>{"sum", &sum_out},
+                        std::pair<const char*, ReduceOut>{"mean", &mean_out}}) {
+    const ReduceOut fn = r.second;
+    OpDescriptor d;
+    d.name = std::string(r.first) + " over an empty dim";
+    d.family = "reduce";
+    d.registry_ops = {r.first};
+    d.inputs = {input("x", {3, 0, 4})};
+    d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{3, 4}, dt}; };
+    d.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      fn(out, in[0], 1, false, o);
+    };
+    v.push_back(d);
+  }
+
   // Tied maxima: argmax must return the first index of the maximum.
   for (const int dim : {1, -1}) {
     OpDescriptor d;
