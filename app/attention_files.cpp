@@ -3,6 +3,7 @@
 // first output byte is written, and outputs appear all at once (output_files.hpp).
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include "attention_cli.hpp"
 #include "commands.hpp"
@@ -45,10 +46,12 @@ int run_attention_files(const AttentionCli& cli) {
   Tensor q = load_npy(cli.q, "--q");
   Tensor k = load_npy(cli.k, "--k");
   Tensor v = load_npy(cli.v, "--v");
-  for (const auto& [t, name] : {std::pair{&q, "--q"}, {&k, "--k"}, {&v, "--v"}})
+  for (const auto& [t, name, path] :
+       {std::tuple{&q, "--q", &cli.q}, {&k, "--k", &cli.k}, {&v, "--v", &cli.v}})
     if (!is_floating(t->dtype()))
-      throw Error(std::string(name) + ": expected float32 or float64, got " +
-                  std::string(dtype_name(t->dtype())));
+      throw Error(std::string(name) + " '" + *path + "': dtype " +
+                  std::string(dtype_name(t->dtype())) +
+                  " is not supported for q, k and v (float32 or float64; bool is for --mask)");
   const std::string layout = "q " + describe(q) + ", k " + describe(k) + ", v " + describe(v);
 
   AttentionOptions opt = base;

@@ -27,6 +27,14 @@ int run(int argc, char** argv) {
   strata::cli::add_info_command(app, status);
   strata::cli::add_attention_command(app, status);
   strata::cli::add_check_command(app, status);
+  const char* exit_codes =
+      "Exit status: 0 success; 1 an error (bad file, bad shapes, unavailable backend, I/O, too "
+      "large for memory); 2 a command line that makes no sense (unknown option, bad value, "
+      "missing --out, an output that is another output or an input); 3 a backend disagreed "
+      "with the reference (attention without files, check). Errors are one line on stderr: "
+      "'strata: error: <what>'.";
+  app.footer(exit_codes);
+  for (CLI::App* sub : app.get_subcommands({})) sub->footer(exit_codes);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

@@ -114,7 +114,7 @@ class DictParser {
 
 void parse_descr(const std::string& descr, Header& h, const DictParser& p,
                  const std::string& where) {
-  if (descr.size() < 3) p.bad("bad descr '" + descr + "'");
+  if (descr.size() < 2) p.bad("bad descr '" + descr + "'");
   const char order = descr[0];
   const std::string kind = descr.substr(1);
   if (order != '<' && order != '>' && order != '=' && order != '|') p.bad("bad byte order");
@@ -125,8 +125,9 @@ void parse_descr(const std::string& descr, Header& h, const DictParser& p,
   } else if (kind == "b1") {
     h.dtype = DType::boolean;
   } else {
-    throw Error(where + ": dtype '" + descr +
-                "' is not supported (strata reads float32, float64 and bool arrays)");
+    const std::string what = kind == "O" ? " (Python objects)" : "";
+    throw Error(where + ": dtype '" + descr + "'" + what +
+                " is not supported (strata reads float32, float64 and bool arrays)");
   }
   // x86 and ARM hosts are little-endian; '=' and '|' mean native or 1 byte.
   h.swap_bytes = order == '>' && h.dtype != DType::boolean;

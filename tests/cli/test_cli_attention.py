@@ -481,6 +481,41 @@ def output_target_cases(tmp):
         fail("target_temporaries", "left %s" % leftovers(d))
 
 
+# ---- messages a new user meets ------------------------------------------------------------
+def message_cases(tmp):
+    rng = np.random.default_rng(5)
+    d = os.path.join(tmp, "messages")
+    os.mkdir(d)
+    paths = {}
+    for key, shape in (("q", (2, 5, 8)), ("k", (2, 6, 8)), ("v", (2, 6, 4))):
+        paths[key] = os.path.join(d, key + ".npy")
+        np.save(paths[key], rng.standard_normal(shape).astype(np.float32))
+    obj = os.path.join(d, "objects.npy")
+    np.save(obj, np.array([1, "a"], dtype=object), allow_pickle=True)
+    boolq = os.path.join(d, "boolq.npy")
+    np.save(boolq, rng.random((2, 5, 8)) < 0.5)
+    out = ["--out", os.path.join(d, "o.npy")]
+    r = run(["--q", obj, "--k", paths["k"], "--v", paths["v"]] + out)
+    if one_error_line("object_dtype", r, 1, "objects.npy': dtype '|O' (Python objects) is not "
+                      "supported"):
+        if "malformed" in r.stderr:
+            fail("object_dtype", "reported as a malformed header")
+    r = run(["--q", boolq, "--k", paths["k"], "--v", paths["v"]] + out)
+    one_error_line("bool_q", r, 1, "--q '%s': dtype bool" % boolq)
+    for name, args, text in (("scale_abc", ["--scale", "abc"], "--scale 'abc': expected a number"),
+                             ("m_abc", ["--m", "abc"], "--m 'abc': expected an integer"),
+                             ("repeat_0", ["--repeat", "0"], "--repeat 0: must be between 1")):
+        r = run(["--q", paths["q"], "--k", paths["k"], "--v", paths["v"]] + out + args
+                if name == "scale_abc" else args)
+        if one_error_line(name, r, 2, text) and "Could not convert" in r.stderr:
+            fail(name, "CLI11's raw message")
+    for sub in ([], ["attention"], ["check"]):
+        h = subprocess.run([STRATA, *sub, "--help"], capture_output=True, text=True, timeout=60)
+        if h.returncode != 0 or "Exit status: 0 success" not in h.stdout or \
+                "3 a backend disagreed" not in h.stdout:
+            fail("help_exit_codes", "strata %s --help does not list the exit codes" % " ".join(sub))
+
+
 # ---- the built-in problem: sizes checked before work ------------------------------------
 def demo_cases():
     import time
@@ -518,6 +553,7 @@ def main():
         correctness_cases(tmp)
         error_cases(tmp)
         output_target_cases(tmp)
+        message_cases(tmp)
     demo_cases()
     if failures:
         print("\n%d FAILURES:\n  %s" % (len(failures), "\n  ".join(failures)))
