@@ -229,6 +229,12 @@ Tensor load_npy(const std::string& path, const std::string& what) {
     throw Error(where + ": has " + std::to_string(h.shape.size()) +
                 " dimensions; strata tensors have at most " + std::to_string(kMaxDims));
   const std::size_t isz = itemsize(h.dtype);
+  // The strides span every non-empty dim even when another dim is 0 (numpy
+  // allows shape (0, 2^62, 4)): that product must fit too (found by fuzzing).
+  std::int64_t span = 1;
+  for (std::int64_t n : h.shape)
+    if (__builtin_mul_overflow(span, std::max<std::int64_t>(n, 1), &span))
+      throw Error(where + ": shape " + shape_str(h.shape) + " is too large");
   std::uint64_t count = 1;
   for (std::int64_t n : h.shape) {
     if (n != 0 && count > (std::uint64_t{1} << 48) / static_cast<std::uint64_t>(n))

@@ -196,6 +196,15 @@ TEST_CASE("npy: malformed files give one message naming the option and file", "[
        make_npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
                 raw(std::vector<std::int64_t>{1, 2})),
        "dtype '<i8' is not supported"},
+      // Found by fuzzing: no data, but the strides span 2962930340770696296 x 6666.
+      {"empty_huge_span",
+       make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 2962930340770696296, "
+                "6666), }",
+                ""),
+       "is too large"},
+      {"object",
+       make_npy("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", "xxxxxxxxxxxxxxxx"),
+       "dtype '|O' (Python objects) is not supported"},
       {"structured",
        make_npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
                 raw(std::vector<float>{1})),
