@@ -324,9 +324,11 @@ EwParams<N, I> make_params(const IterArgs& a) {
 }
 
 // True when every operand's element offsets and numel fit in int32.
+// numel keeps 2^24 of headroom: the strided kernel's grid-stride index may
+// step up to one grid (< 2^21 elements) past numel before its loop ends.
 inline bool fits_int32(const IterArgs& a, int n) {
   constexpr std::int64_t lim = 0x7fffffff;
-  if (a.numel() > lim) return false;
+  if (a.numel() > lim - (std::int64_t(1) << 24)) return false;
   for (int k = 0; k < n; ++k) {
     std::int64_t lo = 0, hi = 0;
     for (int d = 0; d < a.ndim; ++d) {

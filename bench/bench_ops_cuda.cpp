@@ -1,0 +1,223 @@
+// cuda elementwise and row ops, timed with CUDA events after warm-up
+// (Google Benchmark manual time; each timed region is a batch of calls on
+// the default stream, divided by the batch). Counter "bytes_per_second":
+// every input read once and the output written once. "copy_d2d" is the
+// device-to-device cudaMemcpyAsync ceiling of the same run (read + write
+// bytes). bench/peer_ops.py runs the same shapes through PyTorch and reads
+// this binary's JSON output.
+//
+//   bench_ops_cuda --benchmark_out=ops.json --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "strata/elementwise.hpp"
+#include "strata/norm.hpp"
+#include "strata/reduce.hpp"
+#include "strata/tensor.hpp"
+
+namespace {
+
+using strata::Device;
+using strata::DType;
+using strata::Tensor;
+
+const Device kGpu = Device::cuda(0);
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// Random values on the device without generating gigabytes on the host: a
+// 2^20-element random block repeated over the tensor.
+Tensor random_dev(const strata::Shape& shape, DType dt, std::uint64_t seed) {
+  Tensor t = Tensor::empty(shape, dt, kGpu);
+  const std::int64_t n = t.numel(), blk = std::min<std::int64_t>(n, 1 << 20);
+  const Tensor src = Tensor::randn({blk}, seed, dt).to(kGpu);
+  const Tensor flat = t.reshape({n});
+  for (std::int64_t o = 0; o < n; o += blk) {
+    const std::int64_t len = std::min(blk, n - o);
+    strata::copy_(flat.narrow(0, o, len), src.narrow(0, 0, len));
+  }
+  return t;
+}
+
+// Times f with events: warm-up, then batches until Google Benchmark is done.
+void time_gpu(benchmark::State& state, double bytes, const std::function<void()>& f) {
+  for (int i = 0; i < 3; ++i) f();
+  check_cuda(cudaDeviceSynchronize(), "warm-up");
+  cudaEvent_t start, stop;
+  check_cuda(cudaEventCreate(&start), "event");
+  check_cuda(cudaEventCreate(&stop), "event");
+  // Batch so that one timed region lasts >= ~1 ms.
+  check_cuda(cudaEventRecord(start), "record");
+  f();
+  check_cuda(cudaEventRecord(stop), "record");
+  check_cuda(cudaEventSynchronize(stop), "sync");
+  float one = 0;
+  check_cuda(cudaEventElapsedTime(&one, start, stop), "elapsed");
+  const int batch = one > 1.0f ? 1 : static_cast<int>(std::min(1000.0f, 1.0f / (one + 1e-4f)));
+  for (auto _ : state) {
+    check_cuda(cudaEventRecord(start), "record");
+    for (int i = 0; i < batch; ++i) f();
+    check_cuda(cudaEventRecord(stop), "record");
+    check_cuda(cudaEventSynchronize(stop), "sync");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    state.SetIterationTime(ms * 1e-3 / batch);
+  }
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes"] = bytes;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+double isz(DType dt) { return static_cast<double>(strata::itemsize(dt)); }
+
+void copy_d2d(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const Tensor a = random_dev({n}, DType::f32, 1), o = Tensor::empty({n}, DType::f32, kGpu);
+  const std::size_t nb = std::size_t(n) * 4;
+  time_gpu(state, 2.0 * nb, [&] {
+    check_cuda(cudaMemcpyAsync(o.data_ptr(), a.data_ptr(), nb, cudaMemcpyDeviceToDevice, 0),
+               "copy");
+  });
+}
+
+void add_contig(benchmark::State& state, DType dt) {
+  const std::int64_t n = state.range(0);
+  const Tensor a = random_dev({n}, dt, 2), b = random_dev({n}, dt, 3);
+  const Tensor o = Tensor::empty({n}, dt, kGpu);
+  time_gpu(state, 3.0 * isz(dt) * double(n), [&] { strata::add_out(o, a, b); });
+}
+
+void gelu_contig(benchmark::State& state, DType dt) {
+  const std::int64_t n = state.range(0);
+  const Tensor a = random_dev({n}, dt, 4), o = Tensor::empty({n}, dt, kGpu);
+  time_gpu(state, 2.0 * isz(dt) * double(n), [&] { strata::gelu_out(o, a); });
+}
+
+void cast_f32_bf16(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const Tensor a = random_dev({n}, DType::f32, 5), o = Tensor::empty({n}, DType::bf16, kGpu);
+  time_gpu(state, 6.0 * double(n), [&] { strata::copy_(o, a); });
+}
+
+// [8192, 8192] + [8192] (a row broadcast over rows).
+void add_broadcast(benchmark::State& state, DType dt) {
+  const std::int64_t n = state.range(0);
+  const Tensor a = random_dev({n, n}, dt, 6), b = random_dev({n}, dt, 7);
+  const Tensor o = Tensor::empty({n, n}, dt, kGpu);
+  time_gpu(state, isz(dt) * (2.0 * double(n) * double(n) + double(n)),
+           [&] { strata::add_out(o, a, b); });
+}
+
+// [8192, 8192] + [8192, 8192]^T.
+void add_transposed(benchmark::State& state, DType dt) {
+  const std::int64_t n = state.range(0);
+  const Tensor a = random_dev({n, n}, dt, 8), b = random_dev({n, n}, dt, 9).transpose(0, 1);
+  const Tensor o = Tensor::empty({n, n}, dt, kGpu);
+  time_gpu(state, 3.0 * isz(dt) * double(n) * double(n), [&] { strata::add_out(o, a, b); });
+}
+
+void row_op(benchmark::State& state, DType dt, int which) {
+  const std::int64_t r = state.range(0), n = state.range(1);
+  const Tensor x = random_dev({r, n}, dt, 10), o = Tensor::empty({r, n}, dt, kGpu);
+  const Tensor w = random_dev({n}, dt, 11), b = random_dev({n}, dt, 12);
+  const double bytes = 2.0 * isz(dt) * double(r) * double(n);
+  if (which == 0)
+    time_gpu(state, bytes, [&] { strata::layer_norm_out(o, x, w, b, 1e-5); });
+  else if (which == 1)
+    time_gpu(state, bytes, [&] { strata::rms_norm_out(o, x, w, 1e-6); });
+  else
+    time_gpu(state, bytes, [&] { strata::softmax_out(o, x, 1); });
+}
+
+// Host wall time per call of a 4-element add (front end, allocation of the
+// output for the allocating form, registry, launch), the GPU kept busy
+// only by these calls; synchronised once per batch of 1000.
+void tiny_add(benchmark::State& state, bool allocating) {
+  const Tensor a = random_dev({4}, DType::f32, 13), b = random_dev({4}, DType::f32, 14);
+  const Tensor o = Tensor::empty({4}, DType::f32, kGpu);
+  for (int i = 0; i < 100; ++i) (void)strata::add(a, b);
+  check_cuda(cudaDeviceSynchronize(), "sync");
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 1000; ++i) {
+      if (allocating)
+        benchmark::DoNotOptimize(strata::add(a, b));
+      else
+        strata::add_out(o, a, b);
+    }
+    check_cuda(cudaDeviceSynchronize(), "sync");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(s / 1000);
+  }
+}
+
+}  // namespace
+
+BENCHMARK(copy_d2d)->Arg(64 << 20)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(add_contig, f32, DType::f32)
+    ->RangeMultiplier(16)
+    ->Range(1 << 12, 1 << 28)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(add_contig, bf16, DType::bf16)
+    ->Arg(64 << 20)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(gelu_contig, f32, DType::f32)
+    ->Arg(64 << 20)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(gelu_contig, bf16, DType::bf16)
+    ->Arg(64 << 20)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(cast_f32_bf16)->Arg(64 << 20)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(add_broadcast, f32, DType::f32)
+    ->Arg(8192)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(add_transposed, f32, DType::f32)
+    ->Arg(8192)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_op, layer_norm_f32, DType::f32, 0)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_op, layer_norm_bf16, DType::bf16, 0)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_op, rms_norm_f32, DType::f32, 1)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_op, rms_norm_bf16, DType::bf16, 1)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_op, softmax_f32, DType::f32, 2)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_op, softmax_bf16, DType::bf16, 2)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, alloc, true)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, out, false)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_MAIN();

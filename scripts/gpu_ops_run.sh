@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The GPU run of the cuda elementwise/row ops: tests ([ops] and [pool]),
+# compute-sanitizer memcheck on the ops tests (without [large]), the
+# benchmark (JSON) and the PyTorch peer, each under a time limit so the
+# whole run fits one short device call. Uses binaries carried in
+# .gpucarry/bins.tar.xz when they start on the device, else builds there.
+#   scripts/gpu_ops_run.sh OUTDIR
+set -u -o pipefail
+OUT=${1:?usage: scripts/gpu_ops_run.sh OUTDIR}
+mkdir -p "$OUT"
+S="$OUT/summary.txt"
+t0=$(date +%s)
+say() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$S"; }
+say "date $(date -u +%FT%TZ) host $(hostname); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
+B=/tmp/bins
+mkdir -p $B
+ok=0
+if [ -f .gpucarry/bins.tar.xz ]; then
+  tar -xJf .gpucarry/bins.tar.xz -C $B
+  export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+  $B/strata_cuda_tests --list-tests > /dev/null 2> "$OUT/carry_err.txt" && ok=1
+fi
+if [ $ok = 1 ]; then
+  T=$B/strata_cuda_tests; BE=$B/bench_ops_cuda; say "carried binaries run"
+else
+  say "carried binaries failed ($(head -c 300 "$OUT/carry_err.txt")); building"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_APP=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
+    timeout 280 cmake --build build-gpu --target strata_cuda_tests bench_ops_cuda -j 16 >> "$OUT/build.log" 2>&1
+  say "build rc=$?"; tail -5 "$OUT/build.log"
+  T=build-gpu/tests/strata_cuda_tests; BE=build-gpu/bench/bench_ops_cuda
+fi
+timeout 100 $T "[ops],[pool]" --durations yes > "$OUT/tests.log" 2>&1
+say "ops tests rc=$? : $(grep -E 'test cases|All tests passed' "$OUT/tests.log" | tail -2 | tr '\n' ' ')"
+grep -B3 -A12 -m6 'FAILED' "$OUT/tests.log" | head -80
+timeout 75 $BE --benchmark_min_time=0.1 --benchmark_out="$OUT/bench_ops_cuda.json" \
+  --benchmark_out_format=json > "$OUT/bench.txt" 2>&1
+say "bench rc=$?"; grep -E '^(copy|add|gelu|cast|row|tiny)' "$OUT/bench.txt" | awk '{print $1, $2, $3, $NF, $(NF-1)}'
+PYTHONUNBUFFERED=1 timeout 70 python3 bench/peer_ops.py --strata "$OUT/bench_ops_cuda.json" \
+  --out "$OUT/peer_table.md" > "$OUT/peer.txt" 2>&1
+say "peer rc=$?"; cat "$OUT/peer.txt"
+left=$(( 330 - ($(date +%s) - t0) ))
+if [ $left -gt 20 ]; then
+  timeout $left compute-sanitizer --tool memcheck --error-exitcode 9 $T "[ops]~[large]" > "$OUT/memcheck.log" 2>&1
+  say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(head -3 "$OUT/memcheck.log" | tr '\n' ' ' | head -c 200)"
+fi
+say done
