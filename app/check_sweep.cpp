@@ -1,4 +1,5 @@
-// The sweep of `strata check`: DESIGN.md section 5 as a list of harness cases.
+// The sweep of `strata check` (docs/cli.md, docs/attention.md "Cross-backend
+// harness") as a list of harness cases.
 #include "check_sweep.hpp"
 
 #include <cstdint>

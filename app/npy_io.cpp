@@ -183,8 +183,8 @@ std::string npy_bytes_as(const Tensor& host) {
   std::vector<std::size_t> shape(host.shape().begin(), host.shape().end());
   const auto n = static_cast<std::size_t>(host.numel());
   // The tensor is contiguous row-major here, so this adaptor is dense; the
-  // copy into an xarray is what FACTS.md asks for (xnpy writes an adaptor's
-  // raw buffer whatever its strides) and costs one pass over the output.
+  // copy into an xarray is still made because xnpy writes an adaptor's raw
+  // buffer whatever its strides; it costs one pass over the output.
   xt::xarray<T> dense =
       xt::adapt(static_cast<const T*>(host.data_ptr()), n, xt::no_ownership(), shape);
   return xt::dump_npy(dense);
