@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -113,17 +114,33 @@ FakeRuntime* fake_runtime();
 
 // Makes a second device available for one test: the real cuda:0 when a
 // GPU is usable, else the fake runtime (retired again when the scope ends so
-// other tests in the binary see no device). `device` is nullopt when neither.
+// other tests in the binary see no device). When a real cuda runtime is
+// built in but has no device, the fake stands in for it during the scope
+// and the real one is put back afterwards. Declare the scope before any
+// tensor it makes, so they are freed while it is installed.
 class DeviceScope {
  public:
   DeviceScope() {
     fake_ = fake_runtime();
-    if (fake_) fake_->retired = false;
-    strata::DeviceRuntime* rt = strata::device_runtime(strata::DeviceType::cuda);
-    if (rt && rt->device_count() > 0) device = strata::Device::cuda(0);
+    if (fake_ == nullptr) {
+      strata::DeviceRuntime* rt = strata::device_runtime(strata::DeviceType::cuda);
+      if (rt && rt->device_count() > 0) {
+        device = strata::Device::cuda(0);
+        return;
+      }
+      auto stand_in = std::make_unique<FakeRuntime>();
+      fake_ = stand_in.get();
+      real_ = strata::install_device_runtime(std::move(stand_in));
+    }
+    fake_->retired = false;
+    device = strata::Device::cuda(0);
   }
   ~DeviceScope() {
-    if (fake_) fake_->retired = true;
+    if (real_) {
+      strata::install_device_runtime(std::move(real_));
+    } else if (fake_) {
+      fake_->retired = true;
+    }
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -134,6 +151,7 @@ class DeviceScope {
 
  private:
   FakeRuntime* fake_ = nullptr;
+  std::unique_ptr<strata::DeviceRuntime> real_;  // put back when the scope ends
 };
 
 }  // namespace core_test

@@ -14,9 +14,10 @@ std::array<std::unique_ptr<DeviceRuntime>, 2>& runtimes() {
 }
 }  // namespace
 
-void install_device_runtime(std::unique_ptr<DeviceRuntime> rt) {
+std::unique_ptr<DeviceRuntime> install_device_runtime(std::unique_ptr<DeviceRuntime> rt) {
   const auto slot = static_cast<std::size_t>(rt->type());
-  runtimes()[slot] = std::move(rt);
+  std::swap(runtimes()[slot], rt);
+  return rt;
 }
 
 DeviceRuntime* device_runtime(DeviceType t) {

@@ -40,8 +40,11 @@ class DeviceRuntime {
   virtual void synchronize(int index) = 0;
 };
 
-// Installs the runtime for its device kind (replacing any earlier one).
-void install_device_runtime(std::unique_ptr<DeviceRuntime> rt);
+// Installs the runtime for its device kind and returns the one it replaces
+// (null if none), so a test can put a stand-in in place and restore the
+// real one afterwards. Memory must be freed by the runtime that allocated
+// it: swap only while no tensor of that kind is alive.
+std::unique_ptr<DeviceRuntime> install_device_runtime(std::unique_ptr<DeviceRuntime> rt);
 // The runtime for `t`, or nullptr when none is built in. Never for cpu.
 DeviceRuntime* device_runtime(DeviceType t);
 
