@@ -97,13 +97,15 @@ inline Tensor make_view(const Tensor& values, Layout l, Device dev) {
   return v;
 }
 
-// Unit roundoff of products and sums: f32 accumulation for f32, f16 and
-// bf16 (inputs are exact in f32), TF32 products (10-bit mantissa inputs)
-// for precision medium.
-inline double acc_unit(DType dt, strata::Precision p) {
-  if (dt == DType::f64) return std::ldexp(1.0, -53);
-  if (dt == DType::f32 && p == strata::Precision::medium) return std::ldexp(1.0, -11);
-  return std::ldexp(1.0, -24);
+// Rounding units: of the accumulation (f32 for f32, f16 and bf16, whose
+// inputs are exact in f32; f64 for f64), and of the products' inputs (0
+// when the inputs enter the products exactly; 2^-11 for TF32, precision
+// medium, which keeps 10 mantissa bits of each f32 input).
+inline double acc_unit(DType dt) {
+  return dt == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+}
+inline double input_unit(DType dt, strata::Precision p) {
+  return dt == DType::f32 && p == strata::Precision::medium ? std::ldexp(1.0, -11) : 0.0;
 }
 // One ulp (relative) of the output type: the result and the reference are
 // each rounded once to it, so they may differ by one ulp of the value.
@@ -120,21 +122,29 @@ inline double out_ulp(DType dt) {
   }
 }
 
-// got vs want (the f64 reference, rounded to the dtype), elementwise:
-//   |got - want| <= out_ulp * |want| + 16 * u * sqrt(K) * scale
-// Inputs are standard normal, so each product has magnitude ~1 (scale = the
-// largest |a_ik b_kj| sum's typical term, 1 here, plus the bias) and the
-// accumulated rounding error of a K-term sum in unit roundoff u grows like
-// u sqrt(K) (random-walk); 16 covers the blocked/tree orders of BLAS and a
-// 4-sigma tail. TF32 (medium) rounds each input to 11 significant bits, so
-// u = 2^-11 there: the same bound, in that unit.
+// got vs want (the f64 reference rounded to the dtype), elementwise:
+//   |got - want| <= ulp |want| + 16 (u_in sqrt(K) + u_acc K)
+// Inputs are standard normal, so each product is ~1 in size and a K-term
+// sum is ~sqrt(K). Rounding the inputs (TF32) puts an independent relative
+// error u_in on each product: a random walk of K unit terms, u_in sqrt(K).
+// Accumulating rounds each partial sum (size ~sqrt(K)) by u_acc, K times
+// at random: u_acc sqrt(K) sqrt(K) = u_acc K. Both are the result's size
+// sqrt(K) times a relative error growing like sqrt(K). The factor 16 covers
+// the blocked orders of BLAS and the tail over thousands of elements (the
+// worst seen on the H200 with cuBLAS: 2.7 u_acc K for f32 at K = 200, 1.8
+// u_acc K for f64 at K = 512, one element each, both over an earlier
+// u_acc sqrt(K) model).
+// A product computed in TF32 where f32 was asked for is ~2^-11 sqrt(K),
+// hundreds of times this bound for f32.
 inline void require_close(const Tensor& got, const Tensor& want, std::int64_t K,
                           strata::Precision p = strata::Precision::highest) {
   REQUIRE(got.shape() == want.shape());
   REQUIRE(got.dtype() == want.dtype());
   const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  const double u = acc_unit(want.dtype(), p), ulp = out_ulp(want.dtype());
-  const double floor = 16.0 * u * std::sqrt(double(K > 0 ? K : 1)) * 2.0;
+  const double ulp = out_ulp(want.dtype());
+  const double k = double(K > 0 ? K : 1);
+  const double floor =
+      16.0 * (input_unit(want.dtype(), p) * std::sqrt(k) + acc_unit(want.dtype()) * k);
   std::size_t bad = 0, first = 0;
   double worst = 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
@@ -148,7 +158,7 @@ inline void require_close(const Tensor& got, const Tensor& want, std::int64_t K,
   INFO("mismatches " << bad << " of " << g.size() << "; first at flat index " << first << ": got "
                      << (g.empty() ? 0 : g[first]) << ", want " << (w.empty() ? 0 : w[first])
                      << "; worst abs error " << worst << ", floor " << floor);
-  REQUIRE(bad == 0);
+  CHECK(bad == 0);  // not REQUIRE: the other cases of the test still run
 }
 
 inline strata::MatmulOptions on(const char* backend,

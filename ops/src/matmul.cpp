@@ -74,6 +74,28 @@ void check_bias(const char* op, const Tensor& bias, const Tensor& x, std::int64_
   detail::check_dtype(op, bias, "bias", x.dtype(), "x");
 }
 
+// t [batch..., R, C] as [prod(batch) * R, C] when its batch dims and rows
+// walk as one dim (a view; false when they do not, or t is empty).
+bool fold_rows(const Tensor& t, Tensor* folded) {
+  const int r = t.dim();
+  std::int64_t rows = 1, rs = 1;
+  bool have = false;
+  for (int d = r - 2; d >= 0; --d) {
+    const std::int64_t n = t.size(d);
+    if (n == 0) return false;
+    if (n == 1) continue;
+    if (!have) {
+      rs = t.stride(d);
+      have = true;
+    } else if (t.stride(d) != rs * rows) {
+      return false;
+    }
+    rows *= n;
+  }
+  *folded = t.as_strided({rows, t.size(r - 1)}, {rs, t.stride(r - 1)});
+  return true;
+}
+
 void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptions& opt,
          BackendId be) {
   static const OpId id = Registry::get().op_id("matmul");
@@ -86,14 +108,30 @@ void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptio
   Tensor o = out;
   if (p.a_1d) o = o.unsqueeze(static_cast<int>(p.batch.size()));
   if (p.b_1d) o = o.unsqueeze(o.dim());
+  Tensor ta = p.a2.expand(sa), tb = p.b2.expand(sb);
+  int br = static_cast<int>(p.batch.size());
+  std::int64_t M = p.M;
+  // One b for the whole batch (every batch stride 0: linear's weight, a 2-D
+  // b) against an a and out whose batch dims walk as one with their rows:
+  // a single product with batch * M rows, on every backend.
+  bool b_shared = br > 0;
+  for (int d = 0; d < br && b_shared; ++d) b_shared = tb.stride(d) == 0 || tb.size(d) == 1;
+  Tensor fa, fo;
+  if (b_shared && fold_rows(ta, &fa) && fold_rows(o, &fo)) {
+    ta = fa;
+    o = fo;
+    tb = tb.as_strided({p.K, p.N}, {tb.stride(-2), tb.stride(-1)});
+    M = fa.size(0);
+    br = 0;
+  }
   MatmulArgs args;
-  args.batch_rank = static_cast<int>(p.batch.size());
-  for (std::size_t i = 0; i < p.batch.size(); ++i) args.batch_shape[i] = p.batch[i];
-  args.M = p.M;
+  args.batch_rank = br;
+  for (int i = 0; i < br; ++i) args.batch_shape[i] = p.batch[i];
+  args.M = M;
   args.N = p.N;
   args.K = p.K;
-  args.a = p.a2.expand(sa).operand();
-  args.b = p.b2.expand(sb).operand();
+  args.a = ta.operand();
+  args.b = tb.operand();
   args.out = o.operand();
   if (bias.defined()) args.bias = bias.operand();
   args.precision = opt.precision;

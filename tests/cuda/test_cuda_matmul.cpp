@@ -1,0 +1,171 @@
+// matmul and linear on the cuda backend (cuBLAS / cuBLASLt) against the
+// reference backend on the host, on the same values in the same layouts:
+// every input layout (the ones cuBLAS takes as transpose flags and the ones
+// copied first), output layouts (row-major, column-major, through a
+// temporary), uniform and pointer-array batches, every dtype, precision
+// medium (TF32) with its tolerance, linear's bias through the cuBLASLt
+// epilogue and through the fill + beta=1 path, K = 0, 1-D operands, and an
+// error raised before anything is written. The binary skips without a GPU.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "matmul_test_util.hpp"
+#include "strata/matmul.hpp"
+
+using namespace strata;
+using matmul_test::Layout;
+using matmul_test::make_view;
+using matmul_test::on;
+using matmul_test::require_close;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+void cuda_vs_reference(const Shape& batch, std::int64_t M, std::int64_t K, std::int64_t N,
+                       Layout la, Layout lb, Layout lo, DType dt, std::uint64_t seed,
+                       Precision p = Precision::highest, bool bias = false) {
+  // linear's weight is 2-D: with a bias, b has no batch dims.
+  Shape sa = batch, sb = bias ? Shape{} : batch, so = batch;
+  sa.insert(sa.end(), {M, K});
+  sb.insert(sb.end(), {K, N});
+  so.insert(so.end(), {M, N});
+  INFO("a " << matmul_test::name(la) << " b " << matmul_test::name(lb) << " out "
+            << matmul_test::name(lo) << " dtype " << dtype_name(dt) << " batch " << shape_str(batch)
+            << " M " << M << " K " << K << " N " << N << " bias " << bias << " precision "
+            << int(p));
+  const Tensor va = Tensor::randn(sa, seed, dt), vb = Tensor::randn(sb, seed + 1, dt);
+  const Tensor a = make_view(va, la, Device::cpu()), b = make_view(vb, lb, Device::cpu());
+  const Tensor ga = make_view(va, la, kGpu), gb = make_view(vb, lb, kGpu);
+  const Tensor out = make_view(Tensor::full(so, -7.0, dt), lo, kGpu);
+  if (!bias) {
+    const Tensor want = matmul(a, b, on("reference"));
+    matmul_out(out, ga, gb, on("cuda", p));
+    require_close(out, want, K, p);
+    return;
+  }
+  // linear: weight = b^T as a view ([N, K]); bias [N].
+  const Tensor vbias = Tensor::randn({N}, seed + 2, dt);
+  const Tensor want = linear(a, b.transpose(0, 1), vbias, on("reference"));
+  linear_out(out, ga, gb.transpose(0, 1), vbias.to(kGpu), on("cuda", p));
+  require_close(out, want, K, p);
+}
+
+}  // namespace
+
+TEST_CASE("cuda matmul vs reference: every layout of a and b", "[cuda][matmul]") {
+  std::uint64_t seed = 100;
+  for (Layout la : matmul_test::kAllLayouts)
+    for (Layout lb : matmul_test::kAllLayouts)
+      cuda_vs_reference({3}, 5, 7, 6, la, lb, Layout::contiguous, DType::f32, seed += 2);
+}
+
+TEST_CASE("cuda matmul vs reference: output layouts and batches", "[cuda][matmul]") {
+  std::uint64_t seed = 300;
+  for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_rows,
+                    Layout::neg_cols, Layout::inner_step})
+    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::inner_step})
+      cuda_vs_reference({2}, 6, 9, 5, la, Layout::contiguous, lo, DType::f32, seed += 2);
+  // Two batch dims that do not merge (b broadcast over the first): the
+  // pointer-array path; and a broadcast b over one dim (stride 0, uniform).
+  cuda_vs_reference({4, 3}, 6, 5, 7, Layout::contiguous, Layout::bcast_batch, Layout::contiguous,
+                    DType::f32, 400);
+  cuda_vs_reference({5}, 6, 5, 7, Layout::contiguous, Layout::bcast_batch, Layout::transposed,
+                    DType::f32, 402);
+  cuda_vs_reference({2, 3}, 6, 5, 7, Layout::sliced, Layout::transposed, Layout::sliced, DType::f32,
+                    404);
+  // Batch dims in swapped order (a [3, 2, M, K] stored, seen as [2, 3, M, K]):
+  // no single batch stride, so cuBLAS gets pointer arrays.
+  {
+    const Tensor va = Tensor::randn({3, 2, 6, 5}, 410), vb = Tensor::randn({2, 3, 5, 7}, 411);
+    const Tensor ha = va.transpose(0, 1), ga = va.to(kGpu).transpose(0, 1);
+    require_close(matmul(ga, vb.to(kGpu), on("cuda")), matmul(ha, vb, on("reference")), 5);
+    require_close(matmul(ga, vb.to(kGpu), on("cuda", Precision::medium)),
+                  matmul(ha, vb, on("reference")), 5, Precision::medium);
+    const Tensor bias = Tensor::randn({7}, 412);
+    require_close(linear(ga, vb.select(0, 0).select(0, 0).transpose(0, 1).to(kGpu), bias.to(kGpu),
+                         on("cuda")),
+                  linear(ha, vb.select(0, 0).select(0, 0).transpose(0, 1), bias, on("reference")),
+                  5);
+  }
+  // A broadcast batch of b (a [2, 1, M, K] against b [3, K, N]).
+  const Tensor a = Tensor::randn({2, 1, 4, 6}, 40), b = Tensor::randn({3, 6, 5}, 41);
+  require_close(matmul(a.to(kGpu), b.to(kGpu), on("cuda")), matmul(a, b, on("reference")), 6);
+}
+
+TEST_CASE("cuda matmul vs reference: dtypes, sizes, precision medium (TF32)", "[cuda][matmul]") {
+  std::uint64_t seed = 500;
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::neg_rows})
+      for (Layout lb : {Layout::contiguous, Layout::transposed, Layout::inner_step})
+        cuda_vs_reference({2}, 9, 33, 7, la, lb, Layout::contiguous, dt, seed += 2);
+    cuda_vs_reference({}, 130, 257, 90, Layout::contiguous, Layout::transposed, Layout::contiguous,
+                      dt, seed += 2);
+    cuda_vs_reference({}, 1, 512, 300, Layout::contiguous, Layout::contiguous, Layout::contiguous,
+                      dt, seed += 2);
+  }
+  for (Precision p : {Precision::medium, Precision::high}) {
+    cuda_vs_reference({}, 128, 1024, 96, Layout::contiguous, Layout::contiguous, Layout::contiguous,
+                      DType::f32, seed += 2, p);
+    cuda_vs_reference({3}, 64, 200, 64, Layout::transposed, Layout::contiguous, Layout::contiguous,
+                      DType::f32, seed += 2, p);
+  }
+}
+
+TEST_CASE("cuda linear vs reference: bias through the epilogue and the fill", "[cuda][matmul]") {
+  std::uint64_t seed = 700;
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    // Row-major out, contiguous bias: cuBLASLt's epilogue (not f64).
+    cuda_vs_reference({2}, 16, 64, 40, Layout::contiguous, Layout::transposed, Layout::contiguous,
+                      dt, seed += 3, Precision::highest, true);
+    cuda_vs_reference({}, 1, 512, 96, Layout::contiguous, Layout::transposed, Layout::contiguous,
+                      dt, seed += 3, Precision::highest, true);
+    // Column-major out and a temporary out: bias filled, beta = 1.
+    cuda_vs_reference({}, 16, 64, 40, Layout::contiguous, Layout::contiguous, Layout::transposed,
+                      dt, seed += 3, Precision::highest, true);
+    cuda_vs_reference({2}, 16, 64, 40, Layout::inner_step, Layout::contiguous, Layout::inner_step,
+                      dt, seed += 3, Precision::highest, true);
+  }
+  cuda_vs_reference({}, 32, 300, 48, Layout::contiguous, Layout::transposed, Layout::contiguous,
+                    DType::f32, seed += 3, Precision::medium, true);
+  // A strided bias (not the epilogue), 1-D x.
+  const Tensor x = Tensor::randn({40}, 790), W = Tensor::randn({24, 40}, 791);
+  const Tensor bias = Tensor::randn({48}, 792).slice(0, 0, 48, 2);
+  require_close(linear(x.to(kGpu), W.to(kGpu), bias.to(kGpu), on("cuda")),
+                linear(x, W, bias, on("reference")), 40);
+}
+
+TEST_CASE("cuda matmul: K = 0, 1-D operands, errors before writing", "[cuda][matmul]") {
+  const Tensor z = matmul(Tensor::empty({3, 0}, DType::f32, kGpu),
+                          Tensor::empty({0, 4}, DType::f32, kGpu), on("cuda"));
+  CHECK(z.to_vector<float>() == std::vector<float>(12, 0.0f));
+  const Tensor bias = Tensor::from_vector<float>({1, 2, 3, 4}, {4}, kGpu);
+  const Tensor y = linear(Tensor::empty({3, 0}, DType::f32, kGpu),
+                          Tensor::empty({4, 0}, DType::f32, kGpu), bias, on("cuda"));
+  CHECK(y.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4});
+
+  const Tensor v = Tensor::randn({6}, 50), m = Tensor::randn({4, 6}, 52);
+  require_close(matmul(m.to(kGpu), v.to(kGpu), on("cuda")), matmul(m, v, on("reference")), 6);
+  require_close(matmul(v.to(kGpu), m.transpose(0, 1).to(kGpu), on("cuda")),
+                matmul(v, m.transpose(0, 1), on("reference")), 6);
+  const Tensor dot = matmul(v.to(kGpu), v.to(kGpu), on("cuda"));
+  CHECK(std::abs(dot.item({}) - matmul(v, v, on("reference")).item({})) < 1e-4);
+
+  Tensor out = Tensor::full({4, 3}, 42.0, DType::f32, kGpu);
+  try {
+    matmul_out(out, Tensor::randn({4, 5}, 1).to(kGpu), Tensor::randn({6, 3}, 2).to(kGpu),
+               on("cuda"));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "matmul: a has K = 5 (last dim) but b has 6 rows (dim -2)");
+  }
+  try {
+    matmul_out(out, Tensor::randn({4, 5}, 1).to(kGpu), Tensor::randn({5, 3}, 2), on("cuda"));
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "matmul: b is on cpu but a is on cuda:0");
+  }
+  for (float f : out.to_vector<float>()) REQUIRE(f == 42.0f);
+}
