@@ -1,0 +1,162 @@
+// matmul on the cuda backend against cuBLAS called directly on the same
+// device buffers (cublasGemmEx, row-major via C^T = B^T A^T, the library's
+// default workspace), timed with CUDA events (Google Benchmark manual time,
+// each iteration a batch of calls after warm-up). Reports TFLOP/s (2 M N K).
+// bench/peer_matmul.py times torch.matmul on the same shapes and reads this
+// binary's JSON output.
+//
+//   bench_matmul_cuda --benchmark_out=matmul_cuda.json --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "strata/matmul.hpp"
+#include "strata/tensor.hpp"
+
+namespace {
+
+using strata::Device;
+using strata::DType;
+using strata::Precision;
+using strata::Tensor;
+
+struct Shape {
+  const char* name;
+  std::int64_t M, K, N;
+};
+struct Mode {
+  const char* name;
+  DType dt;
+  Precision p;
+};
+
+// Kept in step with SHAPES and MODES in bench/peer_matmul.py.
+const Shape kShapes[] = {{"sq512", 512, 512, 512},
+                         {"sq1024", 1024, 1024, 1024},
+                         {"sq2048", 2048, 2048, 2048},
+                         {"sq4096", 4096, 4096, 4096},
+                         {"sq8192", 8192, 8192, 8192},
+                         {"skinny_1x512x1536", 1, 512, 1536},
+                         {"skinny_16x512x1408", 16, 512, 1408}};
+const Mode kModes[] = {{"f32_highest", DType::f32, Precision::highest},
+                       {"f32_medium", DType::f32, Precision::medium},
+                       {"bf16", DType::bf16, Precision::highest}};
+
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+void blas_ok(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "%s: %s\n", what, cublasGetStatusName(s));
+    std::exit(1);
+  }
+}
+
+struct Buffers {
+  Tensor a, b, out;
+};
+Buffers make(const Shape& s, DType dt) {
+  const Device g = Device::cuda(0);
+  return {Tensor::randn({s.M, s.K}, 1, dt, g), Tensor::randn({s.K, s.N}, 2, dt, g),
+          Tensor::empty({s.M, s.N}, dt, g)};
+}
+
+// Calls per timed iteration: enough that one iteration is >= ~1 ms.
+int reps_for(const Shape& s) {
+  const double flop = 2.0 * double(s.M) * double(s.N) * double(s.K);
+  const double r = 2e10 / flop;  // ~1 ms at 20 TFLOP/s
+  return r < 1 ? 1 : (r > 200 ? 200 : int(r));
+}
+
+template <class F>
+void time_loop(benchmark::State& st, const Shape& s, F call) {
+  const int reps = reps_for(s);
+  for (int i = 0; i < 3; ++i) call();  // warm-up: handles, heuristics, pool
+  cuda_ok(cudaDeviceSynchronize(), "warm-up");
+  cudaEvent_t e0, e1;
+  cuda_ok(cudaEventCreate(&e0), "event");
+  cuda_ok(cudaEventCreate(&e1), "event");
+  double total_s = 0;
+  for (auto _ : st) {
+    cuda_ok(cudaEventRecord(e0), "record");
+    for (int i = 0; i < reps; ++i) call();
+    cuda_ok(cudaEventRecord(e1), "record");
+    cuda_ok(cudaEventSynchronize(e1), "sync");
+    float ms = 0;
+    cuda_ok(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    st.SetIterationTime(double(ms) * 1e-3 / reps);
+    total_s += double(ms) * 1e-3 / reps;
+  }
+  cuda_ok(cudaEventDestroy(e0), "event");
+  cuda_ok(cudaEventDestroy(e1), "event");
+  // A plain value (not a rate counter): flop per second of the event time.
+  const double flop = 2.0 * double(s.M) * double(s.N) * double(s.K);
+  st.counters["TFLOP/s"] = total_s > 0 ? flop * double(st.iterations()) / total_s * 1e-12 : 0;
+}
+
+void bm_strata(benchmark::State& st, Shape s, Mode m) {
+  Buffers b = make(s, m.dt);
+  strata::MatmulOptions o;
+  o.backend = "cuda";
+  o.precision = m.p;
+  time_loop(st, s, [&] { strata::matmul_out(b.out, b.a, b.b, o); });
+}
+
+void bm_cublas(benchmark::State& st, Shape s, Mode m) {
+  Buffers b = make(s, m.dt);
+  cublasHandle_t h;
+  blas_ok(cublasCreate(&h), "cublasCreate");
+  const cudaDataType_t t = m.dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cublasComputeType_t ct =
+      m.p == Precision::medium ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const float alpha = 1, beta = 0;
+  const int M = int(s.M), N = int(s.N), K = int(s.K);
+  time_loop(st, s, [&] {
+    blas_ok(
+        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b.b.data_ptr(), t, N,
+                     b.a.data_ptr(), t, K, &beta, b.out.data_ptr(), t, N, ct, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
+  });
+  blas_ok(cublasDestroy(h), "cublasDestroy");
+}
+
+}  // namespace
+
+// Strata and cuBLAS in turn per shape and mode.
+int main(int argc, char** argv) {
+  constexpr int kIters = 25;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("bench_matmul_cuda: no CUDA device\n");
+    return 0;
+  }
+  for (const Mode& m : kModes) {
+    for (const Shape& s : kShapes) {
+      const std::string base = std::string("matmul_cuda/") + s.name + "/" + m.name;
+      // A fixed count of timed batches (each ~1 ms or one call): manual
+      // time is per call, so Google Benchmark's own stopping rule would run
+      // reps times longer than it believes.
+      benchmark::RegisterBenchmark((base + "/strata").c_str(), bm_strata, s, m)
+          ->Iterations(kIters)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((base + "/cublas").c_str(), bm_cublas, s, m)
+          ->Iterations(kIters)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
