@@ -49,11 +49,12 @@ std::int64_t validate_new_shape(const Shape& shape, DType dt, const char* op) {
   std::int64_t span = 1;  // product with 0 read as 1: the largest stride we will form
   for (std::int64_t s : shape) {
     STRATA_CHECK(s >= 0, op, "negative size ", s, " in shape ", shape_str(shape));
-    span = detail::mul_or_fail(span, std::max<std::int64_t>(s, 1), op, " (shape ", shape_str(shape),
-                               ")");
+    span = detail::mul_or_fail(
+        span, std::max<std::int64_t>(s, 1), op, " (shape ", [&] { return shape_str(shape); }, ")");
   }
-  detail::mul_or_fail(span, static_cast<std::int64_t>(itemsize(dt)), op, " (bytes of shape ",
-                      shape_str(shape), ")");
+  detail::mul_or_fail(
+      span, static_cast<std::int64_t>(itemsize(dt)), op, " (bytes of shape ",
+      [&] { return shape_str(shape); }, ")");
   return has_zero(shape) ? 0 : span;
 }
 
@@ -73,9 +74,14 @@ std::int64_t shape_numel(const Shape& s) {
   for (std::int64_t v : s)
     STRATA_CHECK(v >= 0, "shape_numel", "negative size ", v, " in shape ", shape_str(s));
   if (has_zero(s)) return 0;
+  // numel() runs on every op call: the message is built only on overflow.
   std::int64_t n = 1;
-  for (std::int64_t v : s)
-    n = detail::mul_or_fail(n, v, "shape_numel", " (shape ", shape_str(s), ")");
+  for (std::int64_t v : s) {
+    std::int64_t r;
+    if (!detail::mul_ok(n, v, &r))
+      fail("shape_numel", "int64 overflow computing ", n, " * ", v, " (shape ", shape_str(s), ")");
+    n = r;
+  }
   return n;
 }
 

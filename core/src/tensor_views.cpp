@@ -67,7 +67,8 @@ Shape infer_shape(const Shape& shape, std::int64_t numel, const char* op) {
       continue;
     }
     STRATA_CHECK(shape[i] >= 0, op, "negative size ", shape[i], " in shape ", shape_str(shape));
-    known = detail::mul_or_fail(known, shape[i], op, " (shape ", shape_str(shape), ")");
+    known = detail::mul_or_fail(
+        known, shape[i], op, " (shape ", [&] { return shape_str(shape); }, ")");
   }
   if (infer_at >= 0) {
     STRATA_CHECK(known != 0, op, "cannot infer the -1 in shape ", shape_str(shape),
