@@ -1,10 +1,18 @@
 #pragma once
 // Umbrella header: everything a Strata user needs.
 #include "strata/attention.hpp"
+#include "strata/concat.hpp"
 #include "strata/device.hpp"
 #include "strata/dtype.hpp"
+#include "strata/elementwise.hpp"
+#include "strata/embedding.hpp"
 #include "strata/error.hpp"
+#include "strata/matmul.hpp"
+#include "strata/norm.hpp"
+#include "strata/op_options.hpp"
+#include "strata/reduce.hpp"
 #include "strata/registry.hpp"
+#include "strata/rotary.hpp"
 #include "strata/storage.hpp"
 #include "strata/tensor.hpp"
 #include "strata/version.hpp"
