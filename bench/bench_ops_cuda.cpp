@@ -66,6 +66,10 @@ void time_gpu(benchmark::State& state, double bytes, const std::function<void()>
   float one = 0;
   check_cuda(cudaEventElapsedTime(&one, start, stop), "elapsed");
   const int batch = one > 1.0f ? 1 : static_cast<int>(std::min(1000.0f, 1.0f / (one + 1e-4f)));
+  // One iteration is one batch (so small ops do not multiply the run time);
+  // bytes_per_second counts the batch's bytes, us_per_op the mean per call.
+  double total_ms = 0;
+  std::int64_t calls = 0;
   for (auto _ : state) {
     check_cuda(cudaEventRecord(start), "record");
     for (int i = 0; i < batch; ++i) f();
@@ -73,11 +77,14 @@ void time_gpu(benchmark::State& state, double bytes, const std::function<void()>
     check_cuda(cudaEventSynchronize(stop), "sync");
     float ms = 0;
     check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    state.SetIterationTime(ms * 1e-3 / batch);
+    state.SetIterationTime(ms * 1e-3);
+    total_ms += ms;
+    calls += batch;
   }
   state.counters["bytes_per_second"] =
-      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(bytes * batch, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["bytes"] = bytes;
+  state.counters["us_per_op"] = calls ? total_ms * 1e3 / double(calls) : 0.0;
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 }
@@ -151,6 +158,8 @@ void tiny_add(benchmark::State& state, bool allocating) {
   const Tensor o = Tensor::empty({4}, DType::f32, kGpu);
   for (int i = 0; i < 100; ++i) (void)strata::add(a, b);
   check_cuda(cudaDeviceSynchronize(), "sync");
+  double total = 0;
+  std::int64_t calls = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 1000; ++i) {
@@ -161,16 +170,23 @@ void tiny_add(benchmark::State& state, bool allocating) {
     }
     check_cuda(cudaDeviceSynchronize(), "sync");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    state.SetIterationTime(s / 1000);
+    state.SetIterationTime(s);
+    total += s;
+    calls += 1000;
   }
+  state.counters["us_per_call"] = calls ? total * 1e6 / double(calls) : 0.0;
 }
 
 }  // namespace
 
 BENCHMARK(copy_d2d)->Arg(64 << 20)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(add_contig, f32, DType::f32)
-    ->RangeMultiplier(16)
-    ->Range(1 << 12, 1 << 28)
+    ->Arg(1 << 12)
+    ->Arg(1 << 16)
+    ->Arg(1 << 20)
+    ->Arg(1 << 24)
+    ->Arg(1 << 26)
+    ->Arg(1 << 28)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(add_contig, bf16, DType::bf16)

@@ -54,7 +54,7 @@ def cases():
     a = randn(n, torch.float32)
     o = torch.empty_like(a)
     out.append(("copy_d2d/67108864", 2 * 4 * n, lambda: o.copy_(a)))
-    for k in [1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28]:
+    for k in [1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 26, 1 << 28]:
         x, y = randn(k, torch.float32), randn(k, torch.float32)
         z = torch.empty_like(x)
         out.append((f"add_contig/f32/{k}", 12 * k, (lambda x=x, y=y, z=z: torch.add(x, y, out=z))))
@@ -105,6 +105,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", help="bench_ops_cuda JSON output")
     ap.add_argument("--out", help="also write the table here")
+    ap.add_argument("--json", help="also write PyTorch's timings (ms per call) here")
     args = ap.parse_args()
     strata = {}
     if args.strata:
@@ -131,9 +132,12 @@ def main():
     for alloc, tag in [(True, "alloc"), (False, "out")]:
         us = tiny_us(alloc)
         key = f"tiny_add/{tag}"
-        su = strata[key]["real_time"] if key in strata else None
+        su = strata[key]["us_per_call"] if key in strata else None
         rows.append(f"| {key} (us per call) | {su:.2f} us | | {us:.2f} us | | {us / su:.2f} (torch/strata) |"
                     if su else f"| {key} (us per call) | - | | {us:.2f} us | | - |")
+    if args.json:
+        json.dump({"torch": torch.__version__, "ms": {nm: ms for nm, _, ms in res}},
+                  open(args.json, "w"), indent=1)
     table = "\n".join(rows)
     print(table)
     if args.out:
