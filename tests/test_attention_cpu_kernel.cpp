@@ -20,7 +20,7 @@
 #include "strata/registry.hpp"
 
 namespace strata::cpu {
-// Defined in backends/cpu/testing.cpp.
+// Defined in backends/cpu/attention/testing.cpp.
 bool fast_exp2_for_test(const char* isa, const float* x, float* y, std::int64_t n);
 bool fast_exp2_for_test(const char* isa, const double* x, double* y, std::int64_t n);
 }  // namespace strata::cpu
@@ -442,7 +442,7 @@ TEST_CASE("cpu attention kernel, strided K read by several query blocks", "[cpu]
 
 template <class T>
 void check_fast_exp2() {
-  // Relative error bounds (see backends/cpu/simd.hpp): 1.7 ulp measured for
+  // Relative error bounds (see backends/cpu/attention/simd.hpp): 1.7 ulp measured for
   // f32, truncation 4e-18 plus rounding for f64; checked with margin.
   const double bound = std::is_same_v<T, float> ? 2.5e-7 : 5e-16;
   const double lo = std::is_same_v<T, float> ? -125.0 : -1020.0;

@@ -1,7 +1,7 @@
 // Registers the cpu backend: always built, always available, host memory.
 #include <string>
 
-#include "cpu/attention_cpu.hpp"
+#include "cpu/attention/attention_cpu.hpp"
 #include "strata/registry.hpp"
 
 namespace strata {

@@ -6,7 +6,7 @@
 // dv)), plus the partials of split tasks, O(threads * MB * dv), plus a
 // row-major copy of K (at most 256 MiB) when K's head dim is not unit-stride
 // and several query blocks read each head.
-#include "cpu/attention_cpu.hpp"
+#include "cpu/attention/attention_cpu.hpp"
 
 #include <omp.h>
 
@@ -20,8 +20,8 @@
 #include <numeric>
 #include <vector>
 
-#include "cpu/cpu_kernels.hpp"
-#include "cpu/pack_rows.hpp"
+#include "cpu/attention/cpu_kernels.hpp"
+#include "cpu/attention/pack_rows.hpp"
 #include "strata/error.hpp"
 
 namespace strata::cpu {

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu/cpu_kernels.hpp"
+#include "cpu/attention/cpu_kernels.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #if defined(__clang__)  // clang has no GCC target pragma; same effect
@@ -14,9 +14,9 @@
 #endif
 namespace strata::cpu {
 namespace {
-#include "cpu/simd.hpp"
+#include "cpu/attention/simd.hpp"
 //
-#include "cpu/kernel_impl.hpp"
+#include "cpu/attention/kernel_impl.hpp"
 
 using F = Cfg<float, 8, 6, 2, 64, 192, 4, 128>;
 using D = Cfg<double, 4, 6, 2, 64, 192, 4, 128>;

@@ -3,13 +3,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu/cpu_kernels.hpp"
+#include "cpu/attention/cpu_kernels.hpp"
 
 namespace strata::cpu {
 namespace {
-#include "cpu/simd.hpp"
+#include "cpu/attention/simd.hpp"
 //
-#include "cpu/kernel_impl.hpp"
+#include "cpu/attention/kernel_impl.hpp"
 
 using F = Cfg<float, 4, 6, 2, 64, 192, 4, 128>;
 using D = Cfg<double, 2, 6, 2, 64, 192, 4, 128>;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "cpu/cpu_kernels.hpp"
+#include "cpu/attention/cpu_kernels.hpp"
 
 namespace strata::cpu {
 
