@@ -105,8 +105,9 @@ void add_check_command(CLI::App& root, int& status) {
       "float64 reference");
   static bool full = false;
   static std::string only;
-  cmd->add_flag("--full", full,
-                "More shapes, each crossed with every layout and option (minutes on 2 cores)");
+  cmd->add_flag(
+      "--full", full,
+      "More shapes, each crossed with every layout and option (682 cases, ~10 s on 2 cores)");
   cmd->add_option("--group", only,
                   "Only the groups whose name contains this (shapes, layouts, causal, window, "
                   "masks, gqa, scale, batch, edge)");
