@@ -8,10 +8,11 @@ device-to-device copy bandwidth (64M f32, read + write); with --strata
 JSON from bench_ops_cuda, also Strata's GB/s, % of its copy ceiling and
 the ratio Strata / PyTorch. Tiny-op rows compare host microseconds per call.
 
-  python3 bench/peer_ops.py [--strata ops.json] [--out table.md]
+  python3 bench/peer_ops.py [--strata ops.json] [--out table.md] [--only REGEX] [--no-tiny]
 """
 import argparse
 import json
+import re
 import statistics
 import time
 
@@ -106,6 +107,9 @@ def main():
     ap.add_argument("--strata", help="bench_ops_cuda JSON output")
     ap.add_argument("--out", help="also write the table here")
     ap.add_argument("--json", help="also write PyTorch's timings (ms per call) here")
+    ap.add_argument("--only", help="time only the cases whose name matches this regex "
+                    "(the copy is always timed: it is the ceiling)")
+    ap.add_argument("--no-tiny", action="store_true", help="skip the tiny-op rows")
     args = ap.parse_args()
     strata = {}
     if args.strata:
@@ -114,7 +118,8 @@ def main():
             strata[nm] = bm
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
     rows = []
-    res = [(nm, by, median_ms(fn)) for nm, by, fn in cases()]
+    res = [(nm, by, median_ms(fn)) for nm, by, fn in cases()
+           if not args.only or nm.startswith("copy_d2d/") or re.search(args.only, nm)]
     t_copy = res[0][1] / (res[0][2] * 1e-3) / 1e9
     s_copy = None
     if "copy_d2d/67108864" in strata:
@@ -129,7 +134,7 @@ def main():
             f"| {nm} | {sg:.0f} | {100 * sg / s_copy:.1f} | {tg:.0f} | {100 * tg / t_copy:.1f} | "
             f"{sg / tg:.2f} |" if sg is not None and s_copy else
             f"| {nm} | - | - | {tg:.0f} | {100 * tg / t_copy:.1f} | - |")
-    for alloc, tag in [(True, "alloc"), (False, "out")]:
+    for alloc, tag in [] if args.no_tiny else [(True, "alloc"), (False, "out")]:
         us = tiny_us(alloc)
         key = f"tiny_add/{tag}"
         su = strata[key]["us_per_call"] if key in strata else None

@@ -2,10 +2,15 @@
 // and rms_norm (out, x, weight; scalar[0] = eps) on f32, f64, f16, bf16:
 // statistics in f32 (f64 for f64) over two passes (mean, then the squared
 // deviations from it), the row kept in registers when it fits a tile.
+// Contiguous rows of up to 8192 f32 / 16384 f16, bf16 elements take
+// norm_fast (rows_fast.cuh): the row read once into registers, the mean and
+// the squared deviations from it summed over the registers (one reduction
+// each), weight and bias read as vectors in the output pass.
 #include <cmath>
 
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
+#include "cuda/rows/rows_fast.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -80,12 +85,80 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
   }
 }
 
+template <bool RMS, class T, int TPR, int NV>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, 1024 / fastrow::kBlock<TPR>)
+    norm_fast(RowParams p) {
+  using C = compute_t<T>;
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int RPB = fastrow::kBlock<TPR> / TPR;
+  __shared__ C sh[2 * (TPR / 32)];
+  fastrow::Reducer<TPR, C> red{sh};
+  const int lane = threadIdx.x % TPR;
+  const std::int64_t nvec = p.n / VEC;
+  const C eps = static_cast<C>(p.scalar[0]);
+  const T* w = reinterpret_cast<const T*>(p.ptr[2]);
+  const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
+  for (std::int64_t row = std::int64_t(blockIdx.x) * RPB + threadIdx.x / TPR; row < p.rows;
+       row += std::int64_t(gridDim.x) * RPB) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    Vec<T, VEC> r[NV];
+    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[1]) + off[1], nvec, lane, r);
+    C mu = 0;
+    if constexpr (!RMS) {
+      C s = 0;
+#pragma unroll
+      for (int i = 0; i < NV; ++i)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) s += cvt<C>(r[i].v[j]);  // zeros past the end
+      mu = red(s, SumOp{}) / C(p.n);
+    }
+    C q = 0;
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+      if (lane + std::int64_t(i) * TPR < nvec)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const C c = cvt<C>(r[i].v[j]) - mu;
+          q += c * c;
+        }
+    q = red(q, SumOp{});
+    const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
+    T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const std::int64_t e = lane + std::int64_t(i) * TPR;
+      if (e < nvec) {
+        Vec<T, VEC> wv, bv, o;
+        if (w != nullptr) wv = ld_vec<T, VEC>(w + off[2] + e * VEC);
+        if (b != nullptr) bv = ld_vec<T, VEC>(b + off[3] + e * VEC);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          C y = (cvt<C>(r[i].v[j]) - mu) * inv;
+          if (w != nullptr) y *= cvt<C>(wv.v[j]);
+          if (b != nullptr) y += cvt<C>(bv.v[j]);
+          o.v[j] = cvt<T>(y);
+        }
+        st_vec<T, VEC>(out + e * VEC, o);
+      }
+    }
+  }
+}
+
 template <bool RMS, class T>
 void norm(const IterArgs& a) {
   RowParams p = make_row_params(a);
   if (p.rows == 0 || p.n == 0) return;
   p.vec = rows_vectorisable(a, RMS ? 0b111 : 0b1111, 16 / sizeof(T), sizeof(T));
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+  if (fastrow::dispatch<T>(p, [&](auto tpr, auto nv) {
+        constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
+        norm_fast<RMS, T, TPR, NV>
+            <<<fastrow::grid_for<TPR>(p.rows), fastrow::kBlock<TPR>, 0, st>>>(p);
+      })) {
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   if (p.n <= 32 * kCap)
     norm_kernel<RMS, T, 32><<<row_grid(p.rows, kRowThreads / 32), kRowThreads, 0, st>>>(p);
   else

@@ -1,10 +1,15 @@
 // cuda sum, mean, max, argmax (out has stride 0 along the row; argmax's is
 // i64), softmax and log_softmax, on f32, f64, f16, bf16; f16/bf16/f32
 // accumulate in f32 (per-thread partials, then a shuffle tree), f64 in f64.
+// Contiguous softmax / log_softmax rows of up to 8192 f32 / 16384 f16, bf16
+// elements take softmax_fast (rows_fast.cuh): the row read once into
+// registers, its max, then the sum of exp(x - max), one reduction each.
 #include <cmath>
+#include <type_traits>
 
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
+#include "cuda/rows/rows_fast.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -152,6 +157,69 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
   }
 }
 
+// A row of -inf: x - max is NaN everywhere, as the reference; a NaN makes
+// the sum NaN and every output NaN. f32 softmax keeps exp(x - max) in the
+// registers for the output pass; 16-bit rows recompute it (their registers
+// hold the raw inputs).
+template <bool Log, class T, int TPR, int NV>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, 1024 / fastrow::kBlock<TPR>)
+    softmax_fast(RowParams p) {
+  using C = compute_t<T>;
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int RPB = fastrow::kBlock<TPR> / TPR;
+  constexpr bool kKeepExp = !Log && std::is_same_v<T, C>;
+  __shared__ C sh[2 * (TPR / 32)];
+  fastrow::Reducer<TPR, C> red{sh};
+  const int lane = threadIdx.x % TPR;
+  const std::int64_t nvec = p.n / VEC;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * RPB + threadIdx.x / TPR; row < p.rows;
+       row += std::int64_t(gridDim.x) * RPB) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    Vec<T, VEC> r[NV];
+    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[1]) + off[1], nvec, lane, r);
+    C m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+      if (lane + std::int64_t(i) * TPR < nvec)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, cvt<C>(r[i].v[j]));
+    m = red(m, MaxOp{});
+    C s = 0;
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+      if (lane + std::int64_t(i) * TPR < nvec)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const C ex = fn::m_exp(cvt<C>(r[i].v[j]) - m);
+          if constexpr (kKeepExp) r[i].v[j] = ex;
+          s += ex;
+        }
+    s = red(s, SumOp{});
+    const C inv = C(1) / s, lse = fn::m_log(s);
+    T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const std::int64_t e = lane + std::int64_t(i) * TPR;
+      if (e < nvec) {
+        Vec<T, VEC> o;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          C y;
+          if constexpr (kKeepExp)
+            y = r[i].v[j] * inv;
+          else if constexpr (Log)
+            y = cvt<C>(r[i].v[j]) - m - lse;
+          else
+            y = fn::m_exp(cvt<C>(r[i].v[j]) - m) * inv;
+          o.v[j] = cvt<T>(y);
+        }
+        st_vec<T, VEC>(out + e * VEC, o);
+      }
+    }
+  }
+}
+
 template <class K>
 void launch_rows(K kernel_warp, K kernel_block, const RowParams& p, const IterArgs& a) {
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
@@ -175,6 +243,15 @@ void softmax(const IterArgs& a) {
   RowParams p = make_row_params(a);
   if (p.rows == 0 || p.n == 0) return;
   p.vec = rows_vectorisable(a, 0b11, 16 / sizeof(T), sizeof(T));
+  const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+  if (fastrow::dispatch<T>(p, [&](auto tpr, auto nv) {
+        constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
+        softmax_fast<Log, T, TPR, NV>
+            <<<fastrow::grid_for<TPR>(p.rows), fastrow::kBlock<TPR>, 0, st>>>(p);
+      })) {
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   launch_rows(&softmax_kernel<Log, T, 32>, &softmax_kernel<Log, T, kRowThreads>, p, a);
 }
 
