@@ -327,6 +327,9 @@ TEST_CASE("rows: softmax and log_softmax closed forms", "[ops][rows]") {
       const Tensor ni = f64_tensor({-kInf, -kInf, -kInf, -kInf, 0, -kInf}, {2, 3}, dt);
       require_close(softmax(ni, 1, on(be)), {kNaN, kNaN, kNaN, 0, 1, 0}, 0, 0);
       require_close(log_softmax(ni, 1, on(be)), {kNaN, kNaN, kNaN, -kInf, 0, -kInf}, 0, 0);
+      // A NaN anywhere in a row makes the whole row NaN; other rows are untouched.
+      const Tensor nn = f64_tensor({0, kNaN, 0, 0, 0, 0}, {2, 3}, dt);
+      require_close(softmax(nn, 1, on(be)), {kNaN, kNaN, kNaN, 1 / 3.0, 1 / 3.0, 1 / 3.0}, t, t);
       // In place: out is exactly x.
       const Tensor ip = f64_tensor({1, 1, 1, 1}, {1, 4}, dt);
       softmax_out(ip, ip, 1, on(be));
@@ -794,4 +797,36 @@ TEST_CASE("rows: ops large enough for several cpu threads match the reference", 
     const Tensor pos = Tensor::arange(8, DType::i64);
     require_close(rotary(xr, pos, {}, on("cpu")), rotary(xr, pos, {}, on("reference")), t, t);
   }
+}
+
+// ============================ devices ========================================
+
+TEST_CASE("rows: operands on different devices are refused", "[ops][rows][errors]") {
+  core_test::DeviceScope scope;
+  REQUIRE(scope.device);  // a real GPU, or the fake runtime standing in for one
+  const Device other = *scope.device;
+  const std::string on_other = " is on " + other.str();
+  const Tensor x = Tensor::randn({3, 4}, 1);
+  const Tensor out = Tensor::full({3, 4}, kSentinel);
+  const Tensor w_dev = Tensor::randn({4}, 2).to(other);
+  require_error("layer_norm", {"weight" + on_other, "x is on cpu"},
+                [&] { layer_norm_out(out, x, w_dev, Tensor()); }, {&out});
+  require_error("softmax", {"out" + on_other},
+                [&] {
+                  softmax_out(Tensor::full({3, 4}, kSentinel).to(other), x, 1);
+                },
+                {&out});
+  require_error("rotary", {"positions" + on_other},
+                [&] { rotary_out(out, x, Tensor::zeros({3}, DType::i64).to(other)); }, {&out});
+  require_error(
+      "embedding", {"table" + on_other},
+      [&] {
+        embedding_out(out, Tensor::zeros({3}, DType::i64), Tensor::randn({5, 4}, 1).to(other));
+      },
+      {&out});
+  require_error("concat", {"xs[1]" + on_other},
+                [&] {
+                  concat_out(out, {x.narrow(1, 0, 2), x.narrow(1, 2, 2).to(other)}, 1);
+                },
+                {&out});
 }
