@@ -12,6 +12,7 @@
 #include "catch.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/op_harness.hpp"
+#include "strata/reduce.hpp"
 #include "strata/registry.hpp"
 
 using namespace strata;
@@ -381,6 +382,26 @@ TEST_CASE("ops runner: a read outside an input view shows up", "[ops][runner]") 
     };
     const OpCaseReport rep =
         run_op_case(d, DType::f32, l, 19, {{"extra", Device::cpu(), overread}});
+    INFO(rep.summary());
+    CHECK_FALSE(extra_result(rep).pass);
+  }
+}
+
+TEST_CASE("ops runner: a kernel that ignores an input's strides fails", "[ops][runner]") {
+  // Reads x as if it were row-major from its first element: right for the
+  // contiguous layout only.
+  const OpDescriptor& d = descriptor("softmax dim=-1");
+  for (const OpLayout l : {OpLayout::transposed, OpLayout::strided, OpLayout::sliced}) {
+    auto row_major = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions&) {
+      const Tensor& x = in[0];
+      Shape st(x.shape().size(), 1);
+      for (int i = x.dim() - 2; i >= 0; --i) st[i] = st[i + 1] * x.size(i + 1);
+      OpOptions o;
+      o.backend = "reference";
+      softmax_out(out, x.as_strided(x.shape(), st, x.offset()), -1, o);
+    };
+    const OpCaseReport rep =
+        run_op_case(d, DType::f32, l, 20, {{"extra", Device::cpu(), row_major}});
     INFO(rep.summary());
     CHECK_FALSE(extra_result(rep).pass);
   }
