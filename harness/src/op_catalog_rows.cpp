@@ -233,6 +233,56 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(d);
   }
 
+  // Long rows (several warps or blocks per row on cuda, vector tails on the cpu).
+  {
+    const std::int64_t L = 4099;
+    OpDescriptor s;
+    s.name = "softmax dim=-1 (long rows)";
+    s.family = "long rows";
+    s.registry_ops = {"softmax"};
+    s.inputs = {input("x", {3, L})};
+    s.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      softmax_out(out, in[0], -1, o);
+    };
+    s.tolerance = row_growth(static_cast<double>(L));
+    v.push_back(s);
+    OpDescriptor sm = s;
+    sm.name = "sum dim=-1 (long rows)";
+    sm.registry_ops = {"sum"};
+    sm.output = [](const std::vector<Tensor>& in, DType dt) {
+      return OpOutput{{in[0].size(0)}, dt};
+    };
+    sm.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      sum_out(out, in[0], -1, false, o);
+    };
+    v.push_back(sm);
+    OpDescriptor ln = s;
+    ln.name = "layer_norm (long rows)";
+    ln.registry_ops = {"layer_norm"};
+    ln.inputs = {input("x", {3, L}), input("weight", {L}), input("bias", {L})};
+    ln.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      layer_norm_out(out, in[0], in[1], in[2], 1e-5, o);
+    };
+    v.push_back(ln);
+    OpDescriptor rn = s;
+    rn.name = "rms_norm (long rows)";
+    rn.registry_ops = {"rms_norm"};
+    rn.inputs = {input("x", {3, L}), input("weight", {L})};
+    rn.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      rms_norm_out(out, in[0], in[1], 1e-6, o);
+    };
+    v.push_back(rn);
+    OpDescriptor ad;
+    ad.name = "add (long rows)";
+    ad.family = "long rows";
+    ad.registry_ops = {"add"};
+    ad.inputs = {input("a", {3, L}), input("b", {3, L})};
+    ad.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      add_out(out, in[0], in[1], o);
+    };
+    v.push_back(ad);
+  }
+
   for (const int dim : {1, -1}) {
     OpDescriptor d;
     d.name = "concat dim=" + std::to_string(dim);
