@@ -4,8 +4,8 @@
 // and on the reference, compared.
 #include <cmath>
 #include <cstdio>
-#include <vector>
 #include <strata/strata.hpp>
+#include <vector>
 
 int main() {
   using namespace strata;
