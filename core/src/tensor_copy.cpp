@@ -60,10 +60,16 @@ void host_copy(const Tensor& dst, const Tensor& src) {
   }
   char* d = static_cast<char*>(dst.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
-  const auto* ds = dst.strides().data();
-  const auto* ss = src.strides().data();
+  if (dst.numel() == 0) return;
+  // A size-1 dim's stride is never used and so is not bounded by the extent
+  // check: read it as 0, so that stride * itemsize cannot overflow.
+  std::int64_t ds[kMaxDims], ss[kMaxDims];
   const auto* sh = dst.shape().data();
   const int r = dst.dim();
+  for (int i = 0; i < r; ++i) {
+    ds[i] = sh[i] == 1 ? 0 : dst.strides()[i];
+    ss[i] = sh[i] == 1 ? 0 : src.strides()[i];
+  }
   switch (isz) {
     case 1:
       return host_copy_n<1>(d, ds, s, ss, sh, r);

@@ -9,6 +9,15 @@
 #include "strata/tensor.hpp"
 
 namespace strata {
+namespace {
+// An empty view touches no memory, so its strides are not bounded by the
+// extent check and offset arithmetic on them may overflow: skip it.
+bool has_zero(const Shape& s) {
+  for (std::int64_t v : s)
+    if (v == 0) return true;
+  return false;
+}
+}  // namespace
 
 namespace {
 
@@ -23,7 +32,8 @@ bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape&
     std::int64_t run = 1;
     for (std::size_t i = new_shape.size(); i-- > 0;) {
       (*new_strides)[i] = run;
-      run *= std::max<std::int64_t>(new_shape[i], 1);
+      // Past int64 the remaining (outer) strides are 0: nothing is read.
+      if (!detail::mul_ok(run, std::max<std::int64_t>(new_shape[i], 1), &run)) run = 0;
     }
     return true;
   }
@@ -114,8 +124,10 @@ Tensor Tensor::slice(int dim, Slice s) const {
   shape[d] = length;
   if (length > 1)
     strides[d] = detail::mul_or_fail(strides_[d], s.step, op, " (stride of dim ", d, ")");
+  // Inside the checked extent when the view has elements; an empty view's
+  // strides are unchecked, so its offset does not move.
   const std::int64_t offset =
-      length > 0 ? offset_ + start * strides_[d] : offset_;  // inside the checked extent
+      length > 0 && !has_zero(shape_) ? offset_ + start * strides_[d] : offset_;
   return with_layout(std::move(shape), std::move(strides), offset, op);
 }
 
@@ -133,7 +145,8 @@ Tensor Tensor::select(int dim, std::int64_t index) const {
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return with_layout(std::move(shape), std::move(strides), offset_ + i * strides_[d], op);
+  const std::int64_t offset = has_zero(shape_) ? offset_ : offset_ + i * strides_[d];
+  return with_layout(std::move(shape), std::move(strides), offset, op);
 }
 
 Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
@@ -147,8 +160,8 @@ Tensor Tensor::narrow(int dim, std::int64_t start, std::int64_t length) const {
                " runs past dim ", d, " of size ", n);
   Shape shape = shape_;
   shape[d] = length;
-  return with_layout(std::move(shape), strides_, length > 0 ? offset_ + s * strides_[d] : offset_,
-                     op);
+  const std::int64_t offset = length > 0 && !has_zero(shape_) ? offset_ + s * strides_[d] : offset_;
+  return with_layout(std::move(shape), strides_, offset, op);
 }
 
 Tensor Tensor::transpose(int d0, int d1) const {
@@ -253,9 +266,12 @@ Tensor Tensor::flip(int dim) const {
   const char* op = "Tensor::flip";
   const int d = wrap_dim(dim, op);
   Shape strides = strides_;
+  STRATA_CHECK(strides_[d] != std::numeric_limits<std::int64_t>::min(), op, "stride ", strides_[d],
+               " of dim ", d, " cannot be negated");
   strides[d] = -strides_[d];
   std::int64_t offset = offset_;
-  if (shape_[d] > 0) offset += (shape_[d] - 1) * strides_[d];  // inside the checked extent
+  // Inside the checked extent when the view has elements.
+  if (!has_zero(shape_)) offset += (shape_[d] - 1) * strides_[d];
   return with_layout(shape_, std::move(strides), offset, op);
 }
 
