@@ -198,7 +198,7 @@ TEST_CASE("op layouts realise the same logical values with the promised strides"
   const ViewSpec st = layout_spec(s, OpLayout::strided);
   CHECK(st.strides == Shape{4 * 11, 11, 2});
   // Same logical values in every layout: add's inputs read back equal.
-  const OpDescriptor& d = descriptor("add");
+  const OpDescriptor d = descriptor("add");
   std::vector<double> first;
   for (const OpLayout l : all_op_layouts()) {
     if (l == OpLayout::broadcast) continue;  // repeats values along dim 0 by design
@@ -224,7 +224,7 @@ TEST_CASE("op layouts realise the same logical values with the promised strides"
 
 TEST_CASE("ops runner: a correct extra kernel passes on every dtype and layout", "[ops][runner]") {
   for (const char* name : {"add (broadcast)", "exp", "cast to i32", "where (broadcast)"}) {
-    const OpDescriptor& d = descriptor(name);
+    const OpDescriptor d = descriptor(name);
     for (const OpCaseReport& rep : run_op(d, 3, {{"extra", Device::cpu(), correct(d)}})) {
       INFO(rep.summary());
       CHECK(extra_result(rep).pass);
@@ -233,7 +233,7 @@ TEST_CASE("ops runner: a correct extra kernel passes on every dtype and layout",
 }
 
 TEST_CASE("ops runner: a one-ulp difference passes", "[ops][runner]") {
-  const OpDescriptor& d = descriptor("exp");
+  const OpDescriptor d = descriptor("exp");
   for (const DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     auto nudged = [&d](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
       correct(d)(out, in, o);
@@ -251,7 +251,7 @@ TEST_CASE("ops runner: a wrong value in one element fails", "[ops][runner]") {
   for (const char* name : {"add (broadcast)", "softmax dim=1", "layer_norm", "embedding (i32 ids)",
                            "rotary interleaved on the k slice of a fused QKV buffer",
                            "matmul (batch broadcast)", "concat dim=1"}) {
-    const OpDescriptor& d = descriptor(name);
+    const OpDescriptor d = descriptor(name);
     for (const DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
       for (const OpLayout l : all_op_layouts()) {
         // Far under anything visible, but over the bound: ~30 ulp of the dtype
@@ -279,7 +279,7 @@ TEST_CASE("ops runner: a wrong value in one element fails", "[ops][runner]") {
     }
   }
   // An integer output must match exactly.
-  const OpDescriptor& c = descriptor("cast to i64");
+  const OpDescriptor c = descriptor("cast to i64");
   auto off_by_one = [&c](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
     correct(c)(out, in, o);
     out.set_item({3, 8}, out.item({3, 8}) + 1);
@@ -293,7 +293,7 @@ TEST_CASE("ops runner: a wrong value in one element fails", "[ops][runner]") {
 
 TEST_CASE("ops runner: a write one past the end of the output view fails on the guard",
           "[ops][runner]") {
-  const OpDescriptor& d = descriptor("mul");
+  const OpDescriptor d = descriptor("mul");
   for (const DType dt : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
     for (const OpLayout l : all_op_layouts()) {
       // One element just past the highest address the view covers.
@@ -313,7 +313,7 @@ TEST_CASE("ops runner: a write one past the end of the output view fails on the 
   }
   // A loop that runs one step too far along the last dim, on a view whose
   // last dim has gaps (every other element): the write lands in a gap.
-  const OpDescriptor& u = descriptor("relu");
+  const OpDescriptor u = descriptor("relu");
   auto one_more = [&u](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
     correct(u)(out, in, o);
     const Tensor row = out.select(0, 0).select(0, 0);  // [7], stride 2
@@ -326,7 +326,7 @@ TEST_CASE("ops runner: a write one past the end of the output view fails on the 
 }
 
 TEST_CASE("ops runner: an element left unwritten fails", "[ops][runner]") {
-  const OpDescriptor& d = descriptor("silu");
+  const OpDescriptor d = descriptor("silu");
   for (const DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
     for (const OpLayout l : all_op_layouts()) {
       // Writes every element but the last in logical order.
@@ -348,7 +348,7 @@ TEST_CASE("ops runner: an element left unwritten fails", "[ops][runner]") {
     }
   }
   // A bool output too: its poison is a byte that is neither false nor true.
-  const OpDescriptor& f = descriptor("fill_");
+  const OpDescriptor f = descriptor("fill_");
   auto skip_first = [](const Tensor& out, const std::vector<Tensor>&, const OpOptions&) {
     const auto all = coords(out.shape());
     for (std::size_t i = 1; i < all.size(); ++i) out.set_item(all[i], 1.0);
@@ -360,7 +360,7 @@ TEST_CASE("ops runner: an element left unwritten fails", "[ops][runner]") {
 }
 
 TEST_CASE("ops runner: an exception is a failure with its message", "[ops][runner]") {
-  const OpDescriptor& d = descriptor("neg");
+  const OpDescriptor d = descriptor("neg");
   auto throws = [](const Tensor&, const std::vector<Tensor>&, const OpOptions&) {
     fail("broken_kernel", "boom");
   };
@@ -372,7 +372,7 @@ TEST_CASE("ops runner: an exception is a failure with its message", "[ops][runne
 
 TEST_CASE("ops runner: a read outside an input view shows up", "[ops][runner]") {
   // The sliced and strided layouts' gaps hold NaN.
-  const OpDescriptor& d = descriptor("sub");
+  const OpDescriptor d = descriptor("sub");
   for (const OpLayout l : {OpLayout::sliced, OpLayout::strided}) {
     auto overread = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions&) {
       OpOptions o;
@@ -390,7 +390,7 @@ TEST_CASE("ops runner: a read outside an input view shows up", "[ops][runner]") 
 TEST_CASE("ops runner: a kernel that ignores an input's strides fails", "[ops][runner]") {
   // Reads x as if it were row-major from its first element: right for the
   // contiguous layout only.
-  const OpDescriptor& d = descriptor("softmax dim=-1");
+  const OpDescriptor d = descriptor("softmax dim=-1");
   for (const OpLayout l : {OpLayout::transposed, OpLayout::strided, OpLayout::sliced}) {
     auto row_major = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions&) {
       const Tensor& x = in[0];
