@@ -430,11 +430,17 @@ void matmul_cublas(const MatmulArgs& args) {
   // errors of one ulp of the product). So those calls take the epilogue's
   // layout: a contiguous bias, a row-major out and one batch stride, by
   // copies where the caller's layouts are otherwise.
+  // cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED) operands that are not
+  // 16-byte aligned, which views at an odd offset are: those go through
+  // the aligned scratch copies too.
+  auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool narrow_bias = has_bias && (dt == DType::f16 || dt == DType::bf16);
-  const bool copy_all = narrow_bias && !batch_uniform(args, args.a, args.b, args.out);
+  const bool copy_all =
+      narrow_bias && (!batch_uniform(args, args.a, args.b, args.out) || !aligned16(args.a.data) ||
+                      !aligned16(args.b.data) || !aligned16(args.out.data));
   const void* bias_ptr = args.bias.data;
   const bool bias_contig = has_bias && (args.bias.strides[0] == 1 || N == 1);
-  if (narrow_bias && !bias_contig) {
+  if (narrow_bias && (!bias_contig || !aligned16(bias_ptr))) {
     Operand cb = args.bias;
     cb.data = scratch.get(std::size_t(N) * isz);
     cb.strides[0] = 1;
