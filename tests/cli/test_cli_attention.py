@@ -14,6 +14,7 @@ Exit 77 (CTest: skipped) when NumPy is missing.
 """
 import io
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -77,9 +78,10 @@ def reference(q, k, v, mask=None, causal="none", window=None, align="bottom-righ
 
 
 # ---- helpers ---------------------------------------------------------------------------
-def run(args, **kw):
+def run(args, exe=None, **kw):
     kw.setdefault("timeout", 600)
-    return subprocess.run([STRATA, "attention", *args], capture_output=True, text=True, **kw)
+    return subprocess.run([exe or STRATA, "attention", *args], capture_output=True, text=True,
+                          **kw)
 
 
 def rel_err(got, want):
@@ -441,7 +443,15 @@ def output_target_cases(tmp):
     with open(ro, "wb") as f:
         f.write(b"precious")
     os.chmod(ro, 0o444)
-    extra = {"preexec_fn": as_nobody} if os.geteuid() == 0 else {}
+    extra = {}
+    if os.geteuid() == 0:
+        # nobody may not reach the build tree (a checkout under a 0700
+        # folder): run a copy of the tool from this test's own 0755 folder,
+        # with a working directory nobody can enter.
+        exe = os.path.join(tmp, "strata_as_nobody")
+        shutil.copy2(STRATA, exe)
+        os.chmod(exe, 0o755)
+        extra = {"preexec_fn": as_nobody, "exe": exe, "cwd": tmp}
     if os.geteuid() == 0:
         os.chmod(ro_dir, 0o777)  # the directory is writable to nobody, the file is not
     r = run(qkv + ["--out", ro], **extra)
