@@ -41,10 +41,6 @@ const BackendInfo* require_backend(const std::string& name);
 // FLOP counts: 2 * (d + dv) FLOP per kept pair.
 std::int64_t kept_pairs(std::int64_t M, std::int64_t N, const AttentionOptions& opt);
 
-// Bytes of host memory the system can still give: MemAvailable from
-// /proc/meminfo, else sysconf's free pages (UINT64_MAX when neither is known).
-std::uint64_t available_memory_bytes();
-
 // Blocks until work queued on `dev` is done (no-op on the host).
 void sync_device(Device dev);
 

@@ -13,6 +13,7 @@
 #include "attention_tolerance.hpp"
 #include "commands.hpp"
 #include "strata/harness.hpp"
+#include "strata/host_memory.hpp"
 #include "table.hpp"
 
 namespace strata::cli {
@@ -113,7 +114,7 @@ int run_attention_demo(const AttentionCli& cli) {
 
   // Sizes before any allocation: the problem must fit in memory; the
   // comparison with the reference is made only when it fits too.
-  const std::uint64_t avail = available_memory_bytes();
+  const std::uint64_t avail = available_host_memory_bytes();
   const auto need = problem_bytes(p);
   if (!need || *need > avail)
     throw Error("attention: the built-in problem (" + problem_line(cli, p) + ") needs " +

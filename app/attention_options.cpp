@@ -1,14 +1,13 @@
 // Command-line values -> AttentionOptions, backend checks, FLOP counts.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <string>
 
 #include "attention_cli.hpp"
 #include "strata/device_runtime.hpp"
+#include "strata/host_memory.hpp"
 
 namespace strata::cli {
 namespace {
@@ -96,22 +95,6 @@ std::int64_t kept_pairs(std::int64_t M, std::int64_t N, const AttentionOptions& 
     total += std::max<std::int64_t>(0, hi - lo + 1);
   }
   return total;
-}
-
-std::uint64_t available_memory_bytes() {
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    unsigned long long kib = 0;
-    bool found = false;
-    while (!found && std::fgets(line, sizeof line, f) != nullptr)
-      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
-    std::fclose(f);
-    if (found) return static_cast<std::uint64_t>(kib) * 1024;
-  }
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0)
-    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-  return std::numeric_limits<std::uint64_t>::max();
 }
 
 void sync_device(Device dev) {

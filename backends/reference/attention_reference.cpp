@@ -5,7 +5,6 @@
 #include "reference/attention_reference.hpp"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <utility>
 
 #include "strata/error.hpp"
+#include "strata/host_memory.hpp"
 
 namespace strata::reference {
 namespace {
@@ -115,25 +115,6 @@ void one_head(const AttentionArgs& a, std::int64_t b, std::int64_t h) {
   }
 }
 
-// Bytes of memory the system can still give us: MemAvailable from
-// /proc/meminfo (free memory plus what the kernel can reclaim), else the free
-// pages sysconf reports.
-std::uint64_t available_memory_bytes() {
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    unsigned long long kib = 0;
-    bool found = false;
-    while (!found && std::fgets(line, sizeof line, f) != nullptr)
-      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
-    std::fclose(f);
-    if (found) return static_cast<std::uint64_t>(kib) * 1024;
-  }
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0)
-    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-  return std::numeric_limits<std::uint64_t>::max();  // unknown: let the allocation decide
-}
-
 // a * b, or nullopt when it does not fit in 64 bits.
 std::optional<std::uint64_t> mul(std::uint64_t a, std::uint64_t b) {
   std::uint64_t r = 0;
@@ -169,7 +150,7 @@ void attention(const AttentionArgs& a) {
   // than there is: say so before allocating anything (a bad_alloc thrown
   // inside the parallel region below would terminate the process).
   const auto need = head_bytes(a, sizeof(Acc));
-  const std::uint64_t avail = available_memory_bytes();
+  const std::uint64_t avail = available_host_memory_bytes();
   if (!need || *need > avail)
     fail("softmax_attention", "the reference backend materialises the ", a.M, " x ", a.N,
          " score matrix and needs ",
