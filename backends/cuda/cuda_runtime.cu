@@ -368,4 +368,18 @@ bool pool_stats_for_test(int index, std::uint64_t* reserved, std::uint64_t* used
   return true;
 }
 
+// Testing hooks for tests/cuda/test_cuda_concurrency.cpp: a stream of the
+// caller's own (blocking with respect to the legacy default stream, which
+// the pool allocates on, so tensors allocated by other threads are ready
+// before work on it starts) and a wait for it.
+void* stream_create_for_test() {
+  cudaStream_t s = nullptr;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  return s;
+}
+void stream_sync_for_test(void* s) {
+  CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
+}
+void stream_destroy_for_test(void* s) { (void)cudaStreamDestroy(static_cast<cudaStream_t>(s)); }
+
 }  // namespace strata::cuda
