@@ -31,7 +31,8 @@
 // beta = 1 rounds the product to the output type before the bias is added.
 //
 // Handles: one cuBLAS and one cuBLASLt handle per device and thread, made
-// on first use and kept; set to the call's stream each call. Workspace and
+// on first use and kept; set to the call's stream each call. The GEMM
+// workspace is kept per thread, device and stream (workspace()); other
 // temporaries come from the stream-ordered allocator (cudaMallocAsync) and
 // go back with cudaFreeAsync on the same stream; the device's default pool
 // is asked once to keep 256 MiB across synchronisations so that these stay
@@ -96,6 +97,31 @@ Handles& handles(int dev) {
   }
   if (!h.lt) CUBLAS_CHECK(cublasLtCreate(&h.lt));
   return h;
+}
+
+// The GEMM workspace of this thread's calls on (device, stream): allocated
+// once and kept, as PyTorch keeps one per handle and stream, so a decode
+// step's small GEMMs do not each allocate and free 32 MiB. One thread's
+// calls on one stream run in order, so they may share it.
+void* workspace(int dev, cudaStream_t st) {
+  struct Entry {
+    int dev;
+    cudaStream_t st;
+    void* p;
+  };
+  struct Cache {
+    std::vector<Entry> entries;
+    ~Cache() {
+      for (const Entry& e : entries) (void)cudaFree(e.p);  // errors ignored at exit
+    }
+  };
+  thread_local Cache cache;
+  for (const Entry& e : cache.entries)
+    if (e.dev == dev && e.st == st) return e.p;
+  void* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, kWorkspace));
+  cache.entries.push_back({dev, st, p});
+  return p;
 }
 
 // Once per device: the default pool keeps kPoolKeep bytes reserved over
@@ -524,7 +550,7 @@ void matmul_cublas(const MatmulArgs& args) {
 
   Handles& h = handles(dev);
   CUBLAS_CHECK(cublasSetStream(h.blas, st));  // resets the workspace: set it after
-  void* ws = scratch.get(kWorkspace);
+  void* ws = workspace(dev, st);
   CUBLAS_CHECK(cublasSetWorkspace(h.blas, ws, kWorkspace));
   const cublasComputeType_t ct = compute_type(dt, args.precision);
 
