@@ -29,6 +29,7 @@
 
 #include "common/convert.hpp"
 #include "cuda/cuda_check.hpp"
+#include "strata/dtype.hpp"
 #include "strata/iter_args.hpp"
 
 namespace strata::cuda {
@@ -414,5 +415,20 @@ struct FillOp {
   T v;
   __device__ __forceinline__ T operator()() const { return v; }
 };
+
+// Registration tables: calls add(dtype, TypeTag<T>{}) once for each of the
+// four floating dtypes with T its device type, so that every op family's
+// table lists its ops once instead of once per dtype.
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+template <class Add>
+void for_float_dtypes(Add add) {
+  add(DType::f32, TypeTag<float>{});
+  add(DType::f64, TypeTag<double>{});
+  add(DType::f16, TypeTag<__half>{});
+  add(DType::bf16, TypeTag<__nv_bfloat16>{});
+}
 
 }  // namespace strata::cuda

@@ -13,10 +13,9 @@ void binary(const IterArgs& a) {
 
 template <class F>
 void add(std::vector<EwEntry>& v, const char* op) {
-  v.push_back({op, DType::f32, &binary<F, float>});
-  v.push_back({op, DType::f64, &binary<F, double>});
-  v.push_back({op, DType::f16, &binary<F, __half>});
-  v.push_back({op, DType::bf16, &binary<F, __nv_bfloat16>});
+  for_float_dtypes([&](DType dt, auto t) {
+    v.push_back({op, dt, &binary<F, typename decltype(t)::type>});
+  });
 }
 
 }  // namespace

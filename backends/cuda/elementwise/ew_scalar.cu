@@ -14,10 +14,9 @@ void scalar_op(const IterArgs& a) {
 
 template <class F>
 void add(std::vector<EwEntry>& v, const char* op) {
-  v.push_back({op, DType::f32, &scalar_op<F, float>});
-  v.push_back({op, DType::f64, &scalar_op<F, double>});
-  v.push_back({op, DType::f16, &scalar_op<F, __half>});
-  v.push_back({op, DType::bf16, &scalar_op<F, __nv_bfloat16>});
+  for_float_dtypes([&](DType dt, auto t) {
+    v.push_back({op, dt, &scalar_op<F, typename decltype(t)::type>});
+  });
 }
 
 }  // namespace

@@ -14,10 +14,9 @@ void unary(const IterArgs& a) {
 
 template <class F>
 void add(std::vector<EwEntry>& v, const char* op) {
-  v.push_back({op, DType::f32, &unary<F, float>});
-  v.push_back({op, DType::f64, &unary<F, double>});
-  v.push_back({op, DType::f16, &unary<F, __half>});
-  v.push_back({op, DType::bf16, &unary<F, __nv_bfloat16>});
+  for_float_dtypes([&](DType dt, auto t) {
+    v.push_back({op, dt, &unary<F, typename decltype(t)::type>});
+  });
 }
 
 }  // namespace

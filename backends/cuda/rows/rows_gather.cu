@@ -163,20 +163,15 @@ void rotary(const IterArgs& a) {
   CUDA_CHECK_LAUNCH();
 }
 
-template <class T>
-void add_all(std::vector<EwEntry>& v, DType dt) {
-  v.push_back({"embedding", dt, &embedding<T>});
-  v.push_back({"rotary", dt, &rotary<T>});
-}
-
 }  // namespace
 
 std::vector<EwEntry> row_gather_entries() {
   std::vector<EwEntry> v;
-  add_all<float>(v, DType::f32);
-  add_all<double>(v, DType::f64);
-  add_all<__half>(v, DType::f16);
-  add_all<__nv_bfloat16>(v, DType::bf16);
+  for_float_dtypes([&](DType dt, auto t) {
+    using T = typename decltype(t)::type;
+    v.push_back({"embedding", dt, &embedding<T>});
+    v.push_back({"rotary", dt, &rotary<T>});
+  });
   return v;
 }
 

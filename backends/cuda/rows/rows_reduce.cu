@@ -255,24 +255,19 @@ void softmax(const IterArgs& a) {
   launch_rows(&softmax_kernel<Log, T, 32>, &softmax_kernel<Log, T, kRowThreads>, p, a);
 }
 
-template <class T>
-void add_all(std::vector<EwEntry>& v, DType dt) {
-  v.push_back({"sum", dt, &reduce<Red::sum, T>});
-  v.push_back({"mean", dt, &reduce<Red::mean, T>});
-  v.push_back({"max", dt, &reduce<Red::max, T>});
-  v.push_back({"argmax", dt, &reduce<Red::argmax, T>});
-  v.push_back({"softmax", dt, &softmax<false, T>});
-  v.push_back({"log_softmax", dt, &softmax<true, T>});
-}
-
 }  // namespace
 
 std::vector<EwEntry> row_reduce_entries() {
   std::vector<EwEntry> v;
-  add_all<float>(v, DType::f32);
-  add_all<double>(v, DType::f64);
-  add_all<__half>(v, DType::f16);
-  add_all<__nv_bfloat16>(v, DType::bf16);
+  for_float_dtypes([&](DType dt, auto t) {
+    using T = typename decltype(t)::type;
+    v.push_back({"sum", dt, &reduce<Red::sum, T>});
+    v.push_back({"mean", dt, &reduce<Red::mean, T>});
+    v.push_back({"max", dt, &reduce<Red::max, T>});
+    v.push_back({"argmax", dt, &reduce<Red::argmax, T>});
+    v.push_back({"softmax", dt, &softmax<false, T>});
+    v.push_back({"log_softmax", dt, &softmax<true, T>});
+  });
   return v;
 }
 
