@@ -1,0 +1,105 @@
+#pragma once
+// The pre-norm transformer block and the decoder-only language model, in
+// Llama style (RMSNorm, rotary, SwiGLU, grouped-query heads, no biases) or
+// GPT-2 style (LayerNorm, learned positions, GELU, biases, tied lm_head),
+// built from a ModelConfig. docs/models.md.
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "strata/nn/attention.hpp"
+#include "strata/nn/config.hpp"
+#include "strata/nn/layers.hpp"
+
+namespace strata::nn {
+
+using Norm = std::variant<LayerNorm, RMSNorm>;
+using FeedForward = std::variant<MLP, GatedMLP>;
+
+// Buffers of one forward call for a given (batch, length), in the model's
+// dtype and device; kept by the model so that repeated calls (decode steps)
+// allocate nothing.
+struct Workspace {
+  Workspace() = default;
+  Workspace(const ModelConfig& cfg, std::int64_t batch, std::int64_t len, DType dt, Device dev);
+  Tensor x;    // [B, T, D] the residual stream
+  Tensor h;    // [B, T, D] normed input of a sublayer
+  Tensor tmp;  // [B, T, D] a sublayer's output
+  AttentionScratch attn;
+  Tensor hidden;  // [B, T, 2F] (gated) or [B, T, F]
+  Tensor act;     // [B, T, F] (gated only)
+  Tensor logits;  // [B, T, V] in the model's dtype when it is not f32
+};
+
+// x += attn(norm1(x)); x += mlp(norm2(x)).
+class TransformerBlock : public Module {
+ public:
+  TransformerBlock() = default;
+  TransformerBlock(const ModelConfig& cfg, DType dt, Device dev);
+  // x [B, T, D], updated in place; positions [T] i64.
+  void forward_inplace(const Tensor& x, const Tensor& positions, LayerCache* cache,
+                       std::int64_t cache_len, const Workspace& ws,
+                       const MatmulOptions& opt = {}) const;
+  void visit_parameters(const std::string& prefix, const ParamVisitor& fn) override;
+
+  Norm norm1;
+  MultiHeadAttention attn;
+  Norm norm2;
+  FeedForward mlp;
+};
+
+class DecoderLM : public Module {
+ public:
+  explicit DecoderLM(const ModelConfig& cfg, DType dt = DType::f32, Device dev = Device::cpu());
+
+  const ModelConfig& config() const { return cfg_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  // Backend and stream for every op of the model ("auto" by default), and
+  // the f32 matmul precision.
+  MatmulOptions& options() { return opt_; }
+  const MatmulOptions& options() const { return opt_; }
+
+  // A cache for `batch` sequences of up to max_len positions, in the model's
+  // dtype and device.
+  KVCache make_cache(std::int64_t batch, std::int64_t max_len) const;
+
+  // ids [B, T] (i32/i64, any device) -> logits f32 [B, T, V] (a fresh tensor
+  // on the model's device). With a cache, the tokens sit at positions
+  // cache->length() .. + T - 1, their k and v are appended and the cache
+  // advances by T: a prefill is T > 1, a decode step T = 1.
+  Tensor forward(const Tensor& ids, KVCache* cache = nullptr);
+  // The same into logits f32 [B, T, V] on the model's device (any strides).
+  // After the first call for a (B, T) a call allocates nothing when ids are
+  // on the model's device.
+  void forward_out(const Tensor& logits, const Tensor& ids, KVCache* cache = nullptr);
+
+  // The output projection's weight [V, D]: wte's when tied.
+  const Tensor& lm_head_weight() const { return tied() ? wte.weight : lm_head.weight; }
+  bool tied() const { return cfg_.tie_word_embeddings || cfg_.arch == Arch::gpt2; }
+
+  void visit_parameters(const std::string& prefix, const ParamVisitor& fn) override;
+  void to(Device dev) override;
+  void to(DType dt) override;
+
+  Embedding wte;
+  Embedding wpe;  // GPT-2 only (learned positions)
+  std::vector<TransformerBlock> blocks;
+  Norm norm_f;
+  Linear lm_head;  // undefined when tied
+
+ private:
+  const Workspace& workspace(std::int64_t batch, std::int64_t len);
+  const Tensor& positions(std::int64_t end);
+
+  ModelConfig cfg_;
+  DType dtype_;
+  Device device_;
+  MatmulOptions opt_;
+  std::map<std::pair<std::int64_t, std::int64_t>, Workspace> workspaces_;
+  Tensor positions_;  // arange(n) i64 on the device, grown on demand
+};
+
+}  // namespace strata::nn
