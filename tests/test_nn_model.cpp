@@ -1,0 +1,197 @@
+// DecoderLM (Llama and GPT-2 styles): the KV cache against full prefills,
+// grouped-query heads against explicitly repeated heads, backends against
+// each other, bf16 against f32, batches against single sequences, and the
+// errors a caller can cause (nothing written when they fire).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "strata/concat.hpp"
+#include "strata/elementwise.hpp"
+#include "test_nn_util.hpp"
+
+using namespace strata;
+using namespace strata::nn;
+using nn_test::ids_tensor;
+using nn_test::kBackends;
+using nn_test::random_model;
+using nn_test::rel_err;
+
+namespace {
+
+const std::vector<std::int64_t> kPrompt = {3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 9, 3};
+
+std::vector<ModelConfig> both_styles() { return {nn_test::tiny_llama(), nn_test::tiny_gpt2()}; }
+
+const char* style(const ModelConfig& c) { return c.arch == Arch::llama ? "llama" : "gpt2"; }
+
+}  // namespace
+
+TEST_CASE("nn DecoderLM: a prefill equals one decode step per token", "[nn][nn_model]") {
+  for (const ModelConfig& cfg : both_styles()) {
+    for (const char* be : kBackends) {
+      INFO(style(cfg) << " " << be);
+      DecoderLM m = random_model(cfg, 7, be);
+      const auto T = static_cast<std::int64_t>(kPrompt.size());
+      const Tensor full = m.forward(ids_tensor(kPrompt));
+      REQUIRE(full.shape() == Shape{1, T, cfg.vocab_size});
+
+      KVCache c = m.make_cache(1, 32);
+      const Tensor prefill = m.forward(ids_tensor(kPrompt), &c);
+      CHECK(c.length() == T);
+      CHECK(rel_err(prefill, full) < 1e-6);
+
+      KVCache d = m.make_cache(1, 32);
+      for (std::int64_t t = 0; t < T; ++t) {
+        const Tensor step = m.forward(ids_tensor({kPrompt[static_cast<std::size_t>(t)]}), &d);
+        INFO("step " << t);
+        CHECK(rel_err(step, full.narrow(1, t, 1)) < 2e-5);
+      }
+      CHECK(d.length() == T);
+
+      // Two chunks (5 + 7) equal one.
+      KVCache e = m.make_cache(1, 32);
+      const Tensor a = m.forward(ids_tensor({kPrompt.begin(), kPrompt.begin() + 5}), &e);
+      const Tensor b = m.forward(ids_tensor({kPrompt.begin() + 5, kPrompt.end()}), &e);
+      CHECK(rel_err(a, full.narrow(1, 0, 5)) < 2e-5);
+      CHECK(rel_err(b, full.narrow(1, 5, T - 5)) < 2e-5);
+
+      // reset() starts a new sequence in the same buffers.
+      e.reset();
+      CHECK(rel_err(m.forward(ids_tensor(kPrompt), &e), full) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("nn DecoderLM: running past the cache is an error that writes nothing",
+          "[nn][nn_model]") {
+  DecoderLM m = random_model(nn_test::tiny_llama(), 8);
+  KVCache c = m.make_cache(1, 10);
+  m.forward(ids_tensor({1, 2, 3, 4, 5, 6, 7, 8}), &c);
+  const Tensor k_before = c.layer(0).k.clone(), v_before = c.layer(1).v.clone();
+  Tensor logits = Tensor::full({1, 3, 64}, 7.25);
+  CORE_REQUIRE_ERROR(m.forward_out(logits, ids_tensor({1, 2, 3}), &c), "KV cache holds 8 of 10",
+                     "3 more do not fit");
+  CHECK(c.length() == 8);
+  CHECK(rel_err(c.layer(0).k, k_before) == 0.0);
+  CHECK(rel_err(c.layer(1).v, v_before) == 0.0);
+  CHECK(rel_err(logits, Tensor::full({1, 3, 64}, 7.25)) == 0.0);
+  // Two more still fit, then one more does not.
+  m.forward(ids_tensor({1, 2}), &c);
+  CHECK(c.length() == 10);
+  CORE_REQUIRE_ERROR(m.forward(ids_tensor({1}), &c), "10 of 10");
+
+  // Out-of-range ids, a wrong batch, a wrong rank.
+  KVCache d = m.make_cache(1, 10);
+  CORE_REQUIRE_ERROR(m.forward(ids_tensor({1, 64}), &d), "64");
+  CHECK(d.length() == 0);
+  CORE_REQUIRE_ERROR(m.forward(ids_tensor({1, 2, 3, 4}, 2), &d), "batch 2");
+  CORE_REQUIRE_ERROR(m.forward(Tensor::zeros({4}, DType::i64)), "[batch, T]");
+  CORE_REQUIRE_ERROR(m.forward(Tensor::zeros({1, 4}, DType::f32)), "i32 or i64");
+
+  // GPT-2's learned positions end at max_position_embeddings.
+  DecoderLM g = random_model(nn_test::tiny_gpt2(), 9);
+  CORE_REQUIRE_ERROR(g.forward(Tensor::zeros({1, 65}, DType::i64)), "max_position_embeddings 64");
+}
+
+TEST_CASE("nn DecoderLM: grouped-query heads equal the K/V heads repeated", "[nn][nn_model]") {
+  const ModelConfig gqa_cfg = nn_test::tiny_llama(2), mha_cfg = nn_test::tiny_llama(4);
+  DecoderLM gqa = random_model(gqa_cfg, 10);
+  DecoderLM mha(mha_cfg);
+  auto src = gqa.named_parameters();
+  auto dst = mha.named_parameters();
+  REQUIRE(src.size() == dst.size());
+  const std::int64_t hd = 8, H = 4, G = 2;
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    REQUIRE(src[i].first == dst[i].first);
+    if (src[i].first.find("attn.qkv.weight") == std::string::npos) {
+      copy_(*dst[i].second, *src[i].second);
+      continue;
+    }
+    // Query head h reads KV head h / (H / G): repeat each KV head's rows.
+    const Tensor& w = *src[i].second;
+    std::vector<Tensor> rows = {w.narrow(0, 0, H * hd)};
+    for (std::int64_t part = 0; part < 2; ++part)
+      for (std::int64_t h = 0; h < H; ++h)
+        rows.push_back(w.narrow(0, H * hd + part * G * hd + (h / (H / G)) * hd, hd));
+    copy_(*dst[i].second, concat(rows, 0));
+  }
+  for (const char* be : kBackends) {
+    INFO(be);
+    gqa.options().backend = be;
+    mha.options().backend = be;
+    CHECK(rel_err(gqa.forward(ids_tensor(kPrompt)), mha.forward(ids_tensor(kPrompt))) < 1e-5);
+  }
+}
+
+TEST_CASE("nn DecoderLM: the reference and cpu backends agree; bf16 within its tolerance",
+          "[nn][nn_model]") {
+  for (const ModelConfig& cfg : both_styles()) {
+    INFO(style(cfg));
+    DecoderLM ref = random_model(cfg, 11, "reference");
+    DecoderLM cpu = random_model(cfg, 11, "cpu");
+    const Tensor want = ref.forward(ids_tensor(kPrompt));
+    CHECK(rel_err(cpu.forward(ids_tensor(kPrompt)), want) < 1e-5);
+
+    // bf16 keeps 8 significant bits; rounding the weights and every
+    // activation over 2 layers moves the logits by a few percent of their range.
+    for (const char* be : kBackends) {
+      INFO(be);
+      DecoderLM half = random_model(cfg, 11, be);
+      half.to(DType::bf16);
+      CHECK(half.dtype() == DType::bf16);
+      const Tensor got = half.forward(ids_tensor(kPrompt));
+      CHECK(got.dtype() == DType::f32);
+      const double err = rel_err(got, want);
+      CHECK(err < 0.06);
+      CHECK(err > 0.0);  // it really ran in bf16
+      // The cache follows the model's dtype; a decode step matches bf16 prefill.
+      KVCache c = half.make_cache(1, 16);
+      CHECK(c.dtype() == DType::bf16);
+      half.forward(ids_tensor({kPrompt.begin(), kPrompt.end() - 1}), &c);
+      const Tensor last = half.forward(ids_tensor({kPrompt.back()}), &c);
+      CHECK(rel_err(last, got.narrow(1, 11, 1)) < 0.03);
+    }
+  }
+}
+
+TEST_CASE("nn DecoderLM: a batch equals its sequences run alone", "[nn][nn_model]") {
+  for (const ModelConfig& cfg : both_styles()) {
+    INFO(style(cfg));
+    DecoderLM m = random_model(cfg, 12, "cpu");
+    const std::vector<std::int64_t> a = {1, 2, 3, 4, 5}, b = {9, 8, 7, 6, 5};
+    std::vector<std::int64_t> ab = a;
+    ab.insert(ab.end(), b.begin(), b.end());
+    KVCache c = m.make_cache(2, 8);
+    const Tensor both = m.forward(ids_tensor(ab, 2), &c);
+    const Tensor step = m.forward(ids_tensor({11, 12}, 2), &c);
+    CHECK(rel_err(both.narrow(0, 0, 1), m.forward(ids_tensor(a))) < 1e-5);
+    CHECK(rel_err(both.narrow(0, 1, 1), m.forward(ids_tensor(b))) < 1e-5);
+    std::vector<std::int64_t> b6 = b;
+    b6.push_back(12);
+    CHECK(rel_err(step.narrow(0, 1, 1), m.forward(ids_tensor(b6)).narrow(1, 5, 1)) < 1e-5);
+  }
+}
+
+TEST_CASE("nn DecoderLM: parameter names and counts", "[nn][nn_model]") {
+  const ModelConfig l = nn_test::tiny_llama();
+  DecoderLM m(l);
+  const std::int64_t D = 32, F = 48, V = 64, qkv = (4 + 2 * 2) * 8;
+  const std::int64_t per_layer = D + qkv * D + D * 32 + D + 2 * F * D + D * F;
+  CHECK(m.num_parameters() == V * D + 2 * per_layer + D + V * D);
+  auto names = m.named_parameters();
+  CHECK(names.front().first == "wte.weight");
+  CHECK(names[1].first == "blocks.0.norm1.weight");
+  CHECK(names[2].first == "blocks.0.attn.qkv.weight");
+  CHECK(names[5].first == "blocks.0.mlp.gate_up.weight");
+  CHECK(names.back().first == "lm_head.weight");
+
+  const ModelConfig g = nn_test::tiny_gpt2();
+  DecoderLM n(g);
+  const std::int64_t gl =
+      2 * D + (3 * D * D + 3 * D) + (D * D + D) + 2 * D + (D * 128 + 128) + (128 * D + D);
+  CHECK(n.num_parameters() == V * D + 64 * D + 2 * gl + 2 * D);  // tied: no lm_head
+  CHECK(n.named_parameters().back().first == "norm_f.bias");
+  CHECK(&n.lm_head_weight() == &n.wte.weight);
+}
