@@ -122,12 +122,19 @@ void parse_descr(const std::string& descr, Header& h, const DictParser& p,
     h.dtype = DType::f32;
   } else if (kind == "f8") {
     h.dtype = DType::f64;
+  } else if (kind == "f2") {
+    h.dtype = DType::f16;
+  } else if (kind == "i4") {
+    h.dtype = DType::i32;
+  } else if (kind == "i8") {
+    h.dtype = DType::i64;
   } else if (kind == "b1") {
     h.dtype = DType::boolean;
   } else {
     const std::string what = kind == "O" ? " (Python objects)" : "";
     throw Error(where + ": dtype '" + descr + "'" + what +
-                " is not supported (strata reads float32, float64 and bool arrays)");
+                " is not supported (strata reads float32, float64, float16, int32, int64 and "
+                "bool arrays)");
   }
   // x86 and ARM hosts are little-endian; '=' and '|' mean native or 1 byte.
   h.swap_bytes = order == '>' && h.dtype != DType::boolean;
@@ -144,7 +151,8 @@ Header parse_header(const std::string& text, const std::string& where) {
     if (key == "descr") {
       if (!p.peek('\'') && !p.peek('"'))
         throw Error(where +
-                    ": structured dtypes are not supported (need float32, float64 or bool)");
+                    ": structured dtypes are not supported (need float32, float64, float16, "
+                    "int32, int64 or bool)");
       parse_descr(p.string_literal(), h, p, where);
       have_descr = true;
     } else if (key == "fortran_order") {
@@ -285,9 +293,12 @@ std::string npy_bytes(const Tensor& t) {
       return npy_bytes_as<double>(host);
     case DType::boolean:
       return npy_bytes_as<bool>(host);
-    default:
-      throw Error("cannot write a " + std::string(dtype_name(host.dtype())) +
-                  " tensor to .npy (only float32, float64 and bool)");
+    case DType::i32:
+      return npy_bytes_as<std::int32_t>(host);
+    case DType::i64:
+      return npy_bytes_as<std::int64_t>(host);
+    default:  // f16, bf16: written as float32 (NumPy has no bfloat16)
+      return npy_bytes_as<float>(host.to(DType::f32));
   }
 }
 

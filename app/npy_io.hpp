@@ -6,14 +6,15 @@
 
 namespace strata::cli {
 
-// Loads a float32, float64 or bool .npy file (C or Fortran order, any byte
+// Loads a float32, float64, float16, int32, int64 or bool .npy file (C or Fortran order, any byte
 // order) as a host tensor that borrows the loaded buffer: a Fortran-order
 // file becomes a column-major strided view, never a copy. Throws
 // strata::Error("<what> '<path>': ...") on any problem with the file.
 Tensor load_npy(const std::string& path, const std::string& what);
 
 // The bytes of a C-order .npy file holding `t` (any device, any layout) in
-// t's dtype (f32, f64 or bool).
+// t's dtype (f32, f64, i32, i64 or bool; f16 and bf16 are written as f32,
+// since NumPy has no bfloat16).
 std::string npy_bytes(const Tensor& t);
 
 }  // namespace strata::cli

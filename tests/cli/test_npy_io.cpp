@@ -158,6 +158,31 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[cli]
     CHECK(t.shape() == Shape{1, 1, 1, 1, 2});
     CHECK(t.to_vector<double>() == std::vector<double>{4, 5});
   }
+  SECTION("token ids (int32, int64, big-endian too) and float16") {
+    write(dir.file("i8.npy"),
+          make_npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1, 3), }",
+                   raw(std::vector<std::int64_t>{1, -2, 300000000000})));
+    const Tensor a = strata::cli::load_npy(dir.file("i8.npy"), "--tokens");
+    CHECK(a.dtype() == DType::i64);
+    CHECK(a.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, -2, 300000000000});
+    std::string be = raw(std::vector<std::int32_t>{7, 65536});
+    for (std::size_t i = 0; i < be.size(); i += 4) std::reverse(be.begin() + i, be.begin() + i + 4);
+    write(dir.file("i4.npy"),
+          make_npy("{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", be));
+    const Tensor b = strata::cli::load_npy(dir.file("i4.npy"), "--tokens");
+    CHECK(b.dtype() == DType::i32);
+    CHECK(b.to_vector<std::int32_t>() == std::vector<std::int32_t>{7, 65536});
+    // 1.0, -2.5 and 65504 (the largest float16) as IEEE half bit patterns.
+    write(dir.file("f2.npy"), make_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }",
+                                       raw(std::vector<std::uint16_t>{0x3c00, 0xc100, 0x7bff})));
+    const Tensor h = strata::cli::load_npy(dir.file("f2.npy"), "--q");
+    CHECK(h.dtype() == DType::f16);
+    CHECK(h.to_vector<double>() == std::vector<double>{1.0, -2.5, 65504.0});
+    // ids round trip through the writer.
+    write(dir.file("w8.npy"), strata::cli::npy_bytes(a));
+    CHECK(strata::cli::load_npy(dir.file("w8.npy"), "--out").to_vector<std::int64_t>() ==
+          a.to_vector<std::int64_t>());
+  }
   SECTION("empty and zero-dimensional arrays") {
     write(dir.file("e.npy"),
           make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0, 3), }", ""));
@@ -192,10 +217,10 @@ TEST_CASE("npy: malformed files give one message naming the option and file", "[
          return s;
        }(),
        "unsupported .npy format version 9"},
-      {"int64",
-       make_npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
-                raw(std::vector<std::int64_t>{1, 2})),
-       "dtype '<i8' is not supported"},
+      {"uint16", make_npy("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", "xxxx"),
+       "dtype '<u2' is not supported"},
+      {"complex", make_npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", "xxxxxxxx"),
+       "dtype '<c8' is not supported"},
       // Found by fuzzing: no data, but the strides span 2962930340770696296 x 6666.
       {"empty_huge_span",
        make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 2962930340770696296, "
