@@ -5,8 +5,8 @@ same safetensors file loads in both.
 
   fixtures OUT      random-initialised fixtures of each style (and, with
                     --tiny DIR, the shipped tiny model) for the parity tests:
-                    OUT/<name>/{config.json, model.safetensors, prompt.npy,
-                    logits.npy, greedy.npy, margin.npy}
+                    OUT/<name>/{config.json, model.safetensors,
+                    expected.safetensors: prompt, logits, greedy, margin}
   check             the plain models against transformers' own classes
                     (same weights, same logits), where transformers exists
   bench             eager and torch.compile decode/prefill timings of the
@@ -303,10 +303,10 @@ def write_fixture(out_dir, c, model, prompt_text, steps, device, dtype_file=torc
     with torch.no_grad():
         logits = model(prompt, kv)
     g, m = greedy(model, prompt, steps, device)
-    np.save(os.path.join(out_dir, "prompt.npy"), prompt.cpu().numpy())
-    np.save(os.path.join(out_dir, "logits.npy"), logits.cpu().numpy().astype(np.float32))
-    np.save(os.path.join(out_dir, "greedy.npy"), g)
-    np.save(os.path.join(out_dir, "margin.npy"), m)
+    # One safetensors file, which the C++ tests read with Strata's own reader.
+    save_file({"prompt": prompt.cpu(), "logits": logits.cpu().float().contiguous(),
+               "greedy": torch.from_numpy(g), "margin": torch.from_numpy(m)},
+              os.path.join(out_dir, "expected.safetensors"))
     print(f"{out_dir}: prompt {prompt.shape[1]} tokens, logits {tuple(logits.shape)}, "
           f"greedy {len(g)} (smallest top-2 margin {m.min():.3g}): {bytes(g.astype(np.uint8)).decode('latin-1')!r}")
 
