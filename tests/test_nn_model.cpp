@@ -57,6 +57,11 @@ TEST_CASE("nn DecoderLM: a prefill equals one decode step per token", "[nn][nn_m
       CHECK(rel_err(a, full.narrow(1, 0, 5)) < 2e-5);
       CHECK(rel_err(b, full.narrow(1, 5, T - 5)) < 2e-5);
 
+      // truncate() forgets the tail: the last 7 again give the same logits.
+      e.truncate(5);
+      CHECK(rel_err(m.forward(ids_tensor({kPrompt.begin() + 5, kPrompt.end()}), &e),
+                    full.narrow(1, 5, T - 5)) < 2e-5);
+      CORE_REQUIRE_ERROR(e.truncate(13), "length 13");
       // reset() starts a new sequence in the same buffers.
       e.reset();
       CHECK(rel_err(m.forward(ids_tensor(kPrompt), &e), full) < 1e-6);

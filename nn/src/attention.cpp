@@ -39,6 +39,12 @@ void KVCache::advance(std::int64_t t) {
   length_ += t;
 }
 
+void KVCache::truncate(std::int64_t len) {
+  check(len >= 0 && len <= length_, "KVCache::truncate", "length ", len, " outside [0, ", length_,
+        "]");
+  length_ = len;
+}
+
 // ---- MultiHeadAttention -----------------------------------------------------------
 MultiHeadAttention::MultiHeadAttention(std::int64_t dim, std::int64_t h, std::int64_t hkv,
                                        std::int64_t hd, bool bias, std::optional<RotaryOptions> ro,

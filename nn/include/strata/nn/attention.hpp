@@ -37,6 +37,9 @@ class KVCache {
   void check_room(std::int64_t t, const char* op) const;
   void advance(std::int64_t t);  // after every layer appended t positions
   void reset() { length_ = 0; }  // a new sequence; the buffers are kept
+  // Forgets every position from `len` on (0 <= len <= length()): reuse of a
+  // shared prompt prefix, or a benchmark's fixed decode position.
+  void truncate(std::int64_t len);
 
  private:
   std::vector<LayerCache> layers_;
