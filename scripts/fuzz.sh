@@ -2,13 +2,16 @@
 # Builds and runs the libFuzzer targets in fuzz/ (docs/fuzzing.md).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s each, every target
 # Targets: npy_reader (app/npy_io.cpp on arbitrary bytes), tensor_views
-# (Tensor::from_storage / as_strided / view chains against a storage extent).
+# (Tensor::from_storage / as_strided / view chains against a storage extent),
+# safetensors_reader (nn/src/safetensors.cpp on arbitrary bytes).
 # Built with clang -fsanitize=fuzzer,address,undefined (UB is fatal) into
-# FUZZ_DIR (default build-fuzz/) from core/src, app/npy_io.cpp and fuzz/ only
-# (no backends: fuzz/no_backends.cpp). Each run starts from the committed seed
-# corpus fuzz/corpus/<target>/ plus the working corpus FUZZ_DIR/corpus/<target>/
-# (new inputs go there, not into the repository); a finding is written to
-# FUZZ_DIR/findings/<target>/ and makes the script exit non-zero.
+# FUZZ_DIR (default build-fuzz/) from core/src, app/npy_io.cpp, the
+# safetensors reader and fuzz/ only (no backends: fuzz/no_backends.cpp). Each
+# run starts from the committed seed corpus fuzz/corpus/<target>/ plus the
+# working corpus FUZZ_DIR/corpus/<target>/ (new inputs go there, not into the
+# repository), with fuzz/<target>.dict as libFuzzer's dictionary where there
+# is one; a finding is written to FUZZ_DIR/findings/<target>/ and makes the
+# script exit non-zero.
 # FUZZ_RUNS=N stops each target after N executions instead of SECONDS.
 # FUZZ_ARGS adds libFuzzer flags. FUZZ_UB_RECOVER=1 makes undefined behaviour
 # reported, not fatal (each source location once per process), so a long run
@@ -19,7 +22,7 @@ dir=$(realpath -m "${FUZZ_DIR:-$root/build-fuzz}")
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(npy_reader tensor_views)
+[ ${#targets[@]} -gt 0 ] || targets=(npy_reader tensor_views safetensors_reader)
 
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 rt=$(ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | head -1 || true)
@@ -36,13 +39,16 @@ bash "$root/scripts/install-deps.sh"  # xtensor headers for npy_io.cpp
 recover=-fno-sanitize-recover=all
 [ "${FUZZ_UB_RECOVER:-0}" = 1 ] && recover=-fsanitize-recover=undefined
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined "$recover"
-       -I"$root/core/include" -I"$root/ops/include" -I"$root/app")
+       -I"$root/core/include" -I"$root/ops/include" -I"$root/nn/include" -I"$root/app")
 mkdir -p "$dir/obj"
 # core/src once per change, as fuzzer-instrumented objects.
 objs=()
-for src in "$root"/core/src/*.cpp "$root/fuzz/no_backends.cpp" "$root/app/npy_io.cpp"; do
+for src in "$root"/core/src/*.cpp "$root/fuzz/no_backends.cpp" "$root/app/npy_io.cpp" \
+           "$root/nn/src/safetensors.cpp" "$root/nn/src/file_io.cpp"; do
   obj="$dir/obj/$(basename "$src" .cpp).o"
-  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find "$root/core/include" -newer "$obj" -print -quit)" ]; then
+  if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
+     [ -n "$(find "$root/core/include" "$root/core/src" "$root/nn/include" "$root/nn/src/file_io.hpp" \
+             -name '*.hpp' -newer "$obj" -print -quit)" ]; then
     "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
   fi
   objs+=("$obj")
@@ -56,9 +62,11 @@ for t in "${targets[@]}"; do
   mkdir -p "$dir/corpus/$t" "$dir/findings/$t"
   limit=(-max_total_time="$seconds")
   [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
+  dict=()
+  [ -f "$root/fuzz/$t.dict" ] && dict=(-dict="$root/fuzz/$t.dict")
   echo "== fuzz $t (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-$seconds s})"
   # shellcheck disable=SC2086
-  if ! "$dir/fuzz_$t" "${limit[@]}" -rss_limit_mb=2048 -print_final_stats=1 \
+  if ! "$dir/fuzz_$t" "${limit[@]}" "${dict[@]}" -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$dir/findings/$t/" ${FUZZ_ARGS:-} \
         "$dir/corpus/$t" "$root/fuzz/corpus/$t" 2>"$dir/$t.log"; then
     status=1

@@ -215,6 +215,7 @@ TEST_CASE("safetensors: the file is the format's bytes exactly", "[nn_io][safete
   const std::string path = dir.file("golden.safetensors");
   strata::nn::save_safetensors(path, t, {{"format", "pt"}});
   CHECK(read_all(path) == expected);
+  CHECK(strata::nn::safetensors_bytes(t, {{"format", "pt"}}) == expected);
 
   // And the reader takes the hand-made bytes back to the same tensors.
   const SafetensorsFile back = parse(expected);

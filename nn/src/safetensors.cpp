@@ -318,54 +318,89 @@ SafetensorsFile load_safetensors(const std::string& path) {
   return out;
 }
 
-void save_safetensors(const std::string& path, const TensorDict& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// What a writer needs: the tensors in layout order and the padded header
+// (its 8-byte length included). Every check happens here, before a byte is
+// written. `op` and `dest` name the caller and the file in errors.
+struct Plan {
+  std::vector<const std::pair<const std::string, Tensor>*> order;
+  std::string head;
+};
+
+Plan plan_file(const TensorDict& tensors, const std::map<std::string, std::string>& metadata,
+               const char* op, const std::string& dest) {
   // Layout as the reference writes it: descending dtype order, then name;
   // the header lists __metadata__ (when there is any) and then the tensors
   // in that same order.
-  std::vector<std::pair<const std::string*, const Tensor*>> order;
-  for (const auto& [name, t] : tensors) {
-    STRATA_CHECK(name != "__metadata__", "save_safetensors", where(path),
+  Plan p;
+  for (const auto& kv : tensors) {
+    STRATA_CHECK(kv.first != "__metadata__", op, where(dest),
                  ": a tensor may not be called __metadata__ (the header's metadata key)");
-    STRATA_CHECK(t.defined(), "save_safetensors", where(path, name), ": undefined tensor");
-    (void)file_dtype(t.dtype());
-    order.emplace_back(&name, &t);
+    STRATA_CHECK(kv.second.defined(), op, where(dest, kv.first), ": undefined tensor");
+    (void)file_dtype(kv.second.dtype());
+    p.order.push_back(&kv);
   }
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return file_dtype(a.second->dtype()).order > file_dtype(b.second->dtype()).order;
+  std::stable_sort(p.order.begin(), p.order.end(), [](const auto* a, const auto* b) {
+    return file_dtype(a->second.dtype()).order > file_dtype(b->second.dtype()).order;
   });
 
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t at = 0;
-  for (const auto& [name, t] : order) {
-    const std::uint64_t nbytes = static_cast<std::uint64_t>(t->numel()) * itemsize(t->dtype());
+  for (const auto* kv : p.order) {
+    const Tensor& t = kv->second;
+    const std::uint64_t nbytes = static_cast<std::uint64_t>(t.numel()) * itemsize(t.dtype());
     nlohmann::ordered_json entry;
-    entry["dtype"] = file_dtype(t->dtype()).name;
-    entry["shape"] = t->shape();
+    entry["dtype"] = file_dtype(t.dtype()).name;
+    entry["shape"] = t.shape();
     entry["data_offsets"] = {at, at + nbytes};
-    header[*name] = std::move(entry);
+    header[kv->first] = std::move(entry);
     at += nbytes;
   }
   std::string text;
   try {
     text = header.dump();
   } catch (const nlohmann::json::exception& e) {
-    fail("save_safetensors", where(path), ": tensor names and metadata must be valid UTF-8 (",
-         e.what(), ")");
+    fail(op, where(dest), ": tensor names and metadata must be valid UTF-8 (", e.what(), ")");
   }
   text.append((8 - text.size() % 8) % 8, ' ');
   const std::uint64_t n = text.size();
+  p.head.assign(reinterpret_cast<const char*>(&n), 8);
+  p.head += text;
+  return p;
+}
 
+// The tensor's bytes, contiguous on the host (a copy unless it already is).
+Tensor host_bytes(const Tensor& t) { return t.to(Device::cpu()).contiguous(); }
+
+std::size_t nbytes_of(const Tensor& t) {
+  return static_cast<std::size_t>(t.numel()) * itemsize(t.dtype());
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const TensorDict& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  const Plan p = plan_file(tensors, metadata, "save_safetensors", path);
   detail::ReplacingFile file(path, "save_safetensors");
-  file.write(&n, 8);
-  file.write(text.data(), text.size());
-  for (const auto& [name, t] : order) {
-    const Tensor host = t->to(Device::cpu()).contiguous();
-    if (host.numel() > 0)
-      file.write(host.data_ptr(), static_cast<std::size_t>(host.numel()) * itemsize(host.dtype()));
+  file.write(p.head.data(), p.head.size());
+  for (const auto* kv : p.order) {
+    const Tensor host = host_bytes(kv->second);  // one tensor in host memory at a time
+    if (host.numel() > 0) file.write(host.data_ptr(), nbytes_of(host));
   }
   file.commit();
+}
+
+std::string safetensors_bytes(const TensorDict& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  const Plan p = plan_file(tensors, metadata, "safetensors_bytes", "<memory>");
+  std::string out = p.head;
+  for (const auto* kv : p.order) {
+    const Tensor host = host_bytes(kv->second);
+    if (host.numel() > 0) out.append(static_cast<const char*>(host.data_ptr()), nbytes_of(host));
+  }
+  return out;
 }
 
 }  // namespace strata::nn

@@ -43,5 +43,8 @@ SafetensorsFile parse_safetensors(const void* bytes, std::size_t size, const std
 // written.
 void save_safetensors(const std::string& path, const TensorDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+// The bytes save_safetensors writes, in memory (small files, tests, fuzzing).
+std::string safetensors_bytes(const TensorDict& tensors,
+                              const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace strata::nn
