@@ -197,12 +197,17 @@ TEST_CASE("nn MultiHeadAttention equals a loop: rotary, grouped heads, causal, c
     for (const char* be : kBackends) {
       INFO(be << " rotary " << rotary);
       CHECK(rel_err(a.forward(x, pos, nullptr, 0, on(be)), want) < 1e-5);
-      // Through a cache: 3 tokens, then 2 more at positions 3 and 4.
-      LayerCache c{Tensor::zeros({B, G, 8, hd}), Tensor::zeros({B, G, 8, hd})};
-      const Tensor y1 = a.forward(x.narrow(1, 0, 3), pos.narrow(0, 0, 3), &c, 0, on(be));
-      const Tensor y2 = a.forward(x.narrow(1, 3, 2), pos.narrow(0, 3, 2), &c, 3, on(be));
-      CHECK(rel_err(y1, want.narrow(1, 0, 3)) < 1e-5);
-      CHECK(rel_err(y2, want.narrow(1, 3, 2)) < 1e-5);
+      // Through a cache (separate k and v, or one kv buffer): 3 tokens,
+      // then 2 more at positions 3 and 4.
+      const Tensor kv = Tensor::zeros({B, 2, G, 8, hd});
+      for (LayerCache c :
+           {LayerCache{Tensor::zeros({B, G, 8, hd}), Tensor::zeros({B, G, 8, hd}), {}},
+            LayerCache{kv.select(1, 0), kv.select(1, 1), kv}}) {
+        const Tensor y1 = a.forward(x.narrow(1, 0, 3), pos.narrow(0, 0, 3), &c, 0, on(be));
+        const Tensor y2 = a.forward(x.narrow(1, 3, 2), pos.narrow(0, 3, 2), &c, 3, on(be));
+        CHECK(rel_err(y1, want.narrow(1, 0, 3)) < 1e-5);
+        CHECK(rel_err(y2, want.narrow(1, 3, 2)) < 1e-5);
+      }
     }
   }
 }

@@ -14,8 +14,8 @@ KVCache::KVCache(std::int64_t num_layers, std::int64_t batch, std::int64_t kv_he
         ", head dim ", head_dim, ", max_len ", max_len, ")");
   layers_.reserve(static_cast<std::size_t>(num_layers));
   for (std::int64_t i = 0; i < num_layers; ++i) {
-    layers_.push_back({Tensor::zeros({batch, kv_heads, max_len, head_dim}, dt, dev),
-                       Tensor::zeros({batch, kv_heads, max_len, head_dim}, dt, dev)});
+    const Tensor kv = Tensor::zeros({batch, 2, kv_heads, max_len, head_dim}, dt, dev);
+    layers_.push_back({kv.select(1, 0), kv.select(1, 1), kv});
   }
 }
 
@@ -97,14 +97,25 @@ void MultiHeadAttention::forward_out(const Tensor& y, const Tensor& x, const Ten
   }
   qkv.forward_out(s.qkv, x, opt);
   QKVViews v = split(s.qkv);
+  const std::int64_t b = x.size(0), nq = num_heads * head_dim, nkv = num_kv_heads * head_dim;
   if (rotary) {
-    rotary_out(v.q, v.q, positions, *rotary, opt);
-    rotary_out(v.k, v.k, positions, *rotary, opt);
+    // q's and k's heads are adjacent columns: one call rotates both.
+    const Tensor qk =
+        s.qkv.narrow(2, 0, nq + nkv).reshape({b, t, num_heads + num_kv_heads, head_dim});
+    rotary_out(qk.transpose(1, 2), qk.transpose(1, 2), positions, *rotary, opt);
   }
   Tensor keys = v.k, values = v.v;
   if (cache != nullptr) {
-    copy_(cache->k.narrow(2, cache_len, t), v.k, opt);
-    copy_(cache->v.narrow(2, cache_len, t), v.v, opt);
+    if (cache->kv.defined()) {
+      // k's and v's heads are adjacent too: [B, T, 2, Hkv, hd] -> [B, 2, Hkv, T, hd].
+      const Tensor kv_new = s.qkv.narrow(2, nq, 2 * nkv)
+                                .reshape({b, t, 2, num_kv_heads, head_dim})
+                                .permute({0, 2, 3, 1, 4});
+      copy_(cache->kv.narrow(3, cache_len, t), kv_new, opt);
+    } else {
+      copy_(cache->k.narrow(2, cache_len, t), v.k, opt);
+      copy_(cache->v.narrow(2, cache_len, t), v.v, opt);
+    }
     keys = cache->k.narrow(2, 0, cache_len + t);
     values = cache->v.narrow(2, 0, cache_len + t);
   }

@@ -11,10 +11,14 @@
 namespace strata::nn {
 
 // One layer's cache: k and v [B, Hkv, max_len, hd] in the model's dtype and
-// device. The filled prefix is `narrow(2, 0, length)`.
+// device. The filled prefix is `narrow(2, 0, length)`. KVCache makes k and v
+// the two halves of one buffer kv [B, 2, Hkv, max_len, hd], so that a single
+// copy_ appends both (they are adjacent in the QKV projection's output too);
+// a LayerCache with separate k and v (kv undefined) works as well.
 struct LayerCache {
   Tensor k;
   Tensor v;
+  Tensor kv;  // optional: k = kv.select(1, 0), v = kv.select(1, 1)
 };
 
 // The cache of a whole model. Appending is a copy_ into a narrow view of the
