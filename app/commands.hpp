@@ -22,5 +22,7 @@ struct UsageError : Error {
 void add_info_command(CLI::App& root, int& status);
 void add_attention_command(CLI::App& root, int& status);
 void add_check_command(CLI::App& root, int& status);
+void add_forward_command(CLI::App& root, int& status);   // models: logits for ids
+void add_generate_command(CLI::App& root, int& status);  // models: text generation
 
 }  // namespace strata::cli

@@ -21,12 +21,14 @@ int report(const char* what) noexcept {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"strata: softmax attention on strided tensors, on every backend"};
+  CLI::App app{"strata: tensors, attention and small language models, on every backend"};
   app.require_subcommand(0, 1);
   int status = strata::cli::kExitOk;
   strata::cli::add_info_command(app, status);
   strata::cli::add_attention_command(app, status);
   strata::cli::add_check_command(app, status);
+  strata::cli::add_generate_command(app, status);
+  strata::cli::add_forward_command(app, status);
   const char* exit_codes =
       "Exit status: 0 success; 1 an error (bad file, bad shapes, unavailable backend, I/O, too "
       "large for memory); 2 a command line that makes no sense (unknown option, bad value, "

@@ -143,16 +143,15 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
     const Identity id = identity(t, where);
     for (std::size_t j = 0; j < i; ++j)
       if (seen[j] == id)
-        throw UsageError("attention: " + where + " and " + where_of(outputs[j]) +
-                         " are the same file");
+        throw UsageError(where + " and " + where_of(outputs[j]) + " are the same file");
     seen.push_back(id);
     if (t.kind != Target::missing) {
       for (const NamedPath& in : inputs) {
         struct stat st {};
         if (::stat(in.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
         if (st.st_dev == t.st.st_dev && st.st_ino == t.st.st_ino)
-          throw UsageError("attention: " + where + " is the same file as the input " +
-                           where_of(in) + " (strata does not overwrite its inputs)");
+          throw UsageError(where + " is the same file as the input " + where_of(in) +
+                           " (strata does not overwrite its inputs)");
       }
     }
     check_writable(t, where);

@@ -10,7 +10,9 @@ same safetensors file loads in both.
   check             the plain models against transformers' own classes
                     (same weights, same logits), where transformers exists
   bench             eager and torch.compile decode/prefill timings of the
-                    benchmark model (issue 14), CUDA events, medians; JSON out
+                    benchmark model (docs/models.md), medians; JSON out
+  live              Strata's `strata forward` against PyTorch on the
+                    benchmark models, f32 and bf16, cuda and cpu
 
 Runs on the GPU machine (PyTorch, safetensors and transformers are there).
 """
@@ -445,6 +447,57 @@ def cmd_bench(a):
             f.write(json.dumps(res) + "\n")
 
 
+def cmd_live(a):
+    """Strata's `forward` against PyTorch on the benchmark models, f32 and
+    bf16, on the GPU: Strata's error against PyTorch's f32 logits next to
+    PyTorch's own bf16 error against its f32 (issue 14's bf16 rule: within 2x)."""
+    import subprocess
+    import tempfile
+    from safetensors.torch import save_file
+    dev = "cuda"
+    rows = []
+    for style in ("llama", "gpt2"):
+        c = llama_config() if style == "llama" else gpt2_config(n_embd=512, n_layer=6, n_head=8)
+        m = build(c)
+        init_spread(m, seed=5, embed_std=0.5)
+        m = m.to(dev).eval()
+        d = tempfile.mkdtemp()
+        save_file({k: v.cpu() for k, v in state_for_file(m).items()}, f"{d}/model.safetensors")
+        with open(f"{d}/config.json", "w") as f:
+            json.dump(c, f)
+        ids = torch.randint(0, 256, (2, 64), generator=torch.Generator().manual_seed(3))
+        np.save(f"{d}/ids.npy", ids.numpy())
+        with torch.no_grad():
+            ref32 = m(ids.to(dev), m.new_cache(2, 64, torch.float32, dev)).double().cpu()
+            mb = build(c).to(dev)
+            mb.load_state_dict(m.state_dict())
+            mb = mb.to(torch.bfloat16).eval()
+            ref16 = mb(ids.to(dev), mb.new_cache(2, 64, torch.bfloat16, dev)).double().cpu()
+        scale = float(ref32.abs().max())
+        torch_bf16 = float((ref16 - ref32).abs().max()) / scale
+        for dt in ("f32", "bf16"):
+            for be in ("cuda", "cpu"):
+                out = f"{d}/logits_{dt}_{be}.npy"
+                r = subprocess.run([a.strata, "forward", "--weights", f"{d}/model.safetensors",
+                                    "--config", f"{d}/config.json", "--tokens", f"{d}/ids.npy",
+                                    "--out", out, "--dtype", dt, "--backend", be],
+                                   capture_output=True, text=True)
+                if r.returncode != 0:
+                    rows.append(dict(style=style, dtype=dt, backend=be, error=r.stderr.strip()))
+                    continue
+                got = torch.from_numpy(np.load(out)).double()
+                err = float((got - ref32).abs().max()) / scale
+                row = dict(style=style, dtype=dt, backend=be, rel_err_vs_torch_f32=err)
+                if dt == "bf16":
+                    row["torch_bf16_rel_err"] = torch_bf16
+                    row["ratio"] = err / torch_bf16
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    if a.out:
+        with open(os.path.join(a.out, "live_parity.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -455,6 +508,9 @@ def main():
     c = sub.add_parser("check")
     c.add_argument("--device", default="cpu")
     c.add_argument("--json")
+    lv = sub.add_parser("live")
+    lv.add_argument("--strata", required=True, help="the strata binary")
+    lv.add_argument("--out")
     b = sub.add_parser("bench")
     b.add_argument("--style", choices=["llama", "gpt2"], default="llama")
     b.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
@@ -467,7 +523,7 @@ def main():
     b.add_argument("--compile", action="store_true")
     b.add_argument("--json")
     a = p.parse_args()
-    dict(fixtures=cmd_fixtures, check=cmd_check, bench=cmd_bench)[a.cmd](a)
+    dict(fixtures=cmd_fixtures, check=cmd_check, bench=cmd_bench, live=cmd_live)[a.cmd](a)
 
 
 if __name__ == "__main__":

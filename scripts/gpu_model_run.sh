@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The GPU run of the models (docs/models.md): builds the library, tests, the
+# model benchmarks and the CLI on the GPU machine, runs the nn tests (parity
+# with PyTorch's fixtures on the cuda backend included), Strata's GPU and CPU
+# model benchmarks, the PyTorch peer on the same models in the same run
+# (eager and torch.compile on the GPU; eager on 2 and 16 CPU threads), a live
+# parity check against PyTorch in f32 and bf16, and `strata generate` with the
+# shipped model. Logs and JSON land in OUTDIR (packed into OUTDIR/model_run.tgz).
+#
+#   scripts/gpu_model_run.sh OUTDIR     (the CLI needs CMAKE_PREFIX_PATH=$PWD/.device-deps,
+#                                        staged by ../shared/tools/device-deps.sh)
+set -u -o pipefail
+OUT=${1:?usage: scripts/gpu_model_run.sh OUTDIR}
+PHASES=${PHASES:-build tests bench peer live generate}
+L="$OUT/logs"
+mkdir -p "$L"
+S="$OUT/summary.txt"
+t0=$(date +%s)
+say() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$S"; }
+pack() { tar -C "$OUT" -czf "$OUT/model_run.tgz" logs summary.txt 2>/dev/null; }
+has() { [[ " $PHASES " == *" $1 "* ]]; }
+B=${BUILD:-build-gpu}
+say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>&1); $(nproc) cores; $(lscpu | grep 'Model name' | sed 's/ \+/ /g')"
+if has build; then
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DSTRATA_WERROR=ON ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} > "$L/configure.log" 2>&1 &&
+    timeout ${BUILD_TIMEOUT:-300} ninja -C "$B" -j"$(nproc)" strata_tests bench_model_cuda bench_model_cpu strata_cli \
+      > "$L/build.log" 2>&1
+  rc=$?; say "build rc=$rc"; [ $rc = 0 ] || { grep -m10 -A6 'error' "$L/build.log"; pack; exit 1; }
+fi
+if has tests; then
+  timeout 120 "$B/tests/strata_tests" "[nn]" > "$L/nn_tests.log" 2>&1
+  say "nn tests rc=$? : $(grep -E 'test cases|All tests passed' "$L/nn_tests.log" | tail -1)"
+  grep -B2 -A12 -m4 FAILED "$L/nn_tests.log" | head -60
+fi
+if has bench; then
+  timeout 120 "$B/bench/bench_model_cuda" --benchmark_out="$L/model_cuda.json" --benchmark_out_format=json \
+    > "$L/bench_cuda.txt" 2>&1
+  say "bench cuda rc=$?"; grep -E '^BM_' "$L/bench_cuda.txt"
+  for t in 2 16; do
+    OMP_NUM_THREADS=$t timeout 150 "$B/bench/bench_model_cpu" --benchmark_out="$L/model_cpu_$t.json" \
+      --benchmark_out_format=json > "$L/bench_cpu_$t.txt" 2>&1
+    say "bench cpu $t threads rc=$?"; grep -E '^(BM_|fma)' "$L/bench_cpu_$t.txt"
+  done
+  pack
+fi
+if has peer; then
+  P="python3 bench/peer_model.py bench --json $L/peer_model.jsonl"
+  timeout 120 $P --dtype f32 --compile > "$L/peer.txt" 2>&1
+  timeout 120 $P --dtype bf16 --batches 1 16 --compile >> "$L/peer.txt" 2>&1
+  timeout 60 $P --style gpt2 --dtype f32 >> "$L/peer.txt" 2>&1
+  timeout 60 $P --style gpt2 --dtype bf16 >> "$L/peer.txt" 2>&1
+  for t in 2 16; do
+    timeout 120 $P --device cpu --threads $t --reps 20 >> "$L/peer.txt" 2>&1
+  done
+  say "peer done"; grep -v '^\s*$' "$L/peer.txt" | grep -E '^\{|Error|error' | cut -c1-400
+  pack
+fi
+if has live; then
+  # Live parity on the GPU: Strata's `forward` against PyTorch's logits for the
+  # same weights, f32 and bf16, and PyTorch's own bf16 error against its f32.
+  timeout 120 python3 bench/peer_model.py live --strata "$B/app/strata" --out "$L" > "$L/live.txt" 2>&1
+  say "live parity rc=$?"; cat "$L/live.txt" | tail -20
+fi
+if has generate; then
+  for be in cpu cuda; do
+    timeout 60 "$B/app/strata" generate --weights models/tiny-llama/model.safetensors \
+      --config models/tiny-llama/config.json --prompt "This program is free software" \
+      --max-tokens 200 --backend $be > "$L/generate_$be.txt" 2>&1
+    say "generate $be rc=$?"; tail -c 600 "$L/generate_$be.txt"; echo
+  done
+fi
+pack
+say done
