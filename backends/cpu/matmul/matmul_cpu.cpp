@@ -21,8 +21,11 @@
 // inside an OpenMP parallel region. So: many small matrices (or at least
 // one per thread) are spread over the batch with one OpenMP loop, each
 // GEMM on one thread; otherwise the batch runs in order and Eigen threads
-// each GEMM. Every allocation happens before any parallel region, and each
-// region catches what its body throws and rethrows it after the region.
+// each GEMM. Every allocation of ours happens before any parallel region
+// (cpu/workspace.hpp: a strata::Error naming the bytes when it cannot be
+// had), and each region catches what its body throws and rethrows it after
+// the region. Eigen's threaded GEMM allocates its per-thread panel (kc x nc,
+// at most a few MB) inside Eigen's own region; that one is out of reach.
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -31,6 +34,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/workspace.hpp"
 #include "strata/dtype.hpp"
 #include "strata/error.hpp"
 #include "strata/matmul_args.hpp"
@@ -119,7 +123,7 @@ Input<C> prepare(const MatmulArgs& a, const Operand& op, Index rows, Index cols)
     in.bstride[d] = count * rows * cols;
     count *= a.batch_shape[d];
   }
-  in.own.resize(static_cast<std::size_t>(count * rows * cols));
+  in.own = workspace<C>({count, rows, cols}, "matmul", "a packed copy of an input");
   in.lay = {Kind::row, cols};
   in.base = in.own.data();  // a moved vector keeps its buffer
   const T* src = static_cast<const T*>(op.data);
@@ -233,7 +237,7 @@ void matmul_cpu(const MatmulArgs& a) {
   if (direct) {
     for (int d = 0; d < br; ++d) cstride[d] = a.out.strides[d];
   } else {
-    tmp.resize(static_cast<std::size_t>(batch * M * N));
+    tmp = workspace<C>({batch, M, N}, "matmul", "the output's staging copy");
     cbase = tmp.data();
     lc = {Kind::row, N};
     Index s = M * N;
@@ -271,7 +275,7 @@ void matmul_cpu(const MatmulArgs& a) {
         if (!err) err = std::current_exception();
       }
     }
-    if (err) std::rethrow_exception(err);
+    if (err) rethrow_after_region(err, "matmul");
   } else {
     for (Index bi = 0; bi < batch; ++bi) one(bi);
   }

@@ -12,8 +12,9 @@
 // gathers the row into a per-thread buffer of the compute type, works
 // there and scatters the result (f16/bf16, strided and flipped rows).
 // Either way the maths runs on unit-stride arrays that the compiler
-// vectorises. Scratch is allocated before any OpenMP region, so nothing in
-// one can throw.
+// vectorises. Scratch is allocated before any OpenMP region (a strata::Error
+// naming the op and the bytes when it cannot be had: cpu/workspace.hpp), so
+// nothing in one can throw.
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cpu/elementwise/engine.hpp"
+#include "cpu/workspace.hpp"
 #include "strata/iter_args.hpp"
 
 namespace strata::cpu::rows {
@@ -75,16 +77,16 @@ inline T* at(const Operand& o, std::int64_t off) {
 
 // Calls f(off, scratch) for every row: off[k] is the element offset of row
 // element 0 of operand k; scratch points at `scratch_len` elements of S
-// owned by the calling thread.
+// owned by the calling thread. `op` names the op in errors; f must not throw.
 template <class S, class F>
-void for_rows(const IterArgs& a, std::int64_t scratch_len, const F& f) {
+void for_rows(const IterArgs& a, const char* op, std::int64_t scratch_len, const F& f) {
   const int last = a.ndim - 1;
   std::int64_t rows = 1;
   for (int d = 0; d < last; ++d) rows *= a.shape[d];
   if (rows == 0) return;
   const std::int64_t work = rows * std::max<std::int64_t>(a.shape[last], 1);
   const int threads = work < kParallelWork || rows == 1 ? 1 : omp_get_max_threads();
-  std::vector<S> scratch(static_cast<std::size_t>(scratch_len) * static_cast<std::size_t>(threads));
+  std::vector<S> scratch = workspace<S>({scratch_len, threads}, op, "per-thread row scratch");
 
   auto run_range = [&](std::int64_t b, std::int64_t e, S* buf) {
     std::int64_t idx[kMaxDims] = {};

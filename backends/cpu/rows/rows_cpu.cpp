@@ -41,7 +41,7 @@ void sum_kernel(const IterArgs& a) {
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last], sx = a.op[1].strides[last];
   const bool dir = direct<T>(a.op[1], last);
-  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+  for_rows<C>(a, Mean ? "mean" : "sum", dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
     const T* x = at<const T>(a.op[1], off[1]);
     const C* v = reinterpret_cast<const C*>(x);
     if (!dir) {
@@ -77,7 +77,7 @@ void max_kernel(const IterArgs& a) {
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last], sx = a.op[1].strides[last];
   const bool dir = direct<T>(a.op[1], last);
-  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+  for_rows<C>(a, Arg ? "argmax" : "max", dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
     const T* x = at<const T>(a.op[1], off[1]);
     const C* v = reinterpret_cast<const C*>(x);
     if (!dir) {
@@ -133,7 +133,8 @@ void softmax_kernel(const IterArgs& a) {
   const std::int64_t n = a.shape[last];
   const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
   const bool dir = direct<T>(a.op[0], last) && direct<T>(a.op[1], last);
-  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+  const char* op = Log ? "log_softmax" : "softmax";
+  for_rows<C>(a, op, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
     const T* x = at<const T>(a.op[1], off[1]);
     T* y = at<T>(a.op[0], off[0]);
     if (dir) {
@@ -150,10 +151,10 @@ void softmax_kernel(const IterArgs& a) {
 // weight / bias converted once to the compute type (they are the same for
 // every row), or empty when absent.
 template <class C, class T>
-std::vector<C> param_row(const Operand& p, int last, std::int64_t n) {
+std::vector<C> param_row(const Operand& p, int last, std::int64_t n, const char* op) {
   std::vector<C> v;
   if (p.data == nullptr) return v;
-  v.resize(static_cast<std::size_t>(n));
+  v = workspace<C>({n}, op, "the weight / bias row in the compute type");
   gather(static_cast<const T*>(p.data), p.strides[last], n, v.data());
   return v;
 }
@@ -191,13 +192,14 @@ void norm_kernel(const IterArgs& a) {
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last];
   const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
-  const std::vector<C> w = param_row<C, T>(a.op[2], last, n);
-  const std::vector<C> b = Layer ? param_row<C, T>(a.op[3], last, n) : std::vector<C>{};
+  const char* op = Layer ? "layer_norm" : "rms_norm";
+  const std::vector<C> w = param_row<C, T>(a.op[2], last, n, op);
+  const std::vector<C> b = Layer ? param_row<C, T>(a.op[3], last, n, op) : std::vector<C>{};
   const C* wp = w.empty() ? nullptr : w.data();
   const C* bp = b.empty() ? nullptr : b.data();
   const C eps = static_cast<C>(a.scalar[0]);
   const bool dir = direct<T>(a.op[0], last) && direct<T>(a.op[1], last);
-  for_rows<C>(a, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+  for_rows<C>(a, op, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
     const T* x = at<const T>(a.op[1], off[1]);
     T* y = at<T>(a.op[0], off[0]);
     if (dir) {
@@ -242,7 +244,7 @@ void embedding_gather(const IterArgs& a) {
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last], sy = a.op[0].strides[last];
   const std::int64_t sv = table.strides[0], sd = table.strides[1];
-  for_rows<char>(a, 0, [&](const std::int64_t* off, char*) {
+  for_rows<char>(a, "embedding", 0, [&](const std::int64_t* off, char*) {
     const std::int64_t id = *at<const I>(a.op[1], off[1]);
     const T* src = at<const T>(table, id * sv);
     T* y = at<T>(a.op[0], off[0]);
@@ -280,12 +282,12 @@ void rotary_impl(const IterArgs& a) {
   const std::int64_t n = a.shape[last], rot = a.iparam[0], half = rot / 2;
   const bool interleaved = a.iparam[1] == 1;
   const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
-  std::vector<C> inv_freq(static_cast<std::size_t>(half));
+  std::vector<C> inv_freq = workspace<C>({half}, "rotary", "the rotary frequencies");
   for (std::int64_t i = 0; i < half; ++i)
     inv_freq[i] = static_cast<C>(
         std::pow(a.scalar[0], -2.0 * static_cast<double>(i) / static_cast<double>(rot)));
   // scratch: the row, then cos and sin of its angles.
-  for_rows<C>(a, n + 2 * half, [&](const std::int64_t* off, C* buf) {
+  for_rows<C>(a, "rotary", n + 2 * half, [&](const std::int64_t* off, C* buf) {
     const C p = static_cast<C>(*at<const I>(a.op[2], off[2]));
     C* cs = buf + n;
     C* sn = cs + half;
