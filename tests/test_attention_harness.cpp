@@ -71,6 +71,45 @@ TEST_CASE("harness: one-ulp differences pass", "[attention][harness]") {
   }
 }
 
+TEST_CASE("harness: one-ulp differences pass where the naive computation is exact",
+          "[attention][harness]") {
+  // N = 1: the output is v itself, which a naive computation in any dtype
+  // reproduces exactly, so only the tolerance floor admits rounding. A
+  // result one ulp of its own dtype away must still pass (f16/bf16 once got
+  // f64's floor, 1e-12, and failed), and an error of 5% must not.
+  for (const DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    AttentionCase c = small_case(Layout::contiguous, dt);
+    c.N = 1;
+    c.mask = MaskKind::none;
+    auto nudged = [](const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                     const AttentionOptions& opt, const Tensor& lse) {
+      correct(out, q, k, v, opt, lse);
+      // The next representable value away from zero: the bit pattern + 1.
+      char* p = static_cast<char*>(out.data_ptr());
+      for (int d = 0; d < out.dim(); ++d)
+        p += (d + 1) * out.stride(d) * static_cast<std::int64_t>(itemsize(out.dtype()));
+      if (itemsize(out.dtype()) == 2) ++*reinterpret_cast<std::uint16_t*>(p);
+      if (itemsize(out.dtype()) == 4) ++*reinterpret_cast<std::uint32_t*>(p);
+      if (itemsize(out.dtype()) == 8) ++*reinterpret_cast<std::uint64_t*>(p);
+    };
+    const CaseReport rep = run_attention_case(c, {{"extra", Device::cpu(), nudged}});
+    INFO(rep.summary());
+    CHECK(rep.naive_max_abs == 0);
+    const BackendResult& r = extra_result(rep);
+    CHECK(r.max_abs_err > 0);  // the nudge is seen
+    CHECK(r.pass);
+
+    auto off = [](const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                  const AttentionOptions& opt, const Tensor& lse) {
+      correct(out, q, k, v, opt, lse);
+      out.set_item({1, 2, 3, 4}, out.item({1, 2, 3, 4}) * 1.05 + 0.05);
+    };
+    const CaseReport bad = run_attention_case(c, {{"extra", Device::cpu(), off}});
+    INFO(bad.summary());
+    CHECK_FALSE(extra_result(bad).pass);
+  }
+}
+
 TEST_CASE("harness: a wrong value fails on the error bound", "[attention][harness]") {
   const AttentionCase c = small_case(Layout::transposed, DType::f32);
   auto wrong = [](const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,

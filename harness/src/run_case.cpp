@@ -44,6 +44,23 @@ ViewSpec output_spec(const CaseInputs& in, const AttentionCase& c, bool lse) {
   return detail::make_spec(shape, in.layout, lse ? detail::Role::lse : detail::Role::out);
 }
 
+// The relative error a correct result in `dt` may have where the naive
+// computation happens to be exact (see the tolerances below): ~8 ulp of f32,
+// ~4500 ulp of f64, one ulp of f16 / bf16, whose outputs are rounded once
+// from f32 and so may land on the other neighbour of the exact value.
+double tolerance_floor(DType dt) {
+  switch (dt) {
+    case DType::f32:
+      return 1e-6;
+    case DType::f16:
+      return 0x1p-10;
+    case DType::bf16:
+      return 0x1p-7;
+    default:
+      return 1e-12;
+  }
+}
+
 // The same computation as the reference but accumulating in the case's own
 // dtype: what a naive implementation in that precision achieves. This one
 // calls the reference kernel template directly, not through the op: the
@@ -134,9 +151,9 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
   // error on this very case and allow 3x it (FlashAttention's tests allow 2x
   // plus an output-rounding term; PyTorch's SDPA tests similar multiples),
   // plus a floor for cases where the naive computation happens to be (near)
-  // exact, e.g. N = 1 or rows all masked. The floors are ~8 ulp of f32
-  // (eps = 1.2e-7) and ~4500 ulp of f64, relative to the output's magnitude:
-  // far under any indexing or masking bug, which shows up as O(1) errors.
+  // exact, e.g. N = 1 or rows all masked: tolerance_floor() of the output's
+  // and the lse's own dtype (lse is f32 for f16/bf16), relative to their
+  // magnitude: far under any indexing or masking bug (O(1) errors).
   // Large logits (input_scale) are ill-conditioned in any algorithm in T:
   // every rounding of a score s perturbs exp(s) by ~eps * |s|; the naive
   // error grows with them and so does the bound. A streaming kernel rounds a
@@ -150,12 +167,11 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
   rep.naive_rel_fro = nd.rel_fro;
   rep.naive_max_abs = nd.max_abs;
   rep.naive_lse_abs = nl.max_abs;
-  const double floor = c.dtype == DType::f32 ? 1e-6 : 1e-12;
+  const DType lse_dt = strata::detail::lse_dtype(c.dtype);  // f32 for f16/bf16
+  const double floor = tolerance_floor(c.dtype), lse_floor = tolerance_floor(lse_dt);
   const double tol_rel = 3 * nd.rel_fro + floor;
   const double tol_abs = 3 * nd.max_abs + floor * std::max(1.0, max_abs_finite(ref_out));
-  const double tol_lse = 3 * nl.max_abs + floor * std::max(1.0, max_abs_finite(ref_lse));
-
-  const DType lse_dt = strata::detail::lse_dtype(c.dtype);  // f32 for f16/bf16
+  const double tol_lse = 3 * nl.max_abs + lse_floor * std::max(1.0, max_abs_finite(ref_lse));
 
   // Runs one registry backend (extra_runner == nullptr) or one extra runner.
   auto run_one = [&](const std::string& name, Device dev, const ExtraRunner* extra_runner) {
