@@ -109,8 +109,10 @@ void add_check_command(CLI::App& root, int& status) {
       "--full", full,
       "More shapes, each crossed with every layout and option (682 cases, ~10 s on 2 cores)");
   cmd->add_option("--group", only,
-                  "Only the groups whose name contains this (shapes, layouts, causal, window, "
-                  "masks, gqa, scale, batch, edge)");
+                  "Only the groups whose name contains this: attention's (shapes, layouts, "
+                  "causal, window, masks, gqa, scale, batch, edge) and the op runner's "
+                  "ops:<family> (ops:binary, ops:unary, ops:reduce, ops:softmax, ops:norm, "
+                  "ops:matmul, ...; 'ops:' alone runs every op family and no attention case)");
   cmd->callback(
       [&status] { status = run_check_with_ops(full, only, [] { return run_check(full, only); }); });
 }
