@@ -230,7 +230,14 @@ Header parse_header(const char* text, std::size_t n, std::uint64_t data_size,
 }
 
 // Fresh, contiguous CPU tensor; the file's bytes need not be aligned.
-Tensor make_tensor(const Entry& e) { return Tensor::empty(e.shape, e.dtype, Device::cpu()); }
+Tensor make_tensor(const Entry& e, const std::string& source) {
+  try {
+    return Tensor::empty(e.shape, e.dtype, Device::cpu());
+  } catch (const std::bad_alloc&) {
+    fail("safetensors", where(source, e.name), ": out of memory allocating ", e.end - e.begin,
+         " bytes");
+  }
+}
 
 // A BOOL byte other than 0 and 1 is not a valid bool in C++; read it as true.
 void normalise_bools(const Tensor& t) {
@@ -270,7 +277,7 @@ SafetensorsFile parse_safetensors(const void* bytes, std::size_t size, const std
   SafetensorsFile out;
   out.metadata = std::move(h.metadata);
   for (const Entry& e : h.entries) {
-    Tensor t = make_tensor(e);
+    Tensor t = make_tensor(e, source);
     if (e.end > e.begin) std::memcpy(t.data_ptr(), b + data_start + e.begin, e.end - e.begin);
     normalise_bools(t);
     out.tensors.emplace(e.name, std::move(t));
@@ -310,7 +317,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   SafetensorsFile out;
   out.metadata = std::move(h.metadata);
   for (const Entry& e : h.entries) {
-    Tensor t = make_tensor(e);
+    Tensor t = make_tensor(e, path);
     read_at(fd, t.data_ptr(), e.end - e.begin, 8 + n + e.begin, where(path, e.name), "its data");
     normalise_bools(t);
     out.tensors.emplace(e.name, std::move(t));
