@@ -162,8 +162,20 @@ void run_case(const Case& cs) {
         mfloat[at] = static_cast<T>(-kInf);
       }
 
+  // Operands [1, 1, 1, 1, B, H, rows, cols] (batch_rank 1, rank kMaxDims),
+  // as the front end builds them.
+  const DType dt = std::is_same_v<T, float> ? DType::f32 : DType::f64;
+  auto operand = [](void* data, DType odt, const i64(&shape)[4], const i64(&strides)[4]) {
+    strata::Operand x;
+    x.data = data;
+    x.dtype = odt;
+    x.rank = strata::kMaxDims;
+    for (int i = 0; i < strata::kMaxDims - 4; ++i) x.shape[i] = 1;
+    std::copy(shape, shape + 4, x.shape + strata::kMaxDims - 4);
+    std::copy(strides, strides + 4, x.strides + strata::kMaxDims - 4);
+    return x;
+  };
   AttentionArgs a;
-  a.dtype = std::is_same_v<T, float> ? DType::f32 : DType::f64;
   a.batch_rank = 1;
   a.batch_shape[0] = cs.B;
   a.Hq = cs.Hq;
@@ -172,25 +184,19 @@ void run_case(const Case& cs) {
   a.N = cs.N;
   a.d = cs.d;
   a.dv = cs.dv;
-  a.q = q.ptr();
-  a.q_bs[0] = q.strides[0], a.q_hs = q.strides[1], a.q_ms = q.strides[2], a.q_ds = q.strides[3];
-  a.k = k.ptr();
-  a.k_bs[0] = k.strides[0], a.k_hs = k.strides[1], a.k_ns = k.strides[2], a.k_ds = k.strides[3];
-  a.v = v.ptr();
-  a.v_bs[0] = v.strides[0], a.v_hs = v.strides[1], a.v_ns = v.strides[2], a.v_ds = v.strides[3];
-  a.out = out.ptr();
-  a.o_bs[0] = out.strides[0], a.o_hs = out.strides[1], a.o_ms = out.strides[2],
-  a.o_ds = out.strides[3];
-  a.lse = lse.data();
-  a.l_bs[0] = cs.Hq * cs.M, a.l_hs = cs.M, a.l_ms = 1;
-  if (cs.mask != MaskKind::none) {
-    a.mask = cs.mask == MaskKind::boolean ? static_cast<const void*>(mbool.data())
-                                          : static_cast<const void*>(mfloat.data());
-    a.mask_dtype = cs.mask == MaskKind::boolean ? DType::boolean : a.dtype;
-    a.mk_bs[0] = cs.mask_bcast ? 0 : cs.Hq * cs.M * cs.N;
-    a.mk_hs = cs.mask_bcast ? 0 : cs.M * cs.N;
-    a.mk_ms = cs.N;
-    a.mk_ns = 1;
+  a.q = operand(q.ptr(), dt, q.shape, q.strides);
+  a.k = operand(k.ptr(), dt, k.shape, k.strides);
+  a.v = operand(v.ptr(), dt, v.shape, v.strides);
+  a.out = operand(out.ptr(), dt, out.shape, out.strides);
+  a.lse = operand(lse.data(), dt, {cs.B, cs.Hq, cs.M, 1}, {cs.Hq * cs.M, cs.M, 1, 0});
+  const i64 mask_shape[4] = {cs.B, cs.Hq, cs.M, cs.N};
+  if (cs.mask == MaskKind::none) {
+    a.mask = operand(nullptr, DType::boolean, mask_shape, {0, 0, 0, 0});
+  } else {
+    const i64 ms[4] = {cs.mask_bcast ? 0 : cs.Hq * cs.M * cs.N, cs.mask_bcast ? 0 : cs.M * cs.N,
+                       cs.N, 1};
+    a.mask = cs.mask == MaskKind::boolean ? operand(mbool.data(), DType::boolean, mask_shape, ms)
+                                          : operand(mfloat.data(), dt, mask_shape, ms);
   }
   a.scale = cs.scale != 0 ? cs.scale : 1.0 / std::sqrt(static_cast<double>(cs.d));
   a.band_lo = cs.band_lo;
@@ -199,7 +205,7 @@ void run_case(const Case& cs) {
   const strata::Registry& reg = strata::Registry::get();
   const auto found =
       reg.find(reg.op_id("softmax_attention"),
-               reg.resolve_backend("test", "cpu", strata::Device::cpu()), a.dtype, a);
+               reg.resolve_backend("test", "cpu", strata::Device::cpu()), a.dtype(), a);
   REQUIRE(found.info->name == "cpu.attention.online_softmax");
   found.run(a);
 

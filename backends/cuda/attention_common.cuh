@@ -104,12 +104,12 @@ __host__ __device__ inline HeadOffsets head_offsets(const AttnParams& p, std::in
   const AttentionArgs& a = p.a;
   const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / p.group;
   HeadOffsets o;
-  o.q = batch_offset(a, b, a.q_bs) + h * a.q_hs;
-  o.k = batch_offset(a, b, a.k_bs) + hk * a.k_hs;
-  o.v = batch_offset(a, b, a.v_bs) + hk * a.v_hs;
-  o.o = batch_offset(a, b, a.o_bs) + h * a.o_hs;
-  o.l = batch_offset(a, b, a.l_bs) + h * a.l_hs;
-  o.mk = batch_offset(a, b, a.mk_bs) + h * a.mk_hs;
+  o.q = attn::head_offset(a.q, b, h);
+  o.k = attn::head_offset(a.k, b, hk);
+  o.v = attn::head_offset(a.v, b, hk);
+  o.o = attn::head_offset(a.out, b, h);
+  o.l = attn::head_offset(a.lse, b, h);
+  o.mk = attn::head_offset(a.mask, b, h);
   return o;
 }
 
@@ -121,10 +121,12 @@ __device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_h
   const AttentionArgs& a = p.a;
   if (j < i + a.band_lo || j > i + a.band_hi) return false;
   if (p.mask_kind == kMaskBool) {
-    return static_cast<const unsigned char*>(mask_head)[i * a.mk_ms + j * a.mk_ns] != 0;
+    return static_cast<const unsigned char*>(
+               mask_head)[i * attn::row_stride(a.mask) + j * attn::col_stride(a.mask)] != 0;
   }
   if (p.mask_kind == kMaskFloat) {
-    *bias = static_cast<const T*>(mask_head)[i * a.mk_ms + j * a.mk_ns] *
+    *bias = static_cast<const T*>(
+                mask_head)[i * attn::row_stride(a.mask) + j * attn::col_stride(a.mask)] *
             static_cast<T>(1.4426950408889634);
   }
   return true;
@@ -157,12 +159,12 @@ __device__ __forceinline__ BlockWork<T> block_work(const AttnParams& p) {
   w.dc = bid % p.dv_chunks;
   w.bh = bid / p.dv_chunks;
   w.off = head_offsets(p, w.bh);
-  w.q = static_cast<const T*>(a.q) + w.off.q;
-  w.k = static_cast<const T*>(a.k) + w.off.k;
-  w.v = static_cast<const T*>(a.v) + w.off.v;
+  w.q = static_cast<const T*>(a.q.data) + w.off.q;
+  w.k = static_cast<const T*>(a.k.data) + w.off.k;
+  w.v = static_cast<const T*>(a.v.data) + w.off.v;
   w.mask = nullptr;
-  if (p.mask_kind == kMaskBool) w.mask = static_cast<const unsigned char*>(a.mask) + w.off.mk;
-  if (p.mask_kind == kMaskFloat) w.mask = static_cast<const T*>(a.mask) + w.off.mk;
+  if (p.mask_kind == kMaskBool) w.mask = static_cast<const unsigned char*>(a.mask.data) + w.off.mk;
+  if (p.mask_kind == kMaskFloat) w.mask = static_cast<const T*>(a.mask.data) + w.off.mk;
   w.m0 = mt * BM;
   w.row_last = min(w.m0 + BM, a.M) - 1;
   const std::int64_t j0 = w.split * p.keys_per_split;
@@ -193,8 +195,8 @@ __device__ __forceinline__ void store_row(const AttnParams& p, const HeadOffsets
   std::int64_t cs;
   bool vec_ok;
   if (final_out) {
-    dst = static_cast<T*>(a.out) + off.o + row * a.o_ms;
-    cs = a.o_ds;
+    dst = static_cast<T*>(a.out.data) + off.o + row * attn::row_stride(a.out);
+    cs = attn::col_stride(a.out);
     vec_ok = p.o_vec;
   } else {
     dst = static_cast<T*>(p.part_acc) + r * a.dv;
@@ -218,8 +220,8 @@ __device__ __forceinline__ void store_row(const AttnParams& p, const HeadOffsets
   }
   if (!owner) return;
   if (final_out) {
-    if (a.lse)
-      static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+    if (a.lse.data)
+      static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
           l == T(0) ? neg_inf<T>() : (m + flog2(l)) * static_cast<T>(0.6931471805599453);
   } else {
     static_cast<T*>(p.part_ml)[2 * r] = m;

@@ -72,17 +72,17 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   const std::int64_t split = bid % p.splits;
   const std::int64_t bh = bid / p.splits;
   const HeadOffsets off = head_offsets(p, bh);
-  const T* kg = static_cast<const T*>(a.k) + off.k;
-  const T* vg = static_cast<const T*>(a.v) + off.v;
+  const T* kg = static_cast<const T*>(a.k.data) + off.k;
+  const T* vg = static_cast<const T*>(a.v.data) + off.v;
   const void* mask_head = nullptr;
-  if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask) + off.mk;
-  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const T*>(a.mask) + off.mk;
+  if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask.data) + off.mk;
+  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const T*>(a.mask.data) + off.mk;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   // q pre-scaled into base 2 once per row.
   T q[QE];
-  load_row<T, QCH>(q, static_cast<const T*>(a.q) + off.q + row * a.q_ms, a.q_ds, a.d,
-                   p.k_vec && p.q_vec, true, lane);
+  load_row<T, QCH>(q, static_cast<const T*>(a.q.data) + off.q + row * attn::row_stride(a.q),
+                   attn::col_stride(a.q), a.d, p.k_vec && p.q_vec, true, lane);
   const T sl2 = static_cast<T>(p.scale_log2);
 #pragma unroll
   for (int e = 0; e < QE; ++e) q[e] *= sl2;
@@ -104,9 +104,10 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
     for (int u = 0; u < U; ++u) {
       const std::int64_t j = jb + u;
       const bool ok = j < j_end;
-      load_row<T, QCH>(kr[u], kg + (ok ? j : 0) * a.k_ns, a.k_ds, a.d, p.k_vec && p.q_vec, ok,
-                       lane);
-      load_row<T, VCH>(vr[u], vg + (ok ? j : 0) * a.v_ns, a.v_ds, a.dv, p.v_vec, ok, lane);
+      load_row<T, QCH>(kr[u], kg + (ok ? j : 0) * attn::row_stride(a.k), attn::col_stride(a.k), a.d,
+                       p.k_vec && p.q_vec, ok, lane);
+      load_row<T, VCH>(vr[u], vg + (ok ? j : 0) * attn::row_stride(a.v), attn::col_stride(a.v),
+                       a.dv, p.v_vec, ok, lane);
     }
     T sc[U];
 #pragma unroll
@@ -172,8 +173,8 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   T* dst;
   std::int64_t cs;
   if (final_out) {
-    dst = static_cast<T*>(a.out) + off.o + row * a.o_ms;
-    cs = a.o_ds;
+    dst = static_cast<T*>(a.out.data) + off.o + row * attn::row_stride(a.out);
+    cs = attn::col_stride(a.out);
   } else {
     dst = static_cast<T*>(p.part_acc) + ((split * p.bh + bh) * a.M + row) * a.dv;
     cs = 1;
@@ -188,8 +189,8 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   }
   if (threadIdx.x == 0) {
     if (final_out) {
-      if (a.lse)
-        static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+      if (a.lse.data)
+        static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
             l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
     } else {
       const std::int64_t r = (split * p.bh + bh) * a.M + row;

@@ -83,14 +83,16 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_dmma_kernel(const AttnPar
   for (int c = 0; c < NO; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0;
 
   auto load_kv = [&](std::int64_t j0, int buf) {
-    load_tile<double, BN, DK, LDK, NT>(Kb + buf * BN * LDK, w.k, a.k_ns, a.k_ds, j0, j_end, 0, a.d,
-                                       p.k_vec, p.k_tvec);
-    load_tile<double, BN, DV, LDV, NT>(Vb + buf * BN * LDV, w.v, a.v_ns, a.v_ds, j0, j_end, 0, a.dv,
-                                       p.v_vec, p.v_tvec);
+    load_tile<double, BN, DK, LDK, NT>(Kb + buf * BN * LDK, w.k, attn::row_stride(a.k),
+                                       attn::col_stride(a.k), j0, j_end, 0, a.d, p.k_vec, p.k_tvec);
+    load_tile<double, BN, DV, LDV, NT>(Vb + buf * BN * LDV, w.v, attn::row_stride(a.v),
+                                       attn::col_stride(a.v), j0, j_end, 0, a.dv, p.v_vec,
+                                       p.v_tvec);
   };
 
   if (j_begin < j_end) {
-    load_tile<double, BM, DK, LDQ, NT>(Qs, w.q, a.q_ms, a.q_ds, m0, a.M, 0, a.d, p.q_vec, p.q_tvec);
+    load_tile<double, BM, DK, LDQ, NT>(Qs, w.q, attn::row_stride(a.q), attn::col_stride(a.q), m0,
+                                       a.M, 0, a.d, p.q_vec, p.q_tvec);
     load_kv(j_begin, 0);
     cp_async_commit();
     int buf = 0;

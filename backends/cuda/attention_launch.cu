@@ -35,7 +35,7 @@ const std::vector<Variant>& variants() {
 }
 
 bool serves(const Variant& v, const AttentionArgs& a) {
-  if (v.dtype != a.dtype) return false;
+  if (v.dtype != a.dtype()) return false;
   if (v.max_d && a.d > v.max_d) return false;
   if (v.max_dv && a.dv > v.max_dv) return false;
   if (v.decode && a.M > kDecodeMaxRows) return false;
@@ -71,7 +71,7 @@ const Variant& pick(const AttentionArgs& a) {
       best = &v;
   }
   if (!best)
-    fail("softmax_attention", "cuda: no kernel variant for ", dtype_name(a.dtype), " d=", a.d,
+    fail("softmax_attention", "cuda: no kernel variant for ", dtype_name(a.dtype()), " d=", a.d,
          " dv=", a.dv);
   return *best;
 }
@@ -124,15 +124,15 @@ int prepare(const Variant& v, int dev) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
-// 16-byte vector access is safe for every row of the tensor.
-bool vec_ok(const AttentionArgs& a, const void* ptr, const std::int64_t* bs, std::int64_t hs,
-            std::int64_t heads, std::int64_t rs, std::int64_t rows, std::int64_t cs,
-            std::int64_t cols, int vec) {
-  if (!ptr || !aligned16(ptr) || cs != 1 || cols % vec) return false;
-  if (heads > 1 && hs % vec) return false;
-  if (rows > 1 && rs % vec) return false;
-  for (int i = 0; i < a.batch_rank; ++i)
-    if (a.batch_shape[i] > 1 && bs[i] % vec) return false;
+// 16-byte vector access along dim `unit` of x (its column dim, or its row
+// dim for row-contiguous layouts) is safe for every vector: an aligned base,
+// unit stride along it, every other stride a multiple of the vector; `whole`
+// also asks that the dim's length be one.
+bool vec_ok(const Operand& x, int unit, bool whole, int vec) {
+  if (!x.data || !aligned16(x.data) || x.strides[unit] != 1) return false;
+  if (whole && x.shape[unit] % vec) return false;
+  for (int i = 0; i < x.rank; ++i)
+    if (i != unit && x.shape[i] > 1 && x.strides[i] % vec) return false;
   return true;
 }
 
@@ -148,35 +148,18 @@ int device_of(const void* p) {
   return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
 }
 
-// One K or V operand [batch..., heads, rows, cols] of the kernel argument.
-struct Operand {
-  const void*& ptr;
-  std::int64_t* bs;
-  std::int64_t &hs, &rs, &cs;
-  std::int64_t heads, rows, cols;
-};
-Operand k_operand(AttentionArgs& a) {
-  return {a.k, a.k_bs, a.k_hs, a.k_ns, a.k_ds, a.Hkv, a.N, a.d};
-}
-Operand v_operand(AttentionArgs& a) {
-  return {a.v, a.v_bs, a.v_hs, a.v_ns, a.v_ds, a.Hkv, a.N, a.dv};
-}
-
-// The operand's layout with broadcast (stride-0) batch and head dims kept at
-// size 1, so that a packed copy does not expand them.
+// The operand's layout without its padding batch slots, broadcast (stride-0)
+// batch and head dims kept at size 1, so that a packed copy does not expand
+// them.
 StridedLayout source_layout(const AttentionArgs& a, const Operand& x) {
   StridedLayout l{};
-  l.data = const_cast<void*>(x.ptr);
-  for (int i = 0; i < a.batch_rank; ++i) {
-    l.shape[l.rank] = x.bs[i] == 0 ? 1 : a.batch_shape[i];
-    l.strides[l.rank++] = x.bs[i];
+  l.data = x.data;
+  l.dtype = x.dtype;
+  for (int i = kMaxBatchDims - a.batch_rank; i < x.rank; ++i) {
+    const bool broadcast = i < attn::kRowDim && x.strides[i] == 0;
+    l.shape[l.rank] = broadcast ? 1 : x.shape[i];
+    l.strides[l.rank++] = x.strides[i];
   }
-  l.shape[l.rank] = x.hs == 0 ? 1 : x.heads;
-  l.strides[l.rank++] = x.hs;
-  l.shape[l.rank] = x.rows;
-  l.strides[l.rank++] = x.rs;
-  l.shape[l.rank] = x.cols;
-  l.strides[l.rank++] = x.cs;
   return l;
 }
 
@@ -186,9 +169,9 @@ std::int64_t elements(const StridedLayout& l) {
   return n;
 }
 
-// Copies the operand row-major into `dst` on `st` and points the kernel
-// argument at the copy; broadcast dims keep stride 0.
-void pack(const AttentionArgs& a, Operand x, void* dst, std::size_t isz, cudaStream_t st) {
+// Copies the operand row-major into `dst` on `st` and points it at the copy;
+// broadcast dims keep stride 0.
+void pack(const AttentionArgs& a, Operand& x, void* dst, std::size_t isz, cudaStream_t st) {
   const StridedLayout src = source_layout(a, x);
   StridedLayout to = src;
   to.data = dst;
@@ -199,11 +182,8 @@ void pack(const AttentionArgs& a, Operand x, void* dst, std::size_t isz, cudaStr
     step *= to.shape[i];
   }
   strided_copy_async(to, src, isz, st);
-  x.ptr = dst;
-  for (int i = 0; i < a.batch_rank; ++i) x.bs[i] = to.strides[i];
-  x.hs = to.strides[a.batch_rank];
-  x.rs = x.cols;
-  x.cs = 1;
+  x.data = dst;
+  for (int i = 0; i < to.rank; ++i) x.strides[kMaxBatchDims - a.batch_rank + i] = to.strides[i];
 }
 
 // Whether a packed copy pays for an operand the variant's 16-byte path
@@ -231,17 +211,18 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   p.scale_log2 = a.scale * 1.4426950408889634;
   p.group = a.Hq / a.Hkv;
   p.bh = a.batch_count() * a.Hq;
-  p.mask_kind = !a.mask ? kMaskNone : a.mask_dtype == DType::boolean ? kMaskBool : kMaskFloat;
+  p.mask_kind = !a.mask.data ? kMaskNone : a.mask.dtype == DType::boolean ? kMaskBool : kMaskFloat;
   constexpr int vec = Vec<T>::n;
-  p.q_vec = vec_ok(a, a.q, a.q_bs, a.q_hs, a.Hq, a.q_ms, a.M, a.q_ds, a.d, vec);
-  p.k_vec = vec_ok(a, a.k, a.k_bs, a.k_hs, a.Hkv, a.k_ns, a.N, a.k_ds, a.d, vec);
-  p.v_vec = vec_ok(a, a.v, a.v_bs, a.v_hs, a.Hkv, a.v_ns, a.N, a.v_ds, a.dv, vec);
-  p.o_vec = vec_ok(a, a.out, a.o_bs, a.o_hs, a.Hq, a.o_ms, a.M, a.o_ds, a.dv, vec);
+  using attn::kColDim, attn::kRowDim;
+  p.q_vec = vec_ok(a.q, kColDim, true, vec);
+  p.k_vec = vec_ok(a.k, kColDim, true, vec);
+  p.v_vec = vec_ok(a.v, kColDim, true, vec);
+  p.o_vec = vec_ok(a.out, kColDim, true, vec);
   // Row-contiguous layouts: the roles of rows and columns swap (partial row
   // groups are bounds-checked in the kernel, so M, N need not be multiples).
-  p.q_tvec = vec_ok(a, a.q, a.q_bs, a.q_hs, a.Hq, a.q_ds, a.d, a.q_ms, 0, vec);
-  p.k_tvec = vec_ok(a, a.k, a.k_bs, a.k_hs, a.Hkv, a.k_ds, a.d, a.k_ns, 0, vec);
-  p.v_tvec = vec_ok(a, a.v, a.v_bs, a.v_hs, a.Hkv, a.v_ds, a.dv, a.v_ns, 0, vec);
+  p.q_tvec = vec_ok(a.q, kRowDim, false, vec);
+  p.k_tvec = vec_ok(a.k, kRowDim, false, vec);
+  p.v_tvec = vec_ok(a.v, kRowDim, false, vec);
 
   const DeviceInfo& di = device_info(dev);
   const int occ = prepare(v, dev);
@@ -282,7 +263,7 @@ Plan make_plan(const AttentionArgs& a, int dev) {
 
 template <class T>
 void run(const AttentionArgs& a) {
-  int dev = device_of(a.out);
+  int dev = device_of(a.out.data);
   check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
   int prev = 0;
   CUDA_CHECK(cudaGetDevice(&prev));
@@ -308,18 +289,18 @@ void run(const AttentionArgs& a) {
   const bool pack_k = pl.pack_k, pack_v = pl.pack_v;
   AttentionArgs& pa = pl.p.a;
   const std::size_t k_bytes =
-      pack_k ? round256(std::size_t(elements(source_layout(pa, k_operand(pa)))) * sizeof(T)) : 0;
+      pack_k ? round256(std::size_t(elements(source_layout(pa, pa.k))) * sizeof(T)) : 0;
   const std::size_t v_bytes =
-      pack_v ? round256(std::size_t(elements(source_layout(pa, v_operand(pa)))) * sizeof(T)) : 0;
+      pack_v ? round256(std::size_t(elements(source_layout(pa, pa.v))) * sizeof(T)) : 0;
   void* scratch = nullptr;
   if (pack_k || pack_v) {
     // Packing is only an optimisation: without memory for it, run unpacked.
     if (cudaMallocAsync(&scratch, acc_bytes + ml_bytes + k_bytes + v_bytes, st) == cudaSuccess) {
       char* at = static_cast<char*>(scratch) + acc_bytes + ml_bytes;
-      if (pack_k) pack(pa, k_operand(pa), at, sizeof(T), st);
-      if (pack_v) pack(pa, v_operand(pa), at + k_bytes, sizeof(T), st);
-      pl.p.k_vec = vec_ok(pa, pa.k, pa.k_bs, pa.k_hs, pa.Hkv, pa.k_ns, pa.N, pa.k_ds, pa.d, vec);
-      pl.p.v_vec = vec_ok(pa, pa.v, pa.v_bs, pa.v_hs, pa.Hkv, pa.v_ns, pa.N, pa.v_ds, pa.dv, vec);
+      if (pack_k) pack(pa, pa.k, at, sizeof(T), st);
+      if (pack_v) pack(pa, pa.v, at + k_bytes, sizeof(T), st);
+      pl.p.k_vec = vec_ok(pa.k, attn::kColDim, true, vec);
+      pl.p.v_vec = vec_ok(pa.v, attn::kColDim, true, vec);
     } else {
       (void)cudaGetLastError();
       scratch = nullptr;
@@ -358,16 +339,16 @@ void attention_f32(const AttentionArgs& a) { run<float>(a); }
 void attention_f64(const AttentionArgs& a) { run<double>(a); }
 
 std::string attention_supports(const AttentionArgs& a) {
-  if (a.dtype != DType::f32 && a.dtype != DType::f64) return "only f32 and f64";
-  if (a.mask && a.mask_dtype != DType::boolean && a.mask_dtype != a.dtype)
+  if (a.dtype() != DType::f32 && a.dtype() != DType::f64) return "only f32 and f64";
+  if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != a.dtype())
     return "mask must be bool or of q's dtype";
   return "";
 }
 
 std::string attention_plan(const AttentionArgs& a) {
-  const int dev = device_of(a.out);
+  const int dev = device_of(a.out.data);
   check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
-  const bool f64 = a.dtype == DType::f64;
+  const bool f64 = a.dtype() == DType::f64;
   const Plan pl = f64 ? make_plan<double>(a, dev) : make_plan<float>(a, dev);
   return std::string(pl.v->name) + " grid=" + std::to_string(pl.grid) +
          " splits=" + std::to_string(pl.p.splits) + (pl.pack_k ? " pack_k" : "") +

@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnPar
   __syncthreads();
   const T inv = l == T(0) ? T(0) : T(1) / l;
 
-  T* out = static_cast<T*>(a.out);
+  T* out = static_cast<T*>(a.out.data);
   const HeadOffsets off = head_offsets(p, bh);
   // Warp w sums splits w, w+W, ...; lanes take 32 adjacent columns.
   {
@@ -72,12 +72,13 @@ __global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnPar
       T t = 0;
 #pragma unroll
       for (int w = 0; w < W; ++w) t += red[w][lane];
-      if (c < a.dv) out[off.o + row * a.o_ms + c * a.o_ds] = t * inv;
+      if (c < a.dv)
+        out[off.o + row * attn::row_stride(a.out) + c * attn::col_stride(a.out)] = t * inv;
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0 && c0 == 0 && a.lse)
-    static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+  if (threadIdx.x == 0 && c0 == 0 && a.lse.data)
+    static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
         l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
 }
 
@@ -110,9 +111,10 @@ __global__ void __launch_bounds__(kMergeThreads) attn_merge_small_kernel(const A
     sum = fma(w, acc[r * a.dv + c], sum);
   }
   const HeadOffsets off = head_offsets(p, bh);
-  static_cast<T*>(a.out)[off.o + row * a.o_ms + c * a.o_ds] = l == T(0) ? T(0) : sum / l;
-  if (c == 0 && a.lse)
-    static_cast<T*>(a.lse)[off.l + row * a.l_ms] =
+  static_cast<T*>(a.out.data)[off.o + row * attn::row_stride(a.out) + c * attn::col_stride(a.out)] =
+      l == T(0) ? T(0) : sum / l;
+  if (c == 0 && a.lse.data)
+    static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
         l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
 }
 

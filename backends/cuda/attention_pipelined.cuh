@@ -181,7 +181,8 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_pipe_kernel(const AttnPar
     // Head dims of the last K chunk, rounded up to 4 (the copy zero-fills).
     const int klast = static_cast<int>((a.d - std::int64_t(nkc - 1) * KC + 3) / 4 * 4);
 
-    cp_async_rows<BM, DK, LDQ, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, 0, a.d, p.q_vec);
+    cp_async_rows<BM, DK, LDQ, NT>(Qs, qg, attn::row_stride(a.q), attn::col_stride(a.q), m0, a.M, 0,
+                                   a.d, p.q_vec);
     // The copy stream: chunk `iq` is (tile it, index ir within the tile).
     int iq = 0, it = 0, ir = 0;
     float* ibuf = ring;
@@ -189,11 +190,11 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_pipe_kernel(const AttnPar
       if (iq < total) {
         const std::int64_t j0 = j_begin + std::int64_t(it) * BN;
         if (ir < nkc)
-          cp_async_rows<BN, KC, LDK, NT>(ibuf, kg, a.k_ns, a.k_ds, j0, j_end, std::int64_t(ir) * KC,
-                                         a.d, p.k_vec);
+          cp_async_rows<BN, KC, LDK, NT>(ibuf, kg, attn::row_stride(a.k), attn::col_stride(a.k), j0,
+                                         j_end, std::int64_t(ir) * KC, a.d, p.k_vec);
         else
-          cp_async_rows<VC, DV, LDV, NT>(ibuf, vg, a.v_ns, a.v_ds, j0 + std::int64_t(ir - nkc) * VC,
-                                         j_end, 0, a.dv, p.v_vec);
+          cp_async_rows<VC, DV, LDV, NT>(ibuf, vg, attn::row_stride(a.v), attn::col_stride(a.v),
+                                         j0 + std::int64_t(ir - nkc) * VC, j_end, 0, a.dv, p.v_vec);
         ++iq;
         if (++ir == cpt) ir = 0, ++it;
         ibuf = (iq % STAGES) == 0 ? ring : ibuf + STAGE;

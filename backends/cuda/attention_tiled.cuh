@@ -162,9 +162,10 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
 
   if (j_begin < j_end) {
     if (resident) {
-      load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, 0, a.d, p.q_vec, p.q_tvec);
-      load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j_begin, j_end, 0, a.d, p.k_vec,
-                                    p.k_tvec);
+      load_tile<T, BM, DK, LDK, NT>(Qs, qg, attn::row_stride(a.q), attn::col_stride(a.q), m0, a.M,
+                                    0, a.d, p.q_vec, p.q_tvec);
+      load_tile<T, BN, DK, LDK, NT>(Ks, kg, attn::row_stride(a.k), attn::col_stride(a.k), j_begin,
+                                    j_end, 0, a.d, p.k_vec, p.k_tvec);
       cp_async_commit();
     }
     for (std::int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
@@ -177,8 +178,8 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
       if (resident) {
         cp_async_wait<0>();
         __syncthreads();
-        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec,
-                                      p.v_tvec);
+        load_tile<T, BN, DV, LDV, NT>(Vs, vg, attn::row_stride(a.v), attn::col_stride(a.v), j0,
+                                      j_end, c0v, a.dv, p.v_vec, p.v_tvec);
         cp_async_commit();
         if (kend_last == DK)
           score_accumulate<C, true>(s, Qs, Ks, ty, tx, DK);
@@ -186,18 +187,18 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
           score_accumulate<C, false>(s, Qs, Ks, ty, tx, kend_last);
         __syncthreads();
         if (j0 + BN < j_end)
-          load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j0 + BN, j_end, 0, a.d, p.k_vec,
-                                        p.k_tvec);
+          load_tile<T, BN, DK, LDK, NT>(Ks, kg, attn::row_stride(a.k), attn::col_stride(a.k),
+                                        j0 + BN, j_end, 0, a.d, p.k_vec, p.k_tvec);
         cp_async_commit();
       } else {
-        load_tile<T, BN, DV, LDV, NT>(Vs, vg, a.v_ns, a.v_ds, j0, j_end, c0v, a.dv, p.v_vec,
-                                      p.v_tvec);
+        load_tile<T, BN, DV, LDV, NT>(Vs, vg, attn::row_stride(a.v), attn::col_stride(a.v), j0,
+                                      j_end, c0v, a.dv, p.v_vec, p.v_tvec);
         cp_async_commit();
         for (int c = 0; c < nc; ++c) {
-          load_tile<T, BM, DK, LDK, NT>(Qs, qg, a.q_ms, a.q_ds, m0, a.M, std::int64_t(c) * DK, a.d,
-                                        p.q_vec);
-          load_tile<T, BN, DK, LDK, NT>(Ks, kg, a.k_ns, a.k_ds, j0, j_end, std::int64_t(c) * DK,
-                                        a.d, p.k_vec);
+          load_tile<T, BM, DK, LDK, NT>(Qs, qg, attn::row_stride(a.q), attn::col_stride(a.q), m0,
+                                        a.M, std::int64_t(c) * DK, a.d, p.q_vec);
+          load_tile<T, BN, DK, LDK, NT>(Ks, kg, attn::row_stride(a.k), attn::col_stride(a.k), j0,
+                                        j_end, std::int64_t(c) * DK, a.d, p.k_vec);
           cp_async_commit();
           cp_async_wait<0>();
           __syncthreads();

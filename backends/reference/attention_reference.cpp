@@ -43,34 +43,35 @@ template <class T, class Acc>
 void one_head(const AttentionArgs& a, std::int64_t b, std::int64_t h) {
   constexpr Acc kInf = std::numeric_limits<Acc>::infinity();
   constexpr Acc kNaN = std::numeric_limits<Acc>::quiet_NaN();
-  const std::int64_t hk = h / (a.Hq / a.Hkv);
+  const std::int64_t hk = attn::kv_head(a, h);
   Mat<Acc> Q, K, V;
-  gather(Q, static_cast<const T*>(a.q) + batch_offset(a, b, a.q_bs) + h * a.q_hs, a.M, a.d, a.q_ms,
-         a.q_ds);
-  gather(K, static_cast<const T*>(a.k) + batch_offset(a, b, a.k_bs) + hk * a.k_hs, a.N, a.d, a.k_ns,
-         a.k_ds);
-  gather(V, static_cast<const T*>(a.v) + batch_offset(a, b, a.v_bs) + hk * a.v_hs, a.N, a.dv,
-         a.v_ns, a.v_ds);
+  gather(Q, attn::head_ptr<const T>(a.q, b, h), a.M, a.d, attn::row_stride(a.q),
+         attn::col_stride(a.q));
+  gather(K, attn::head_ptr<const T>(a.k, b, hk), a.N, a.d, attn::row_stride(a.k),
+         attn::col_stride(a.k));
+  gather(V, attn::head_ptr<const T>(a.v, b, hk), a.N, a.dv, attn::row_stride(a.v),
+         attn::col_stride(a.v));
   // lazyProduct: a plain dot product per score, no blocking and no threads of
   // Eigen's own (which, nested in our loop or on a busy machine, cost more
   // than they save at these sizes).
   Mat<Acc> S = Q.lazyProduct(K.transpose());
   S *= static_cast<Acc>(a.scale);
 
-  T* orow0 = static_cast<T*>(a.out) + batch_offset(a, b, a.o_bs) + h * a.o_hs;
-  T* lse = static_cast<T*>(a.lse);
-  const std::int64_t mk0 = a.mask ? batch_offset(a, b, a.mk_bs) + h * a.mk_hs : 0;
+  T* out = attn::head_ptr<T>(a.out, b, h);
+  T* lse = a.lse.data ? attn::head_ptr<T>(a.lse, b, h) : nullptr;
+  const std::int64_t mk0 = attn::head_offset(a.mask, b, h);
+  const bool mask_bool = a.mask.dtype == DType::boolean;
   Eigen::Matrix<Acc, 1, Eigen::Dynamic> acc(a.dv);
   for (std::int64_t i = 0; i < a.M; ++i) {
     // Key j is kept when inside the band and not masked out; float masks add.
     auto kept = [&](std::int64_t j, Acc& s) {
       if (j < i + a.band_lo || j > i + a.band_hi) return false;
-      if (a.mask) {
-        const std::int64_t off = mk0 + i * a.mk_ms + j * a.mk_ns;
-        if (a.mask_dtype == DType::boolean) {
-          if (static_cast<const std::uint8_t*>(a.mask)[off] == 0) return false;
+      if (a.mask.data) {
+        const std::int64_t off = mk0 + i * attn::row_stride(a.mask) + j * attn::col_stride(a.mask);
+        if (mask_bool) {
+          if (static_cast<const std::uint8_t*>(a.mask.data)[off] == 0) return false;
         } else {
-          s += static_cast<Acc>(static_cast<const T*>(a.mask)[off]);
+          s += static_cast<Acc>(static_cast<const T*>(a.mask.data)[off]);
         }
       }
       return true;
@@ -107,11 +108,10 @@ void one_head(const AttentionArgs& a, std::int64_t b, std::int64_t h) {
       acc /= sum;
       row_lse = m + std::log(sum);
     }
-    T* orow = orow0 + i * a.o_ms;
-    for (std::int64_t c = 0; c < a.dv; ++c) orow[c * a.o_ds] = static_cast<T>(acc(c));
-    if (lse) {
-      lse[batch_offset(a, b, a.l_bs) + h * a.l_hs + i * a.l_ms] = static_cast<T>(row_lse);
-    }
+    T* orow = out + i * attn::row_stride(a.out);
+    const std::int64_t ocs = attn::col_stride(a.out);
+    for (std::int64_t c = 0; c < a.dv; ++c) orow[c * ocs] = static_cast<T>(acc(c));
+    if (lse) lse[i * attn::row_stride(a.lse)] = static_cast<T>(row_lse);
   }
 }
 

@@ -22,7 +22,7 @@ OpId attention_op() {
 }
 
 const KernelInfo& find_kernel(const detail::AttentionPlan& p, const AttentionArgs& a, Kernel* run) {
-  const auto found = Registry::get().find(attention_op(), p.backend, a.dtype, a);
+  const auto found = Registry::get().find(attention_op(), p.backend, a.dtype(), a);
   *run = found.run;
   return *found.info;
 }
@@ -108,8 +108,9 @@ std::string softmax_attention_kernel(const Tensor& q, const Tensor& k, const Ten
     strides[i - 1] = strides[i] * std::max<std::int64_t>(p.out_shape[i], 1);
   const Tensor out = Tensor::from_storage(none, p.out_shape, strides, 0, dt);
   AttentionArgs a = detail::make_attention_args(p, out, Tensor(), q, k, v, opt.stream);
-  a.dtype = dt;  // the detour hands the kernel f32 tensors, float masks included
-  if (a.mask != nullptr && a.mask_dtype != DType::boolean) a.mask_dtype = dt;
+  // The detour hands the kernel f32 tensors, float masks included.
+  for (Operand* x : {&a.q, &a.k, &a.v, &a.out}) x->dtype = dt;
+  if (a.mask.data != nullptr && a.mask.dtype != DType::boolean) a.mask.dtype = dt;
   Kernel run = nullptr;
   const std::string name = find_kernel(p, a, &run).name;
   return needs_f32_detour(p, q.dtype()) ? name + " (via f32)" : name;

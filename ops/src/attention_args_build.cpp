@@ -1,28 +1,45 @@
-// Turns validated tensors into the plain AttentionArgs kernels receive:
-// batch dims broadcast with zero strides, a missing head dim as stride 0.
+// Turns validated tensors into the plain AttentionArgs kernels receive: one
+// Operand per tensor, laid out [batch..., heads, rows, cols] over the plan's
+// broadcast batch, with broadcast dims as stride 0.
 #include "strata/detail/attention_plan.hpp"
 
 namespace strata::detail {
 namespace {
 
-// Strides of tensor `t` laid out as [batch..., H, rows, cols] against the
-// plan's batch shape: `core` trailing dims are taken from the tensor (the
-// head dim only when the tensor has one), leading dims right-aligned with
-// the broadcast batch, size-1 or missing dims become stride 0.
-void split_strides(const Tensor& t, const Shape& batch, int core, std::int64_t* bs,
-                   std::int64_t* head, std::int64_t* rows, std::int64_t* cols) {
-  const int r = t.dim();
-  const int tail = core;  // dims after the batch dims: [H,] rows, cols
-  *cols = dim_stride(t, r - 1);
-  *rows = dim_stride(t, r - 2);
-  *head = 0;
-  if (tail == 3 && r >= 3 && dim_size(t, r - 3) != 1) *head = dim_stride(t, r - 3);
-  const int tb = r - tail;  // the tensor's own batch dims
-  const int B = static_cast<int>(batch.size());
-  for (int i = 0; i < B; ++i) {
-    const int ti = i - (B - tb);
-    bs[i] = (ti >= 0 && dim_size(t, ti) != 1) ? dim_stride(t, ti) : 0;
-  }
+// Operand of shape [1..., batch..., heads, rows, cols] (rank kMaxDims, the
+// batch right-aligned in its slots) with every stride 0 and no data: what
+// an absent lse or mask is, and where attention_operand starts.
+Operand empty_operand(const Shape& batch, DType dt, std::int64_t heads, std::int64_t rows,
+                      std::int64_t cols) {
+  Operand x;
+  x.dtype = dt;
+  x.rank = kMaxDims;
+  const int pad = kMaxBatchDims - static_cast<int>(batch.size());
+  for (int i = 0; i < kMaxBatchDims; ++i)
+    x.shape[i] = i < pad ? 1 : batch[static_cast<std::size_t>(i - pad)];
+  x.shape[attn::kHeadDim] = heads;
+  x.shape[attn::kRowDim] = rows;
+  x.shape[attn::kColDim] = cols;
+  return x;
+}
+
+// Tensor `t` seen as [batch..., heads, rows, cols]: its trailing dims are
+// [heads,] rows[, cols] (`has_head`, `has_cols` say which it has), its
+// leading dims right-align with the broadcast batch; missing and size-1 dims
+// get stride 0.
+Operand attention_operand(const Tensor& t, const Shape& batch, std::int64_t heads,
+                          std::int64_t rows, std::int64_t cols, bool has_head, bool has_cols) {
+  Operand x = empty_operand(batch, t.dtype(), heads, rows, cols);
+  x.data = t.data_ptr();
+  int at = t.dim() - 1;  // the tensor's dim being read, from the last
+  if (has_cols) x.strides[attn::kColDim] = dim_stride(t, at--);
+  x.strides[attn::kRowDim] = dim_stride(t, at--);
+  if (has_head && dim_size(t, at) != 1) x.strides[attn::kHeadDim] = dim_stride(t, at);
+  if (has_head) --at;
+  // The tensor's own batch dims [0, at] end where the batch slots end.
+  for (int ti = at, i = kMaxBatchDims - 1; ti >= 0; --ti, --i)
+    if (dim_size(t, ti) != 1) x.strides[i] = dim_stride(t, ti);
+  return x;
 }
 
 }  // namespace
@@ -30,7 +47,6 @@ void split_strides(const Tensor& t, const Shape& batch, int core, std::int64_t* 
 AttentionArgs make_attention_args(const AttentionPlan& p, const Tensor& out, const Tensor& lse,
                                   const Tensor& q, const Tensor& k, const Tensor& v, void* stream) {
   AttentionArgs a;
-  a.dtype = q.dtype();
   a.batch_rank = static_cast<int>(p.batch.size());
   for (int i = 0; i < a.batch_rank; ++i) a.batch_shape[i] = p.batch[i];
   a.Hq = p.Hq;
@@ -40,35 +56,18 @@ AttentionArgs make_attention_args(const AttentionPlan& p, const Tensor& out, con
   a.d = p.d;
   a.dv = p.dv;
 
-  // q, k, v of rank 2 have no head dim; rank >= 3 always has one.
-  auto core_of = [](const Tensor& t) { return t.dim() >= 3 ? 3 : 2; };
-  a.q = q.data_ptr();
-  split_strides(q, p.batch, core_of(q), a.q_bs, &a.q_hs, &a.q_ms, &a.q_ds);
-  a.k = k.data_ptr();
-  split_strides(k, p.batch, core_of(k), a.k_bs, &a.k_hs, &a.k_ns, &a.k_ds);
-  a.v = v.data_ptr();
-  split_strides(v, p.batch, core_of(v), a.v_bs, &a.v_hs, &a.v_ns, &a.v_ds);
-
-  a.out = out.data_ptr();
-  split_strides(out, p.batch, p.has_head ? 3 : 2, a.o_bs, &a.o_hs, &a.o_ms, &a.o_ds);
-  if (lse.defined()) {
-    // lse [batch..., H, M] splits like a [batch..., H, M, 1] tensor would.
-    a.lse = lse.data_ptr();
-    const int r = lse.dim();
-    const int tail = p.has_head ? 2 : 1;  // [H,] M
-    a.l_ms = dim_stride(lse, r - 1);
-    a.l_hs = p.has_head && dim_size(lse, r - 2) != 1 ? dim_stride(lse, r - 2) : 0;
-    const int B = a.batch_rank;
-    for (int i = 0; i < B; ++i) {
-      const int ti = i - (B - (r - tail));
-      a.l_bs[i] = (ti >= 0 && dim_size(lse, ti) != 1) ? dim_stride(lse, ti) : 0;
-    }
-  }
-  if (p.mask.defined()) {
-    a.mask = p.mask.data_ptr();
-    a.mask_dtype = p.mask.dtype();
-    split_strides(p.mask, p.batch, p.has_head ? 3 : 2, a.mk_bs, &a.mk_hs, &a.mk_ms, &a.mk_ns);
-  }
+  // q, k, v of rank 2 have no head dim; rank >= 3 always has one. out, lse
+  // and the (expanded) mask have one exactly when the plan says so.
+  const Shape& B = p.batch;
+  a.q = attention_operand(q, B, p.Hq, p.M, p.d, q.dim() >= 3, true);
+  a.k = attention_operand(k, B, p.Hkv, p.N, p.d, k.dim() >= 3, true);
+  a.v = attention_operand(v, B, p.Hkv, p.N, p.dv, v.dim() >= 3, true);
+  a.out = attention_operand(out, B, p.Hq, p.M, p.dv, p.has_head, true);
+  // lse [batch..., H, M] gets a unit column dim (stride 0).
+  a.lse = lse.defined() ? attention_operand(lse, B, p.Hq, p.M, 1, p.has_head, false)
+                        : empty_operand(B, lse_dtype(q.dtype()), p.Hq, p.M, 1);
+  a.mask = p.mask.defined() ? attention_operand(p.mask, B, p.Hq, p.M, p.N, p.has_head, true)
+                            : empty_operand(B, DType::boolean, p.Hq, p.M, p.N);
 
   a.scale = p.scale;
   a.band_lo = p.band_lo;

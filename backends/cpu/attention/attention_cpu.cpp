@@ -81,29 +81,28 @@ struct Driver {
     const i64 b = t.bh / a.Hq, h = t.bh % a.Hq, hk = h / group;
     const i64 i0 = t.qb * mb;
     BlockJob j{};
-    j.q = static_cast<const T*>(a.q) + batch_offset(a, b, a.q_bs) + h * a.q_hs;
-    j.q_ms = a.q_ms;
-    j.q_ds = a.q_ds;
+    j.q = attn::head_ptr<const T>(a.q, b, h);
+    j.q_ms = attn::row_stride(a.q);
+    j.q_ds = attn::col_stride(a.q);
     if (!kpack) {
-      j.k = static_cast<const T*>(a.k) + batch_offset(a, b, a.k_bs) + hk * a.k_hs;
-      j.k_ns = a.k_ns;
-      j.k_ds = a.k_ds;
+      j.k = attn::head_ptr<const T>(a.k, b, hk);
+      j.k_ns = attn::row_stride(a.k);
+      j.k_ds = attn::col_stride(a.k);
     } else {
       j.k = kpack.get() + (b * a.Hkv + hk) * a.N * a.d;
       j.k_ns = a.d;
       j.k_ds = 1;
     }
-    j.v = static_cast<const T*>(a.v) + batch_offset(a, b, a.v_bs) + hk * a.v_hs;
-    j.v_ns = a.v_ns;
-    j.v_ds = a.v_ds;
-    if (a.mask) {
-      j.mask_bool = a.mask_dtype == DType::boolean;
-      const i64 off = batch_offset(a, b, a.mk_bs) + h * a.mk_hs;
+    j.v = attn::head_ptr<const T>(a.v, b, hk);
+    j.v_ns = attn::row_stride(a.v);
+    j.v_ds = attn::col_stride(a.v);
+    if (a.mask.data) {
+      j.mask_bool = a.mask.dtype == DType::boolean;
       j.mask = j.mask_bool
-                   ? static_cast<const void*>(static_cast<const unsigned char*>(a.mask) + off)
-                   : static_cast<const void*>(static_cast<const T*>(a.mask) + off);
-      j.mk_ms = a.mk_ms;
-      j.mk_ns = a.mk_ns;
+                   ? static_cast<const void*>(attn::head_ptr<const unsigned char>(a.mask, b, h))
+                   : static_cast<const void*>(attn::head_ptr<const T>(a.mask, b, h));
+      j.mk_ms = attn::row_stride(a.mask);
+      j.mk_ns = attn::col_stride(a.mask);
     }
     j.d = a.d;
     j.dv = a.dv;
@@ -128,7 +127,7 @@ struct Driver {
   void pack_k(i64 readers) {
     const i64 heads = a.batch_count() * a.Hkv;
     const i64 bytes = heads * a.N * a.d * static_cast<i64>(sizeof(T));
-    if (a.k_ds == 1 || readers < 2 || a.N == 0 || bytes > kMaxKPackBytes) return;
+    if (attn::col_stride(a.k) == 1 || readers < 2 || a.N == 0 || bytes > kMaxKPackBytes) return;
     try {  // uninitialised: every element is written below
       kpack = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(heads * a.N * a.d));
     } catch (const std::bad_alloc&) {
@@ -140,29 +139,31 @@ struct Driver {
     for (i64 it = 0; it < heads * tiles; ++it) {
       const i64 hb = it / tiles, j0 = it % tiles * kKeys;
       const i64 b = hb / a.Hkv, hk = hb % a.Hkv;
-      const T* src = static_cast<const T*>(a.k) + batch_offset(a, b, a.k_bs) + hk * a.k_hs;
-      pack_rows(src + j0 * a.k_ns, std::min(kKeys, a.N - j0), a.d, a.k_ns, a.k_ds,
-                kpack.get() + (hb * a.N + j0) * a.d);
+      const i64 kns = attn::row_stride(a.k);
+      pack_rows(attn::head_ptr<const T>(a.k, b, hk) + j0 * kns, std::min(kKeys, a.N - j0), a.d, kns,
+                attn::col_stride(a.k), kpack.get() + (hb * a.N + j0) * a.d);
     }
   }
 
   // out / lse of rows [i0, i0 + rows) of head bh from a block's state.
   void finalize(i64 bh, i64 i0, i64 rows, const BlockState<T>& s) const {
     const i64 b = bh / a.Hq, h = bh % a.Hq;
-    T* out = static_cast<T*>(a.out) + batch_offset(a, b, a.o_bs) + h * a.o_hs;
-    T* lse = a.lse ? static_cast<T*>(a.lse) + batch_offset(a, b, a.l_bs) + h * a.l_hs : nullptr;
+    T* out = attn::head_ptr<T>(a.out, b, h);
+    T* lse = a.lse.data ? attn::head_ptr<T>(a.lse, b, h) : nullptr;
+    const i64 oms = attn::row_stride(a.out), ods = attn::col_stride(a.out);
+    const i64 lms = attn::row_stride(a.lse);
     for (i64 r = 0; r < rows; ++r) {
-      T* orow = out + (i0 + r) * a.o_ms;
+      T* orow = out + (i0 + r) * oms;
       const T mr = s.m[r];
       if (mr == -std::numeric_limits<T>::infinity()) {  // no key kept
-        for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = T(0);
-        if (lse) lse[(i0 + r) * a.l_ms] = -std::numeric_limits<T>::infinity();
+        for (i64 c = 0; c < a.dv; ++c) orow[c * ods] = T(0);
+        if (lse) lse[(i0 + r) * lms] = -std::numeric_limits<T>::infinity();
         continue;
       }
       const T inv = T(1) / s.l[r];
-      for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = s.at(r, c) * inv;
+      for (i64 c = 0; c < a.dv; ++c) orow[c * ods] = s.at(r, c) * inv;
       if (lse)
-        lse[(i0 + r) * a.l_ms] = static_cast<T>(
+        lse[(i0 + r) * lms] = static_cast<T>(
             (static_cast<double>(mr) + std::log2(static_cast<double>(s.l[r]))) * kLn2);
     }
   }
@@ -187,7 +188,7 @@ struct Driver {
     i64 split = 1;
     if (max_threads > 1 && base < 2 * max_threads && N > 0)
       split = (4 * max_threads + base - 1) / base;
-    const i64 blk = decode ? 128 : isa.block_keys(a.dtype, a.d, a.dv);
+    const i64 blk = decode ? 128 : isa.block_keys(a.dtype(), a.d, a.dv);
     const i64 min_blocks = std::max<i64>(1, ((decode ? 1024 : 4 * isa.nb) + blk - 1) / blk);
 
     std::vector<Task> tasks;
@@ -223,7 +224,7 @@ struct Driver {
 
     const i64 ntasks = static_cast<i64>(tasks.size());
     const int nthreads = static_cast<int>(std::min<i64>(max_threads, ntasks));
-    const std::size_t ws_bytes = isa.ws_bytes(a.dtype, a.d, a.dv);
+    const std::size_t ws_bytes = isa.ws_bytes(a.dtype(), a.d, a.dv);
     std::vector<AlignedBuffer> ws;
     ws.reserve(static_cast<std::size_t>(nthreads));
     for (int t = 0; t < nthreads; ++t) ws.emplace_back(ws_bytes);
@@ -279,13 +280,15 @@ struct Driver {
     constexpr double ninf = -std::numeric_limits<double>::infinity();
     const i64 i0 = g.qb * mb, rows = std::min(mb, a.M - i0);
     const i64 b = g.bh / a.Hq, h = g.bh % a.Hq;
-    T* out = static_cast<T*>(a.out) + batch_offset(a, b, a.o_bs) + h * a.o_hs;
-    T* lse = a.lse ? static_cast<T*>(a.lse) + batch_offset(a, b, a.l_bs) + h * a.l_hs : nullptr;
+    T* out = attn::head_ptr<T>(a.out, b, h);
+    T* lse = a.lse.data ? attn::head_ptr<T>(a.lse, b, h) : nullptr;
+    const i64 oms = attn::row_stride(a.out), ods = attn::col_stride(a.out);
+    const i64 lms = attn::row_stride(a.lse);
     auto slot = [&](i64 s) { return partial.data() + (g.first_slot + s) * slot_elems; };
     double* w = scratch;              // weight of each chunk for the current row
     double* acc = scratch + g.count;  // the row's output, dv values
     for (i64 r = r0; r < std::min(rows, r0 + kMergeRows); ++r) {
-      T* orow = out + (i0 + r) * a.o_ms;
+      T* orow = out + (i0 + r) * oms;
       double mx = ninf;
       bool nan = false;
       for (i64 s = 0; s < g.count; ++s) {
@@ -295,8 +298,8 @@ struct Driver {
       }
       if (nan) mx = std::numeric_limits<double>::quiet_NaN();
       if (mx == ninf) {
-        for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = T(0);
-        if (lse) lse[(i0 + r) * a.l_ms] = -std::numeric_limits<T>::infinity();
+        for (i64 c = 0; c < a.dv; ++c) orow[c * ods] = T(0);
+        if (lse) lse[(i0 + r) * lms] = -std::numeric_limits<T>::infinity();
         continue;
       }
       // Chunks that kept nothing weigh 0 (their m is -inf, and -inf - -inf
@@ -313,8 +316,8 @@ struct Driver {
         const double ws = w[s];
         for (i64 c = 0; c < a.dv; ++c) acc[c] += ws * static_cast<double>(src[c]);
       }
-      for (i64 c = 0; c < a.dv; ++c) orow[c * a.o_ds] = static_cast<T>(acc[c] / lsum);
-      if (lse) lse[(i0 + r) * a.l_ms] = static_cast<T>((mx + std::log2(lsum)) * kLn2);
+      for (i64 c = 0; c < a.dv; ++c) orow[c * ods] = static_cast<T>(acc[c] / lsum);
+      if (lse) lse[(i0 + r) * lms] = static_cast<T>((mx + std::log2(lsum)) * kLn2);
     }
   }
 };
@@ -331,11 +334,11 @@ template void attention_cpu<float>(const AttentionArgs&);
 template void attention_cpu<double>(const AttentionArgs&);
 
 std::string attention_cpu_supports(const AttentionArgs& a) {
-  if (a.dtype != DType::f32 && a.dtype != DType::f64)
-    return detail::concat("dtype ", dtype_name(a.dtype), " is not f32 or f64");
-  if (a.mask && a.mask_dtype != DType::boolean && a.mask_dtype != a.dtype)
-    return detail::concat("mask dtype ", dtype_name(a.mask_dtype), " is neither bool nor ",
-                          dtype_name(a.dtype));
+  if (a.dtype() != DType::f32 && a.dtype() != DType::f64)
+    return detail::concat("dtype ", dtype_name(a.dtype()), " is not f32 or f64");
+  if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != a.dtype())
+    return detail::concat("mask dtype ", dtype_name(a.mask.dtype), " is neither bool nor ",
+                          dtype_name(a.dtype()));
   return {};
 }
 

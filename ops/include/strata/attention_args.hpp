@@ -1,14 +1,28 @@
 #pragma once
 // The plain argument struct every softmax_attention kernel receives, by
-// value or const&. Built by the front end (ops/src/attention.cpp) after all
-// validation; kernels never see a Tensor and may trust every field.
+// value or const&. Built by the front end (ops/src/attention_args_build.cpp)
+// after all validation; kernels never see a Tensor and may trust every field.
+//
+// Every tensor is an Operand of the fixed rank kMaxDims (8), laid out
+// [B0, ..., B4, heads, rows, cols]:
 //
 //   q    [B..., Hq,  M, d ]     k [B..., Hkv, N, d]     v [B..., Hkv, N, dv]
-//   out  [B..., Hq,  M, dv]     lse [B..., Hq, M]        mask [B..., Hq, M, N]
+//   out  [B..., Hq,  M, dv]     lse [B..., Hq, M, 1]     mask [B..., Hq, M, N]
 //
-// B... are the broadcast batch dims (batch_rank of them, possibly 0). Every
-// stride is in elements and may be 0 (broadcast) or negative; pointers point
-// at element [0, ..., 0] of each tensor (offset already applied).
+// B... are the broadcast batch dims (batch_rank of them, possibly 0), the
+// same sizes in every operand, right-aligned in the five batch slots; the
+// unused leading slots have size 1 and stride 0. The rank is fixed so that
+// head, row and column strides sit at fixed places, which device code reads
+// straight from the kernel parameters (as ggml keeps ne[4] / nb[4]).
+// Broadcast is already applied: a dim the tensor lacks or holds once has its
+// full size here and stride 0 (a 2-D q, k or v has head stride 0). Strides
+// are in elements and may be negative; data points at element [0, ..., 0]
+// (offset already applied). lse's last dim is a unit column so that one set
+// of helpers (below) serves all six.
+// lse.data and mask.data are null when absent (their shape and zero strides
+// are still set, so offsets computed for them are 0); mask.dtype is boolean
+// (true = keep) or q's dtype (added to scores). lse.dtype may differ from
+// q's (f32 for f16/bf16 inputs).
 //
 // The front end never calls a kernel with nothing to write (M == 0, Hq == 0
 // or an empty batch), so M >= 1 and batch_count() >= 1 here. N == 0 does
@@ -18,37 +32,28 @@
 #include <limits>
 
 #include "strata/dtype.hpp"
+#include "strata/operand.hpp"
+
+#if defined(__CUDACC__)
+#define STRATA_ATTN_HD __host__ __device__
+#else
+#define STRATA_ATTN_HD
+#endif
 
 namespace strata {
 
-inline constexpr int kMaxBatchDims = 5;  // kMaxDims (8) minus head, row, col
+inline constexpr int kMaxBatchDims = kMaxDims - 3;  // the rest are head, row, col
 inline constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max() / 4;
 
 struct AttentionArgs {
-  DType dtype = DType::f32;  // of q, k, v, out and lse
-
   int batch_rank = 0;
   std::int64_t batch_shape[kMaxBatchDims] = {};
   std::int64_t Hq = 1, Hkv = 1;  // Hq % Hkv == 0; q head h reads kv head h / (Hq / Hkv)
   std::int64_t M = 0, N = 0, d = 1, dv = 1;
 
-  // Strides: [batch...], head, row, col.
-  const void* q = nullptr;
-  std::int64_t q_bs[kMaxBatchDims] = {}, q_hs = 0, q_ms = 0, q_ds = 0;
-  const void* k = nullptr;
-  std::int64_t k_bs[kMaxBatchDims] = {}, k_hs = 0, k_ns = 0, k_ds = 0;
-  const void* v = nullptr;
-  std::int64_t v_bs[kMaxBatchDims] = {}, v_hs = 0, v_ns = 0, v_ds = 0;
-  void* out = nullptr;
-  std::int64_t o_bs[kMaxBatchDims] = {}, o_hs = 0, o_ms = 0, o_ds = 0;
-  void* lse = nullptr;  // optional
-  std::int64_t l_bs[kMaxBatchDims] = {}, l_hs = 0, l_ms = 0;
-
-  // Optional mask, already broadcast (zero strides) to [B..., Hq, M, N].
-  // mask_dtype is boolean (true = keep) or equal to dtype (added to scores).
-  const void* mask = nullptr;
-  DType mask_dtype = DType::boolean;
-  std::int64_t mk_bs[kMaxBatchDims] = {}, mk_hs = 0, mk_ms = 0, mk_ns = 0;
+  Operand q, k, v, out;
+  Operand lse;   // optional: data == nullptr when not asked for
+  Operand mask;  // optional: data == nullptr when there is none
 
   double scale = 1.0;  // finite
 
@@ -61,6 +66,8 @@ struct AttentionArgs {
   // Opaque stream handle for device backends (cudaStream_t); null = default.
   void* stream = nullptr;
 
+  // The dtype the kernel is registered for: q's (k, v and out share it).
+  DType dtype() const { return q.dtype; }
   std::int64_t batch_count() const {
     std::int64_t n = 1;
     for (int i = 0; i < batch_rank; ++i) n *= batch_shape[i];
@@ -69,20 +76,61 @@ struct AttentionArgs {
   bool has_band() const { return band_lo > -kNoLimit || band_hi < kNoLimit; }
 };
 
-// Element offset of batch item `b` (flat, row-major over batch_shape) for
-// the batch strides `bs`. Host and device code share this one definition.
-#if defined(__CUDACC__)
-__host__ __device__
-#endif
-    inline std::int64_t
-    batch_offset(const AttentionArgs& a, std::int64_t b, const std::int64_t* bs) {
+}  // namespace strata
+
+// Element offsets in AttentionArgs' operands, shared by every backend (host
+// and device code): the one place that knows the [B0..B4, heads, rows, cols]
+// layout. x is one of the operands; b is a flat batch index (row-major over
+// the batch dims), h a head of x (for k and v: the kv head).
+namespace strata::attn {
+
+inline constexpr int kHeadDim = kMaxBatchDims, kRowDim = kMaxBatchDims + 1,
+                     kColDim = kMaxBatchDims + 2;
+
+// Strides of x's head, row and column dims (row = query for q, out, lse and
+// mask; key for k and v; column = mask key).
+STRATA_ATTN_HD inline std::int64_t head_stride(const Operand& x) { return x.strides[kHeadDim]; }
+STRATA_ATTN_HD inline std::int64_t row_stride(const Operand& x) { return x.strides[kRowDim]; }
+STRATA_ATTN_HD inline std::int64_t col_stride(const Operand& x) { return x.strides[kColDim]; }
+
+// Element offset of batch item b. The loop ends once b is used up (the
+// remaining slots then add 0), so it runs batch_rank times at most and
+// never reaches the padding slots.
+STRATA_ATTN_HD inline std::int64_t batch_offset(const Operand& x, std::int64_t b) {
   std::int64_t off = 0;
-  for (int i = a.batch_rank - 1; i >= 0; --i) {
-    const std::int64_t n = a.batch_shape[i];
-    off += (b % n) * bs[i];
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
+  for (int i = kMaxBatchDims - 1; i >= 0 && b != 0; --i) {
+    const std::int64_t n = x.shape[i];
+    off += (b % n) * x.strides[i];
     b /= n;
   }
   return off;
 }
 
-}  // namespace strata
+// Element offset of head h of batch item b: the head's [rows, cols] matrix.
+STRATA_ATTN_HD inline std::int64_t head_offset(const Operand& x, std::int64_t b, std::int64_t h) {
+  return batch_offset(x, b) + h * head_stride(x);
+}
+
+// Element offset of row i of head h of batch item b.
+STRATA_ATTN_HD inline std::int64_t row_offset(const Operand& x, std::int64_t b, std::int64_t h,
+                                              std::int64_t i) {
+  return head_offset(x, b, h) + i * row_stride(x);
+}
+
+// Typed address of head h of batch item b (T may be const).
+template <class T>
+STRATA_ATTN_HD inline T* head_ptr(const Operand& x, std::int64_t b, std::int64_t h) {
+  return static_cast<T*>(x.data) + head_offset(x, b, h);
+}
+
+// The kv head that query head h reads (grouped-query attention).
+STRATA_ATTN_HD inline std::int64_t kv_head(const AttentionArgs& a, std::int64_t h) {
+  return h / (a.Hq / a.Hkv);
+}
+
+}  // namespace strata::attn
+
+#undef STRATA_ATTN_HD
