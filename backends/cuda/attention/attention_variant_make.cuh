@@ -1,11 +1,11 @@
 #pragma once
 // Builds Variant entries from kernel configurations (only the variant .cu
 // files include this: it instantiates the kernels).
-#include "cuda/attention_decode.cuh"
-#include "cuda/attention_dmma.cuh"
-#include "cuda/attention_pipelined.cuh"
-#include "cuda/attention_tiled.cuh"
-#include "cuda/attention_variants.hpp"
+#include "cuda/attention/attention_decode.cuh"
+#include "cuda/attention/attention_dmma.cuh"
+#include "cuda/attention/attention_pipelined.cuh"
+#include "cuda/attention/attention_tiled.cuh"
+#include "cuda/attention/attention_variants.hpp"
 
 namespace strata::cuda {
 

@@ -2,7 +2,7 @@
 // Merges split-KV partials by log-sum-exp: for one (batch-head, row),
 // out = sum_s 2^(m_s - m*) acc_s / sum_s 2^(m_s - m*) l_s, m* = max_s m_s,
 // lse = (m* + log2 l) ln 2. Splits with no kept key carry m_s = -inf, l_s = 0.
-#include "cuda/attention_common.cuh"
+#include "cuda/attention/attention_common.cuh"
 
 namespace strata::cuda {
 

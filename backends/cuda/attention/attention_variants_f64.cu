@@ -1,5 +1,5 @@
 // f64 kernel variants (see attention_variants_f32.cu for the parameters).
-#include "cuda/attention_variant_make.cuh"
+#include "cuda/attention/attention_variant_make.cuh"
 
 namespace strata::cuda {
 

@@ -20,7 +20,7 @@
 //   Q [BM][DK + 4]           resident for the block
 //   K [2][BN][DK + 4]        double-buffered: tile j + 1 loads while j computes
 //   V [2][BN][DV + 2]
-#include "cuda/attention_tiled.cuh"  // load_tile
+#include "cuda/attention/attention_tiled.cuh"  // load_tile
 
 namespace strata::cuda {
 

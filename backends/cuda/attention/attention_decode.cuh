@@ -5,7 +5,7 @@
 // when the layout allows), dot products reduced by xor shuffles, and an
 // online softmax per warp. The warps of a block merge through shared memory;
 // the splits of a row are merged by attn_merge_kernel.
-#include "cuda/attention_common.cuh"
+#include "cuda/attention/attention_common.cuh"
 
 namespace strata::cuda {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/attention_merge.cuh"
-#include "cuda/attention_variants.hpp"
-#include "cuda/cuda_backend.hpp"
+#include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/attention_merge.cuh"
+#include "cuda/attention/attention_variants.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
 

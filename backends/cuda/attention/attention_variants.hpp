@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/attention_common.cuh"
+#include "cuda/attention/attention_common.cuh"
 #include "strata/dtype.hpp"
 
 namespace strata::cuda {

@@ -27,7 +27,7 @@
 // global reads (32-byte runs along either dimension) and the shared stores
 // (bank 4*row + col) efficient. Out-of-range rows and columns are zero-filled
 // by the copy itself.
-#include "cuda/attention_common.cuh"
+#include "cuda/attention/attention_common.cuh"
 
 namespace strata::cuda {
 

@@ -3,7 +3,7 @@
 // dv <= DV: BM query rows x BN keys per tile, K consumed in head-dim chunks
 // of KC, RG x CG threads, STAGES shared buffers, MINB blocks per SM promised
 // to the register allocator.
-#include "cuda/attention_variant_make.cuh"
+#include "cuda/attention/attention_variant_make.cuh"
 
 namespace strata::cuda {
 

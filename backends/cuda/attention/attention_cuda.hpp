@@ -1,0 +1,19 @@
+#pragma once
+// Host-side entry points of the cuda backend's softmax_attention kernels
+// (attention_launch.cu), free of CUDA headers so that register.cpp compiles
+// as plain C++. Arguments come validated from the front end, with device
+// pointers.
+#include <string>
+
+#include "strata/attention_args.hpp"
+
+namespace strata::cuda {
+
+void attention_f32(const AttentionArgs& a);
+void attention_f64(const AttentionArgs& a);
+// "" when the cuda kernels can run `a`, else the reason.
+std::string attention_supports(const AttentionArgs& a);
+// Kernel variant the launcher would pick (for docs/bench labels).
+std::string attention_plan(const AttentionArgs& a);
+
+}  // namespace strata::cuda
