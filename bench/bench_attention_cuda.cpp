@@ -5,7 +5,9 @@
 // through PyTorch and reads this binary's JSON output.
 //
 //   bench_attention_cuda --benchmark_out=cuda.json --benchmark_out_format=json
-//   STRATA_CUDA_VARIANT=<name> forces a kernel variant (tuning).
+//   STRATA_CUDA_VARIANT=<name> forces a kernel variant (tuning);
+//   STRATA_FLASH_VARIANT=<name> a bf16/f16 configuration; --benchmark_filter=bf16_
+//   times the bf16 shapes only.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -55,6 +57,19 @@ const std::vector<Shape>& shapes() {
       {"f64_single_2048_d64", 1, 1, 2048, 2048, 64, false, false, true, DType::f64},
       {"f64_b4h16_2048_d64", 4, 16, 2048, 2048, 64, false, false, false, DType::f64},
       {"f64_single_4096_d128", 1, 1, 4096, 4096, 128, false, false, true, DType::f64},
+      // bf16/f16: the tensor-core kernel (backends/cuda/attention/flash_mma*).
+      {"bf16_single_4096_d64", 1, 1, 4096, 4096, 64, false, false, true, DType::bf16},
+      {"bf16_single_8192_d128", 1, 1, 8192, 8192, 128, false, false, true, DType::bf16},
+      {"bf16_single_4096_d100", 1, 1, 4096, 4096, 100, false, false, true, DType::bf16},
+      {"bf16_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::bf16},
+      {"bf16_b4h16_4096_d64_causal", 4, 16, 4096, 4096, 64, true, false, false, DType::bf16},
+      {"bf16_b4h16_4096_d64_fused", 4, 16, 4096, 4096, 64, false, true, false, DType::bf16},
+      {"bf16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::bf16},
+      {"bf16_b1h32_8192_d128_causal", 1, 32, 8192, 8192, 128, true, false, false, DType::bf16},
+      {"bf16_b1h32_8192_d128_fused", 1, 32, 8192, 8192, 128, false, true, false, DType::bf16},
+      {"bf16_b1h32_8192_d100", 1, 32, 8192, 8192, 100, false, false, false, DType::bf16},
+      {"f16_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f16},
+      {"f16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f16},
   };
   return s;
 }
@@ -65,7 +80,7 @@ double flops(const Shape& s) {
 }
 
 double bytes(const Shape& s) {
-  const double isz = s.dt == DType::f64 ? 8 : 4;
+  const double isz = double(strata::itemsize(s.dt));
   return isz * double(s.B * s.H) * double(2 * s.M * s.d + 2 * s.N * s.d);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer comparison for Strata's cuda attention (fp32, exact: TF32 off).
+"""Peer comparison for Strata's cuda attention (fp32 exact, TF32 off; bf16/f16).
 
 Runs the shapes of bench/bench_attention_cuda.cpp through PyTorch's
 scaled_dot_product_attention with every backend that accepts fp32 (the
@@ -38,6 +38,22 @@ SHAPES = {
     "f64_single_2048_d64": (1, 1, 2048, 2048, 64, False, False, True, torch.float64, False),
     "f64_b4h16_2048_d64": (4, 16, 2048, 2048, 64, False, False, False, torch.float64, False),
     "f64_single_4096_d128": (1, 1, 4096, 4096, 128, False, False, True, torch.float64, False),
+    "bf16_single_4096_d64": (1, 1, 4096, 4096, 64, False, False, True, torch.bfloat16, False),
+    "bf16_single_8192_d128": (1, 1, 8192, 8192, 128, False, False, True, torch.bfloat16, False),
+    "bf16_single_4096_d100": (1, 1, 4096, 4096, 100, False, False, True, torch.bfloat16, False),
+    "bf16_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.bfloat16, False),
+    "bf16_b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.bfloat16,
+                                   False),
+    "bf16_b4h16_4096_d64_fused": (4, 16, 4096, 4096, 64, False, True, False, torch.bfloat16,
+                                  False),
+    "bf16_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.bfloat16, False),
+    "bf16_b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False, torch.bfloat16,
+                                    False),
+    "bf16_b1h32_8192_d128_fused": (1, 32, 8192, 8192, 128, False, True, False, torch.bfloat16,
+                                   False),
+    "bf16_b1h32_8192_d100": (1, 32, 8192, 8192, 100, False, False, False, torch.bfloat16, False),
+    "f16_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float16, False),
+    "f16_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float16, False),
 }
 
 
@@ -120,12 +136,45 @@ def sgemm_tflops(n=8192):
     return 2.0 * n ** 3 / (ms * 1e-3) / 1e12
 
 
+def flash_errors():
+    """||out - ref||_F / ||ref||_F of PyTorch's flash and cuDNN kernels against
+    the f64 computation on the same rounded inputs, N(0, 1), on the shapes
+    that tests/cuda/test_cuda_attention_mma.cpp prints for Strata
+    ("mma_error"): the bf16/f16 accuracy rule is Strata <= 2x flash."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for dt, dname in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
+        for d in (64, 128):
+            for causal in (False, True):
+                g = torch.Generator(device="cuda").manual_seed(4242)
+                q, k, v = (torch.randn(2, 2, 512, d, device="cuda", generator=g).to(dt)
+                           for _ in range(3))
+                with sdpa_kernel(SDPBackend.MATH):
+                    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                         is_causal=causal)
+                row = f"flash_error {dname} B2 H2 L512 d{d}{' causal' if causal else ''}"
+                for name, be in [("flash", SDPBackend.FLASH_ATTENTION),
+                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
+                    try:
+                        with sdpa_kernel(be):
+                            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                        err = ((out.double() - ref).norm() / ref.norm()).item()
+                        row += f" {name} rel_fro {err:.4e}"
+                    except Exception as e:  # backend does not accept these inputs
+                        row += f" {name} n/a ({str(e).splitlines()[0][:60]})"
+                print(row)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", help="bench_attention_cuda JSON output")
     ap.add_argument("--out", help="write the markdown table here too")
     ap.add_argument("--only", nargs="*", help="shape names")
+    ap.add_argument("--errors", action="store_true",
+                    help="print PyTorch flash/cuDNN bf16/f16 errors against f64 and exit")
     args = ap.parse_args()
+    if args.errors:
+        flash_errors()
+        return
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/attention/flash_mma.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "strata/registry.hpp"
 
@@ -32,6 +33,7 @@ void register_cuda_backend(Registry& r) {
                               &cuda::attention_f32, &cuda::attention_supports);
   r.add_kernel<AttentionArgs>("softmax_attention", "cuda", DType::f64, "cuda.attention.streaming",
                               &cuda::attention_f64, &cuda::attention_supports);
+  cuda::register_cuda_flash_mma(r);  // bf16, f16 on the tensor cores
   cuda::register_cuda_elementwise(r);
   cuda::register_cuda_rows(r);
   cuda::register_cuda_matmul(r);

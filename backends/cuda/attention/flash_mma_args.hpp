@@ -1,0 +1,54 @@
+#pragma once
+// The by-value argument of the bf16/f16 tensor-core attention kernel
+// (flash_mma.cuh). Built once per call by the launcher (flash_mma_launch.cu,
+// make_flash_args: the only place that reads AttentionArgs), so the kernel
+// does not change when the front end's struct does.
+//
+//   q [B..., Hq, M, d]  k, v [B..., Hkv, N, d|dv]  out [B..., Hq, M, dv]
+//   lse [B..., Hq, M] (f32, optional)  mask [B..., Hq, M, N] (optional)
+//
+// Strides are in elements. q, k and v have a unit last-dim stride and
+// 16-byte aligned rows whose length is padded with zeros to a multiple of 8
+// (the launcher packs other layouts into scratch first); out, lse and mask
+// may have any strides.
+#include <cstdint>
+
+namespace strata::cuda {
+
+inline constexpr int kFlashMaxBatchDims = 5;
+
+struct FlashArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  float* lse = nullptr;
+  const void* mask = nullptr;
+  int mask_kind = 0;  // 0 none, 1 bool (true = keep), 2 additive in q's dtype
+
+  int batch_rank = 0;
+  std::int64_t batch_shape[kFlashMaxBatchDims] = {};
+  std::int64_t q_bs[kFlashMaxBatchDims] = {}, k_bs[kFlashMaxBatchDims] = {},
+               v_bs[kFlashMaxBatchDims] = {}, o_bs[kFlashMaxBatchDims] = {},
+               l_bs[kFlashMaxBatchDims] = {}, mk_bs[kFlashMaxBatchDims] = {};
+  std::int64_t q_hs = 0, q_ms = 0;
+  std::int64_t k_hs = 0, k_ns = 0;
+  std::int64_t v_hs = 0, v_ns = 0;
+  std::int64_t o_hs = 0, o_ms = 0, o_ds = 1;
+  std::int64_t l_hs = 0, l_ms = 0;
+  std::int64_t mk_hs = 0, mk_ms = 0, mk_ns = 0;
+
+  std::int64_t Hq = 1, group = 1;  // group = Hq / Hkv
+  std::int64_t M = 0, N = 0;
+  int d = 0, dv = 0;  // at most the kernel's D
+
+  // Band: row i keeps key j when i + band_lo <= j <= i + band_hi.
+  std::int64_t band_lo = 0, band_hi = 0;
+  bool has_band = false;
+
+  float scale_log2 = 0;  // scale * log2(e)
+  std::int64_t m_tiles = 1;
+  bool o_vec = false;  // 16-byte stores of out rows are safe
+};
+
+}  // namespace strata::cuda

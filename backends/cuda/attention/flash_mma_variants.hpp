@@ -1,0 +1,30 @@
+#pragma once
+// The compiled configurations of the tensor-core attention kernel
+// (flash_mma.cuh) that the launcher (flash_mma_launch.cu) chooses from. The
+// bf16 and f16 tables compile in files of their own, in parallel.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "cuda/attention/flash_mma_args.hpp"
+#include "strata/dtype.hpp"
+
+namespace strata::cuda {
+
+struct FlashVariant {
+  const char* name;  // e.g. "bf16.d128.128x64.s2"
+  DType dtype;
+  int D;             // head dim the kernel is compiled for (d and dv <= D)
+  int bm, bn;        // query rows per CTA, keys per tile
+  int threads;       // bm / 16 warps
+  std::size_t smem;  // dynamic shared memory bytes
+  bool is_default;   // chosen without STRATA_FLASH_VARIANT
+  const void* kernel;
+  void (*launch)(const FlashArgs&, int grid, std::size_t smem, cudaStream_t);
+};
+
+const std::vector<FlashVariant>& flash_variants_bf16();
+const std::vector<FlashVariant>& flash_variants_f16();
+
+}  // namespace strata::cuda

@@ -1,0 +1,210 @@
+// bf16/f16 softmax_attention on the cuda backend's tensor-core kernel
+// (backends/cuda/attention/flash_mma*), through the cross-backend harness:
+// every case against the f64 reference of the same rounded inputs, outputs
+// poisoned and guarded. The cases aim at the kernel's own boundaries: head
+// dims padded to 64 and 128 (and the f32 route above 128), partial query and
+// key tiles, tiles skipped or masked by the band, layouts that are packed
+// first, masks on any strides, fully masked rows, N = 0.
+#include <array>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "strata/attention.hpp"
+#include "strata/harness.hpp"
+#include "strata/tensor.hpp"
+
+using strata::Causal;
+using strata::DType;
+using strata::Tensor;
+using strata::harness::AttentionCase;
+using strata::harness::Layout;
+using strata::harness::MaskKind;
+
+namespace {
+
+// Runs the case; requires the cuda result to pass and to come from `kernel`
+// (a prefix of the registry name) when given.
+void require_mma_pass(const AttentionCase& c, const std::string& kernel = "") {
+  const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
+  INFO(r.summary());
+  bool saw_cuda = false;
+  for (const auto& b : r.results) {
+    if (b.backend != "cuda") continue;
+    saw_cuda = true;
+    CHECK(b.error.empty());
+    CHECK(b.kernel.rfind(kernel.empty() ? "cuda.attention.mma_" : kernel, 0) == 0);
+    CHECK(b.fully_written);
+    CHECK(b.guard_intact);
+    CHECK(b.nan_mismatch == 0);
+    CHECK(b.inf_mismatch == 0);
+    CHECK(b.pass);
+  }
+  CHECK(saw_cuda);
+}
+
+std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
+
+}  // namespace
+
+TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma]") {
+  std::uint64_t seed = 7000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {8, 40, 64, 72, 100, 128, 200}) {
+      for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{
+               {1, 129}, {9, 64}, {65, 1}, {130, 200}, {128, 0}}) {
+        AttentionCase c;
+        c.dtype = dt;
+        c.Hq = 2;
+        c.Hkv = 2;
+        c.M = M;
+        c.N = N;
+        c.d = d;
+        c.dv = d;
+        c.seed = ++seed;
+        INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
+        const std::string want = "cuda.attention.mma_" + dt_name(dt) +
+                                 (d <= 64    ? "_d64"
+                                  : d <= 128 ? "_d128"
+                                             : "_via_f32");
+        require_mma_pass(c, want);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda mma attention: dv differs from d", "[cuda][attention][mma]") {
+  std::uint64_t seed = 7500;
+  for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
+           {64, 128}, {128, 64}, {16, 8}, {7, 129}, {32, 300}}) {
+    AttentionCase c = strata::harness::batched_case(70, 150, d, dv, DType::bf16, ++seed);
+    c.Hkv = 1;
+    INFO("d " << d << " dv " << dv);
+    require_mma_pass(c);
+  }
+}
+
+TEST_CASE("cuda mma attention: every layout, masks and bands", "[cuda][attention][mma][layout]") {
+  std::uint64_t seed = 8000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (Layout l : strata::harness::all_layouts()) {
+      for (std::int64_t d : {64, 128}) {
+        for (std::int64_t M : {1, 200}) {
+          AttentionCase c;
+          c.dtype = dt;
+          c.batch = {2};
+          c.Hq = 4;
+          c.Hkv = 2;
+          c.M = M;
+          c.N = l == Layout::fused_qkv ? M : 150;
+          c.d = d;
+          c.dv = d;
+          c.layout = l;
+          c.seed = ++seed;
+          INFO("layout " << strata::harness::layout_name(l) << " " << dt_name(dt) << " d " << d
+                         << " M " << M);
+          require_mma_pass(c);
+          c.mask = MaskKind::float_bcast;
+          c.causal = Causal::top_left;
+          c.seed = ++seed;
+          require_mma_pass(c);
+          c.mask = MaskKind::bool_bcast;
+          c.causal = Causal::none;
+          c.window = std::make_pair<std::int64_t, std::int64_t>(5, 3);
+          c.seed = ++seed;
+          require_mma_pass(c);
+          c.mask = MaskKind::float_full;
+          c.window.reset();
+          c.masked_rows = true;
+          c.seed = ++seed;
+          require_mma_pass(c);
+        }
+      }
+    }
+  }
+}
+
+// Bands over several key tiles: whole tiles skipped before and after the
+// band, diagonal tiles masked, rows with no key at all (bottom-right causal
+// with M > N), both alignments, windows on one or both sides.
+TEST_CASE("cuda mma attention: causal and windows across tiles", "[cuda][attention][mma]") {
+  std::uint64_t seed = 9000;
+  struct Band {
+    Causal causal;
+    std::int64_t left, right;  // -2 = no window
+    bool top_left;
+  };
+  const std::vector<Band> bands = {
+      {Causal::bottom_right, -2, -2, false},  {Causal::top_left, -2, -2, false},
+      {Causal::none, 100, 0, false},          {Causal::none, 64, 64, true},
+      {Causal::bottom_right, 200, -1, false}, {Causal::none, -1, 30, true}};
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (auto [M, N] :
+         std::vector<std::array<std::int64_t, 2>>{{300, 500}, {500, 300}, {257, 257}}) {
+      for (const Band& b : bands) {
+        for (std::int64_t d : {64, 128}) {
+          AttentionCase c = strata::harness::batched_case(M, N, d, d, dt, ++seed);
+          c.causal = b.causal;
+          if (b.left != -2) c.window = std::make_pair(b.left, b.right);
+          c.window_top_left = b.top_left;
+          INFO(dt_name(dt) << " M " << M << " N " << N << " d " << d << " causal " << int(b.causal)
+                           << " window " << b.left << "," << b.right);
+          require_mma_pass(c);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda mma attention: GQA and batch broadcast", "[cuda][attention][mma]") {
+  std::uint64_t seed = 9500;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    AttentionCase c;
+    c.dtype = dt;
+    c.batch = {2, 3};
+    c.Hq = 8;
+    c.Hkv = 2;
+    c.M = 150;
+    c.N = 170;
+    c.d = 64;
+    c.dv = 64;
+    c.layout = Layout::broadcast;
+    c.causal = Causal::bottom_right;
+    c.mask = MaskKind::bool_full;
+    c.seed = ++seed;
+    require_mma_pass(c);
+    c.layout = Layout::contiguous;
+    c.Hkv = 1;
+    c.d = 128;
+    c.dv = 128;
+    c.mask = MaskKind::none;
+    c.input_scale = 8.0;  // large logits
+    c.seed = ++seed;
+    require_mma_pass(c);
+  }
+}
+
+// The kernel's error against the f64 reference on N(0, 1) inputs, printed
+// for the comparison with PyTorch's flash kernel on the same shapes
+// (bench/peer_attention.py --errors).
+TEST_CASE("cuda mma attention: error on the peer shapes", "[cuda][attention][mma][errors_table]") {
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {64, 128}) {
+      for (const bool causal : {false, true}) {
+        AttentionCase c = strata::harness::batched_case(512, 512, d, d, dt, 4242);
+        if (causal) c.causal = Causal::bottom_right;
+        const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
+        for (const auto& b : r.results) {
+          if (b.backend != "cuda") continue;
+          std::cout << "mma_error " << dt_name(dt) << " B2 H2 L512 d" << d
+                    << (causal ? " causal" : "") << " rel_fro " << b.rel_fro_err << " max_abs "
+                    << b.max_abs_err << " lse_abs " << b.lse_max_abs_err << " (naive f32 "
+                    << r.naive_rel_fro << ", tol " << b.tol_rel_fro << ")\n";
+          CHECK(b.pass);
+        }
+      }
+    }
+  }
+}
