@@ -139,7 +139,7 @@ void load_hf_into(DecoderLM& model, const TensorDict& tensors, const std::string
   if (model.tied() && tensors.count(head) != 0) {
     const std::string emb = cfg.arch == Arch::llama ? "model.embed_tokens.weight"
                                                     : gpt2_prefix_of(tensors) + "wte.weight";
-    const Tensor& h = find_checked(tensors, {head, {cfg.vocab_size, cfg.hidden_size}}, source);
+    const Tensor h = find_checked(tensors, {head, {cfg.vocab_size, cfg.hidden_size}}, source);
     check(h.to_vector<float>() == tensors.at(emb).to_vector<float>(), op, "tensor '", head, "' in ",
           source, " differs from '", emb, "' but the model ties them");
     used.insert(head);
