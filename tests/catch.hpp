@@ -6,6 +6,7 @@
 #include <catch2/generators/catch_generators.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
+using Catch::Approx;  // global in 2.13, as tests spell it
 #else
 #include <catch2/catch.hpp>
 #endif
