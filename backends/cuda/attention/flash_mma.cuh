@@ -298,24 +298,20 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
       }
     }
 
-    // Unmasked tiles with a positive scale keep the raw scores: the row max
-    // is taken on them (scaling by c > 0 keeps the order, rounding too) and
-    // c = scale * log2(e) enters with the max subtraction in one FFMA.
-    // Tiles that need a mask, and negative scales, are scaled first.
+    // Scores to base 2 (c = scale * log2(e)); masks where the tile needs
+    // them. (Keeping unmasked tiles' scores raw and folding c into the exp2
+    // FFMA cost 33 registers and ran slower: docs/cuda-tuning.md.)
     const std::int64_t n0 = t * BN;
     const bool inside_band =
         !a.has_band || (n0 >= m0 + BM - 1 + a.band_lo && n0 + BN - 1 <= m0 + a.band_hi);
     const bool need_mask = a.mask_kind != 0 || n0 + BN > a.N || !inside_band;
     const float c = a.scale_log2;
-    const bool raw = !need_mask && c > 0.f;
-    if (!raw) {
 #pragma unroll
-      for (int mi = 0; mi < MT; ++mi)
+    for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
+      for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mi][j][e] *= c;
-    }
+        for (int e = 0; e < 4; ++e) s[mi][j][e] *= c;
     if (need_mask) {
 #pragma unroll
       for (int mi = 0; mi < MT; ++mi) {
@@ -350,27 +346,17 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
           mx = fmaxf(mx, fmaxf(s[mi][j][2 * r], s[mi][j][2 * r + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        if (raw) mx *= c;
         mx = fmaxf(mx, row_m[mi][r]);
         const float m_use = mx == kNegInf ? 0.f : mx;  // a row with nothing kept yet
         alpha[mi][r] = ex2(row_m[mi][r] - m_use);
         rescale = rescale || alpha[mi][r] != 1.f;
         row_m[mi][r] = mx;
         float sum = 0.f;
-        if (raw) {
 #pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            s[mi][j][2 * r] = ex2(fmaf(s[mi][j][2 * r], c, -m_use));
-            s[mi][j][2 * r + 1] = ex2(fmaf(s[mi][j][2 * r + 1], c, -m_use));
-            sum += s[mi][j][2 * r] + s[mi][j][2 * r + 1];
-          }
-        } else {
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            s[mi][j][2 * r] = ex2(s[mi][j][2 * r] - m_use);
-            s[mi][j][2 * r + 1] = ex2(s[mi][j][2 * r + 1] - m_use);
-            sum += s[mi][j][2 * r] + s[mi][j][2 * r + 1];
-          }
+        for (int j = 0; j < BN / 8; ++j) {
+          s[mi][j][2 * r] = ex2(s[mi][j][2 * r] - m_use);
+          s[mi][j][2 * r + 1] = ex2(s[mi][j][2 * r + 1] - m_use);
+          sum += s[mi][j][2 * r] + s[mi][j][2 * r + 1];
         }
         row_l[mi][r] = row_l[mi][r] * alpha[mi][r] + sum;
       }
