@@ -11,7 +11,8 @@
 #                                        staged by ../shared/tools/device-deps.sh)
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_model_run.sh OUTDIR}
-PHASES=${PHASES:-build tests bench peer live generate}
+PHASES=${PHASES:-build tests bench cpubench peer cpupeer live generate}
+COMPILE=${COMPILE-"--compile"}  # COMPILE= skips the torch.compile rows
 L="$OUT/logs"
 mkdir -p "$L"
 S="$OUT/summary.txt"
@@ -23,10 +24,10 @@ B=${BUILD:-build-gpu}
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>&1); $(nproc) cores; $(lscpu | grep 'Model name' | sed 's/ \+/ /g')"
 if has build; then
   cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DSTRATA_WERROR=ON ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} > "$L/configure.log" 2>&1 &&
+    -DSTRATA_WERROR=${WERROR:-ON} ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} > "$L/configure.log" 2>&1 &&
     timeout ${BUILD_TIMEOUT:-300} ninja -C "$B" -j"$(nproc)" strata_tests bench_model_cuda bench_model_cpu strata_cli \
       > "$L/build.log" 2>&1
-  rc=$?; say "build rc=$rc"; [ $rc = 0 ] || { grep -m10 -A6 'error' "$L/build.log"; pack; exit 1; }
+  rc=$?; say "build rc=$rc; warnings: $(grep -c "warning:" "$L/build.log")"; grep -m5 -A3 "warning:" "$L/build.log"; [ $rc = 0 ] || { grep -m10 -A6 'error' "$L/build.log"; pack; exit 1; }
 fi
 if has tests; then
   timeout 120 "$B/tests/strata_tests" "[nn]" > "$L/nn_tests.log" 2>&1
@@ -37,6 +38,9 @@ if has bench; then
   timeout 120 "$B/bench/bench_model_cuda" --benchmark_out="$L/model_cuda.json" --benchmark_out_format=json \
     > "$L/bench_cuda.txt" 2>&1
   say "bench cuda rc=$?"; grep -E '^BM_' "$L/bench_cuda.txt"
+  pack
+fi
+if has cpubench; then
   for t in 2 16; do
     OMP_NUM_THREADS=$t timeout 150 "$B/bench/bench_model_cpu" --benchmark_out="$L/model_cpu_$t.json" \
       --benchmark_out_format=json > "$L/bench_cpu_$t.txt" 2>&1
@@ -46,14 +50,19 @@ if has bench; then
 fi
 if has peer; then
   P="python3 bench/peer_model.py bench --json $L/peer_model.jsonl"
-  timeout 120 $P --dtype f32 --compile > "$L/peer.txt" 2>&1
-  timeout 120 $P --dtype bf16 --batches 1 16 --compile >> "$L/peer.txt" 2>&1
+  timeout 120 $P --dtype f32 $COMPILE >> "$L/peer.txt" 2>&1
+  timeout 120 $P --dtype bf16 --batches 1 16 $COMPILE >> "$L/peer.txt" 2>&1
   timeout 60 $P --style gpt2 --dtype f32 >> "$L/peer.txt" 2>&1
   timeout 60 $P --style gpt2 --dtype bf16 >> "$L/peer.txt" 2>&1
-  for t in 2 16; do
-    timeout 120 $P --device cpu --threads $t --reps 20 >> "$L/peer.txt" 2>&1
-  done
   say "peer done"; grep -v '^\s*$' "$L/peer.txt" | grep -E '^\{|Error|error' | cut -c1-400
+  pack
+fi
+if has cpupeer; then
+  P="python3 bench/peer_model.py bench --json $L/peer_model.jsonl"
+  for t in 2 16; do
+    timeout 120 $P --device cpu --threads $t --reps 20 >> "$L/peer_cpu.txt" 2>&1
+  done
+  say "cpu peer done"; grep -E '^\{|Error|error' "$L/peer_cpu.txt" | cut -c1-400
   pack
 fi
 if has live; then
