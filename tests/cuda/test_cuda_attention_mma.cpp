@@ -75,6 +75,20 @@ TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma
   }
 }
 
+// One query row against many keys in a single head fills one CTA: such
+// calls go through f32 (split-KV); a batch of heads stays on the tensor cores.
+TEST_CASE("cuda mma attention: decode-like calls", "[cuda][attention][mma]") {
+  AttentionCase c = strata::harness::batched_case(1, 20000, 64, 64, DType::bf16, 7400);
+  c.batch = {};
+  c.Hq = 2;
+  c.Hkv = 1;
+  require_mma_pass(c, "cuda.attention.mma_bf16_via_f32");
+  c.batch = {8};
+  c.Hq = 8;
+  c.seed = 7401;
+  require_mma_pass(c, "cuda.attention.mma_bf16_d64");
+}
+
 TEST_CASE("cuda mma attention: dv differs from d", "[cuda][attention][mma]") {
   std::uint64_t seed = 7500;
   for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{

@@ -2,8 +2,9 @@
 // turns AttentionArgs into FlashArgs (make_flash_args, the one place that
 // reads the front end's struct), packs q, k or v into scratch when their
 // layout cannot be read in 16-byte chunks, picks the configuration by head
-// dim, and registers the kernels. Head dims over 128 run the f32 kernel on
-// f32 copies of the inputs (run_via_f32).
+// dim, and registers the kernels. Head dims over 128, and decode-like calls
+// with too few CTAs (too_few_ctas), run the f32 kernel on f32 copies of the
+// inputs (run_via_f32).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -326,10 +327,23 @@ void run_f32(const AttentionArgs& a) {
     run_via_f32<__half>(a);
 }
 
+// Decode-like calls: a handful of query rows against many keys in so few
+// CTAs that most SMs idle while each CTA walks every key tile (this kernel
+// has no split-KV yet). The f32 route has split-KV decode kernels; its
+// conversions cost a pass over K and V, far less than one CTA per head
+// streaming 10^5 keys.
+bool too_few_ctas(const AttentionArgs& a) {
+  constexpr std::int64_t kMinCtas = 64, kMinKeys = 16384, kRows = 64;
+  const std::int64_t ctas = a.batch_count() * a.Hq * ((a.M + kRows - 1) / kRows);
+  return ctas < kMinCtas && a.N >= kMinKeys;
+}
+
 std::string supports_d64(const AttentionArgs& a) {
+  if (too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
   return a.d <= 64 && a.dv <= 64 ? "" : "head dims over 64";
 }
 std::string supports_d128(const AttentionArgs& a) {
+  if (too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
   return a.d <= 128 && a.dv <= 128 ? "" : "head dims over 128";
 }
 
@@ -347,12 +361,6 @@ void register_cuda_flash_mma(Registry& r) {
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_d128", &run_d128,
                               &supports_d128);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_via_f32", &run_f32);
-}
-
-std::string flash_mma_plan(const AttentionArgs& a) {
-  if (a.d > 128 || a.dv > 128) return "via f32";
-  const FlashVariant& v = pick(a.dtype(), a.d <= 64 && a.dv <= 64 ? 64 : 128);
-  return v.name;
 }
 
 }  // namespace strata::cuda
