@@ -12,6 +12,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "strata/attention.hpp"
 #include "strata/matmul.hpp"
 #include "strata/reduce.hpp"
 
@@ -109,6 +110,31 @@ TEST_CASE("cpu: a matmul packing larger than memory is an Error naming op and by
                 "copy of an input, but only ",
                 0) == 0);
   next_calls_work();
+}
+
+TEST_CASE("cpu: an attention workspace larger than memory is an Error naming op and bytes",
+          "[reliability][cpu]") {
+  // Head dim 2^32, q and k one element read with stride 0, dv = 1: the
+  // per-thread workspace holds key blocks of d columns (terabytes); the
+  // output is one float.
+  const std::int64_t d = std::int64_t{1} << 32;
+  AttentionOptions opt;
+  opt.backend = "cpu";
+  const std::string e = error_of([&] {
+    (void)softmax_attention(broadcast_one({3, d}), broadcast_one({5, d}), broadcast_one({5, 1}),
+                            opt);
+  });
+  INFO(e);
+  CHECK(e.rfind("softmax_attention: the cpu backend needs ", 0) == 0);
+  CHECK(e.find("per-thread workspaces") != std::string::npos);
+  next_calls_work();
+  const Tensor q = Tensor::randn({2, 7, 16}, 21), k = Tensor::randn({2, 9, 16}, 22),
+               v = Tensor::randn({2, 9, 4}, 23);
+  AttentionOptions ref;
+  ref.backend = "reference";
+  const auto got = softmax_attention(q, k, v, opt).to_vector<double>();
+  const auto want = softmax_attention(q, k, v, ref).to_vector<double>();
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(std::abs(got[i] - want[i]) < 1e-5);
 }
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -28,6 +28,16 @@ template <class... Why>
        why...);
 }
 
+// Refuses `bytes` for `what` when the system does not have them available
+// (asked only for large amounts).
+inline void check_workspace(std::uint64_t bytes, const char* op, const char* what) {
+  if (bytes < kWorkspaceCheckBytes) return;
+  const std::uint64_t avail = available_host_memory_bytes();
+  if (bytes > avail)
+    refuse_workspace(op, what, bytes, "only ", avail, " bytes (", avail >> 20,
+                     " MiB) are available");
+}
+
 // The product of `dims` value-initialised elements of T for `what` ("a
 // packed copy of an input"), or a strata::Error "<op>: the cpu backend
 // needs N bytes ...".
@@ -40,12 +50,7 @@ std::vector<T> workspace(std::initializer_list<std::int64_t> dims, const char* o
     overflow |= d < 0 || __builtin_mul_overflow(count, static_cast<std::uint64_t>(d), &count);
   if (overflow || __builtin_mul_overflow(count, sizeof(T), &bytes))
     fail(op, "the cpu backend's ", what, " would need more than 2^64 bytes");
-  if (bytes >= kWorkspaceCheckBytes) {
-    const std::uint64_t avail = available_host_memory_bytes();
-    if (bytes > avail)
-      refuse_workspace(op, what, bytes, "only ", avail, " bytes (", avail >> 20,
-                       " MiB) are available");
-  }
+  check_workspace(bytes, op, what);
   try {
     return std::vector<T>(static_cast<std::size_t>(count));
   } catch (const std::bad_alloc&) {

@@ -22,6 +22,7 @@
 
 #include "cpu/attention/cpu_kernels.hpp"
 #include "cpu/attention/pack_rows.hpp"
+#include "cpu/workspace.hpp"
 #include "strata/error.hpp"
 
 namespace strata::cpu {
@@ -49,6 +50,25 @@ struct AlignedBuffer {
   explicit AlignedBuffer(std::size_t n)
       : p(static_cast<std::byte*>(::operator new[](n, std::align_val_t(64)))) {}
 };
+
+// One workspace per thread, allocated before the parallel region; a strata::Error
+// naming the bytes when they cannot be had.
+std::vector<AlignedBuffer> thread_workspaces(std::size_t bytes, int threads) {
+  const char* what = "per-thread workspaces";
+  std::uint64_t total = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(threads),
+                             &total))
+    fail("softmax_attention", "the cpu backend's ", what, " would need more than 2^64 bytes");
+  check_workspace(total, "softmax_attention", what);
+  try {
+    std::vector<AlignedBuffer> ws;
+    ws.reserve(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) ws.emplace_back(bytes);
+    return ws;
+  } catch (const std::bad_alloc&) {
+    refuse_workspace("softmax_attention", what, total, "the allocation failed");
+  }
+}
 
 constexpr double kLn2 = 0.693147180559945309417232121458176568;
 constexpr double kLog2e = 1.44269504088896340735992468100189214;
@@ -225,15 +245,16 @@ struct Driver {
     const i64 ntasks = static_cast<i64>(tasks.size());
     const int nthreads = static_cast<int>(std::min<i64>(max_threads, ntasks));
     const std::size_t ws_bytes = isa.ws_bytes(a.dtype(), a.d, a.dv);
-    std::vector<AlignedBuffer> ws;
-    ws.reserve(static_cast<std::size_t>(nthreads));
-    for (int t = 0; t < nthreads; ++t) ws.emplace_back(ws_bytes);
+    const std::vector<AlignedBuffer> ws = thread_workspaces(ws_bytes, nthreads);
     const i64 slot_elems = mb * (a.dv + 2);
-    std::vector<T> partial(static_cast<std::size_t>(nslots * slot_elems));
+    std::vector<T> partial =
+        workspace<T>({nslots, slot_elems}, "softmax_attention", "split-key partial results");
     const i64 mrb = (mb + kMergeRows - 1) / kMergeRows;  // merge items per group
     const i64 nmerge = static_cast<i64>(groups.size()) * mrb;
     const std::size_t mstride = static_cast<std::size_t>(split + a.dv);
-    std::vector<double> mscratch(groups.empty() ? 0 : static_cast<std::size_t>(nthreads) * mstride);
+    std::vector<double> mscratch =
+        workspace<double>({groups.empty() ? 0 : nthreads, static_cast<i64>(mstride)},
+                          "softmax_attention", "merge scratch");
 
     auto block = [&](const BlockJob& j, void* w) {
       if constexpr (sizeof(T) == 4)
@@ -327,7 +348,12 @@ struct Driver {
 template <class T>
 void attention_cpu(const AttentionArgs& a) {
   Driver<T> drv{a, select_kernels()};
-  drv.run();
+  try {
+    drv.run();
+  } catch (const std::bad_alloc&) {  // the task lists (workspaces say their bytes)
+    fail("softmax_attention", "the cpu backend ran out of memory for its task lists (",
+         a.batch_count() * a.Hq, " heads x ", a.M, " query rows)");
+  }
 }
 
 template void attention_cpu<float>(const AttentionArgs&);
