@@ -3,8 +3,11 @@
 // layout the kernels treat differently (row-major, transposed, offset
 // window, negative strides, non-unit inner stride, broadcast batch, strided
 // and transposed outputs), every floating dtype, shapes that reach Eigen's
-// GEMM, GEMV and the batch-parallel loop, 1-D operands, linear with and
-// without bias, and bad input (message, and the caller's out untouched).
+// GEMM, GEMV, the batch-parallel loop and the skinny (decode) products split
+// over threads, 1-D operands, linear with and without bias, and bad input
+// (message, and the caller's out untouched).
+#include <omp.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -129,6 +132,70 @@ TEST_CASE("matmul cpu vs reference: dtypes and sizes (GEMM, GEMV, batch-parallel
                    DType::f16, 904);
   cpu_vs_reference({3}, 40, 50, 30, Layout::contiguous, Layout::bcast_batch, Layout::neg_rows,
                    DType::f16, 906);
+}
+
+namespace {
+
+// The OpenMP thread count for one scope (the cpu backend reads it per call).
+struct ThreadCount {
+  int before = omp_get_max_threads();
+  explicit ThreadCount(int n) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(before); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("matmul cpu vs reference: skinny products split over threads (decode)", "[ops][matmul]") {
+  // M <= 16 rows against a large b is cut into column slices, one per
+  // thread: N = 1003 is no multiple of the slice width (16) nor of 3 or 5
+  // threads, so the last slice is short. K = 96 makes 5 slices worth it.
+  std::uint64_t seed = 1000;
+  for (int threads : {3, 5}) {
+    ThreadCount tc(threads);
+    INFO("threads " << threads);
+    for (std::int64_t M : {1, 3, 16, 17})
+      for (Layout lb : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_cols})
+        cpu_vs_reference({}, M, 96, 1003, Layout::contiguous, lb, Layout::contiguous, DType::f32,
+                         seed += 2);
+    // Outputs Eigen writes in place (transposed, sliced) and one it cannot.
+    for (Layout lo : {Layout::transposed, Layout::sliced, Layout::inner_step})
+      cpu_vs_reference({}, 4, 96, 1003, Layout::transposed, Layout::transposed, lo, DType::f32,
+                       seed += 2);
+    for (DType dt : {DType::f64, DType::f16, DType::bf16})
+      cpu_vs_reference({}, 2, 96, 1003, Layout::contiguous, Layout::transposed, Layout::contiguous,
+                       dt, seed += 2);
+    // A batch too large a product for the batch-parallel loop: each entry split.
+    cpu_vs_reference({2}, 1, 300, 1003, Layout::contiguous, Layout::bcast_batch, Layout::contiguous,
+                     DType::f32, seed += 2);
+  }
+}
+
+TEST_CASE("linear cpu vs reference: decode-shaped, split over threads", "[ops][matmul]") {
+  // y [B, 1, out] = x [B, 1, in] W^T + bias: W [out, in] row-major reaches
+  // the product as a transposed view; the batch folds into M = B rows.
+  ThreadCount tc(3);
+  std::uint64_t seed = 1100;
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dt));
+    for (std::int64_t B : {1, 4}) {
+      const Tensor x = Tensor::randn({B, 1, 200}, seed++, dt);
+      const Tensor W = Tensor::randn({701, 200}, seed++, dt);
+      const Tensor bias = Tensor::randn({701}, seed++, dt);
+      require_close(linear(x, W, bias, on("cpu")), linear(x, W, bias, on("reference")), 200);
+      require_close(linear(x, W, Tensor(), on("cpu")), linear(x, W, Tensor(), on("reference")),
+                    200);
+      // A strided bias and a weight stored [in, out] (a transposed view).
+      const Tensor bias2 = Tensor::randn({1402}, seed++, dt).slice(0, 0, 1402, 2);
+      const Tensor Wt = Tensor::randn({200, 701}, seed++, dt).transpose(0, 1);
+      require_close(linear(x, Wt, bias2, on("cpu")), linear(x, Wt, bias2, on("reference")), 200);
+      // Into a transposed out (in place for f32, with its bias filled first).
+      Tensor y = Tensor::full({701, B}, 3.0, dt).transpose(0, 1);
+      linear_out(y, x.reshape({B, 200}), W, bias, on("cpu"));
+      require_close(y, linear(x.reshape({B, 200}), W, bias, on("reference")), 200);
+    }
+  }
 }
 
 TEST_CASE("matmul cpu vs reference: broadcast batch shapes", "[ops][matmul]") {

@@ -18,17 +18,25 @@
 //
 // Threads. Eigen's GEMM uses OpenMP when compiled with it (EIGEN_HAS_OPENMP
 // follows -fopenmp, which the strata target has), and runs single-threaded
-// inside an OpenMP parallel region. So: many small matrices (or at least
-// one per thread) are spread over the batch with one OpenMP loop, each
-// GEMM on one thread; otherwise the batch runs in order and Eigen threads
-// each GEMM. Every allocation of ours happens before any parallel region
+// inside an OpenMP parallel region; its matrix-vector product is never
+// threaded. So: many small matrices (or at least one per thread) are spread
+// over the batch with one OpenMP loop, each GEMM on one thread; otherwise
+// the batch runs in order, a skinny product (M <= 16: decode) is cut into
+// one column slice per thread, and Eigen threads each larger GEMM.
+//
+// Every allocation of ours happens before any parallel region
 // (cpu/workspace.hpp: a strata::Error naming the bytes when it cannot be
 // had), and each region catches what its body throws and rethrows it after
 // the region. Eigen's threaded GEMM allocates its per-thread panel (kc x nc,
 // at most a few MB) inside Eigen's own region; that one is out of reach.
+//
+// Instruction set: Eigen picks its SIMD packets (SSE2, AVX2+FMA, AVX-512)
+// from the compiler's target, the CMake option STRATA_CPU_ARCH (default
+// x86-64-v3), applied to the whole tree alike (docs/ops.md).
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <type_traits>
@@ -196,6 +204,64 @@ void gemm(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Inde
     gemm_c<C, Cl, Cl>(pa, la.ld, pb, lb.ld, pc, lc, M, N, K, acc);
 }
 
+// The skinny product (decode: M = 1 .. kSkinnyRows rows against a large
+// weight). Eigen runs its matrix-vector product on one thread, which then
+// streams the whole weight at one core's bandwidth; so the N output columns
+// are cut into one slice per thread, each an Eigen product on the same maps
+// moved along (a column offset of a row-major b or c, a leading-dimension
+// step of a column-major one: no copy). Each slice is at least kMinSliceCols
+// columns and kMinSliceElems elements of b, so that the region's start-up
+// (a few microseconds) stays small against what a slice streams.
+constexpr Index kSkinnyRows = 16;
+constexpr Index kMinSliceCols = 16;
+constexpr Index kMinSliceElems = Index(1) << 14;
+
+// How many slices a product of M rows gets (1: no split).
+inline Index skinny_slices(Index M, Index N, Index K) {
+  if (M > kSkinnyRows || omp_in_parallel()) return 1;
+  const Index threads = omp_get_max_threads();
+  return std::max<Index>(1, std::min({threads, N / kMinSliceCols, (N * K) / kMinSliceElems}));
+}
+
+// Columns [n0, n0 + n) of c = a b (+ c when acc).
+template <class C>
+void gemm_cols(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index n0, Index n,
+               Index K, bool acc) {
+  const C* b = pb + (lb.kind == Kind::row ? n0 : n0 * lb.ld);
+  C* c = pc + (lc.kind == Kind::row ? n0 : n0 * lc.ld);
+  gemm(pa, la, b, lb, c, lc, M, n, K, acc);
+}
+
+// c = a b (+ c when acc), threaded: column slices for a skinny product,
+// Eigen's own OpenMP GEMM (when not already inside a region) otherwise.
+template <class C>
+void gemm_threaded(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index N,
+                   Index K, bool acc) {
+  const Index slices = skinny_slices(M, N, K);
+  if (slices <= 1) {
+    gemm(pa, la, pb, lb, pc, lc, M, N, K, acc);
+    return;
+  }
+  // Slice boundaries on multiples of kMinSliceCols keep a row-major slice's
+  // start on a cache line when the matrix's is.
+  const Index per = (N + slices - 1) / slices;
+  const Index step = (per + kMinSliceCols - 1) / kMinSliceCols * kMinSliceCols;
+  const Index count = (N + step - 1) / step;
+  const int team = static_cast<int>(count);
+  std::exception_ptr err;
+#pragma omp parallel for schedule(static) num_threads(team)
+  for (Index s = 0; s < count; ++s) {
+    try {
+      const Index n0 = s * step;
+      gemm_cols(pa, la, pb, lb, pc, lc, M, n0, std::min(step, N - n0), K, acc);
+    } catch (...) {
+#pragma omp critical(strata_matmul_err)
+      if (!err) err = std::current_exception();
+    }
+  }
+  if (err) rethrow_after_region(err, "matmul");
+}
+
 // out[b, m, n] = value(b, m, n) + bias[n], rounded to T; any strides.
 template <class T, class C, class V>
 void write_out(const MatmulArgs& a, const V& value) {
@@ -259,7 +325,7 @@ void matmul_cpu(const MatmulArgs& a) {
         for (Index n = 0; n < N; ++n)
           pc[lc.kind == Kind::row ? m * lc.ld + n : m + n * lc.ld] = bias[n * bs];
     }
-    gemm(pa, ia.lay, pb, ib.lay, pc, lc, M, N, K, fill_bias);
+    gemm_threaded(pa, ia.lay, pb, ib.lay, pc, lc, M, N, K, fill_bias);
   };
 
   const int threads = omp_get_max_threads();
