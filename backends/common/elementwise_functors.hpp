@@ -53,6 +53,13 @@ struct Mul {
     return a * b;
   }
 };
+// silu(a) * b in one pass: the gated MLP's activation (SwiGLU), one rounding.
+struct SiluMul {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return a / (C(1) + m_exp(-a)) * b;
+  }
+};
 struct Div {
   template <class C>
   STRATA_HD C operator()(C a, C b) const {

@@ -67,6 +67,7 @@ void cast(const IterArgs& a) {
 double f_add(double x, double y) { return x + y; }
 double f_sub(double x, double y) { return x - y; }
 double f_mul(double x, double y) { return x * y; }
+double f_silu_mul(double x, double y) { return x / (1.0 + std::exp(-x)) * y; }
 double f_div(double x, double y) { return x / y; }
 double f_add_s(double x, double s) { return x + s; }
 double f_sub_s(double x, double s) { return x - s; }
@@ -105,6 +106,7 @@ void register_reference_elementwise(Registry& r) {
   add(r, "add", &binary<f_add>, kFloat);
   add(r, "sub", &binary<f_sub>, kFloat);
   add(r, "mul", &binary<f_mul>, kFloat);
+  add(r, "silu_mul", &binary<f_silu_mul>, kFloat);
   add(r, "div", &binary<f_div>, kFloat);
   add(r, "add_scalar", &unary<f_add_s>, kFloat);
   add(r, "sub_scalar", &unary<f_sub_s>, kFloat);

@@ -22,7 +22,11 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
   const struct {
     const char* name;
     BinaryOut fn;
-  } binaries[] = {{"add", &add_out}, {"sub", &sub_out}, {"mul", &mul_out}, {"div", &div_out}};
+  } binaries[] = {{"add", &add_out},
+                  {"sub", &sub_out},
+                  {"mul", &mul_out},
+                  {"div", &div_out},
+                  {"silu_mul", &silu_mul_out}};
   for (const auto& b : binaries) {
     const Fill bf = std::string(b.name) == "div" ? Fill::nonzero : Fill::normal;
     const BinaryOut fn = b.fn;

@@ -146,8 +146,13 @@ void GatedMLP::forward_out(const Tensor& out, const Tensor& x, const Tensor& gat
   const std::int64_t f = hidden_size();
   gate_up.forward_out(gate_up_buf, x, opt);
   const int last = gate_up_buf.dim() - 1;
-  activation_out(act, act_buf, gate_up_buf.narrow(last, 0, f), opt);
-  mul_out(act_buf, act_buf, gate_up_buf.narrow(last, f, f), opt);
+  const Tensor gate = gate_up_buf.narrow(last, 0, f), up = gate_up_buf.narrow(last, f, f);
+  if (act == Activation::silu) {
+    silu_mul_out(act_buf, gate, up, opt);  // SwiGLU: one op instead of two
+  } else {
+    activation_out(act, act_buf, gate, opt);
+    mul_out(act_buf, act_buf, up, opt);
+  }
   down.forward_out(out, act_buf, opt);
 }
 

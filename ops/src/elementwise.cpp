@@ -117,6 +117,7 @@ STRATA_BINARY(add)
 STRATA_BINARY(sub)
 STRATA_BINARY(mul)
 STRATA_BINARY(div)
+STRATA_BINARY(silu_mul)
 #undef STRATA_BINARY
 
 #define STRATA_SCALAR(name)                                                             \

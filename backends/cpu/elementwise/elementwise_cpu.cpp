@@ -95,6 +95,7 @@ void register_cpu_elementwise(Registry& r) {
   add_binary<fn::Add>(r, "add");
   add_binary<fn::Sub>(r, "sub");
   add_binary<fn::Mul>(r, "mul");
+  add_binary<fn::SiluMul>(r, "silu_mul");
   add_binary<fn::Div>(r, "div");
   add_unary<fn::AddScalar>(r, "add_scalar");
   add_unary<fn::SubScalar>(r, "sub_scalar");

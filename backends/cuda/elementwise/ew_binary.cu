@@ -25,6 +25,7 @@ std::vector<EwEntry> ew_binary_entries() {
   add<fn::Add>(v, "add");
   add<fn::Sub>(v, "sub");
   add<fn::Mul>(v, "mul");
+  add<fn::SiluMul>(v, "silu_mul");
   add<fn::Div>(v, "div");
   return v;
 }

@@ -19,6 +19,10 @@ void add_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOption
 void sub_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt = {});
 void mul_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt = {});
 void div_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt = {});
+// silu(a) * b in one pass (the gated MLP of Llama: silu(gate) * up); f16/bf16
+// round once, at the end.
+Tensor silu_mul(const Tensor& a, const Tensor& b, const OpOptions& opt = {});
+void silu_mul_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt = {});
 
 // ---- with a scalar: a [...]  ->  out [...] --------------------------------------
 Tensor add(const Tensor& a, double s, const OpOptions& opt = {});   // a + s
