@@ -11,7 +11,7 @@
 #                                        staged by ../shared/tools/device-deps.sh)
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_model_run.sh OUTDIR}
-PHASES=${PHASES:-build tests bench cpubench peer cpupeer live generate}
+PHASES=${PHASES:-build tests cudatests bench cpubench peer cpupeer live generate}
 COMPILE=${COMPILE-"--compile"}  # COMPILE= skips the torch.compile rows
 L="$OUT/logs"
 mkdir -p "$L"
@@ -26,13 +26,19 @@ if has build; then
   cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DSTRATA_WERROR=${WERROR:-ON} ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} > "$L/configure.log" 2>&1 &&
     timeout ${BUILD_TIMEOUT:-300} ninja -C "$B" -j"$(nproc)" strata_tests bench_model_cuda bench_model_cpu strata_cli \
+      ${EXTRA_TARGETS:-} \
       > "$L/build.log" 2>&1
   rc=$?; say "build rc=$rc; warnings: $(grep -c "warning:" "$L/build.log")"; grep -m5 -A3 "warning:" "$L/build.log"; [ $rc = 0 ] || { grep -m10 -A6 'error' "$L/build.log"; pack; exit 1; }
 fi
 if has tests; then
-  timeout 120 "$B/tests/strata_tests" "[nn]" > "$L/nn_tests.log" 2>&1
-  say "nn tests rc=$? : $(grep -E 'test cases|All tests passed' "$L/nn_tests.log" | tail -1)"
+  timeout 120 "$B/tests/strata_tests" "${TESTS_FILTER:-[nn]}" > "$L/nn_tests.log" 2>&1
+  say "tests ${TESTS_FILTER:-[nn]} rc=$? : $(grep -E 'test cases|All tests passed' "$L/nn_tests.log" | tail -1)"
   grep -B2 -A12 -m4 FAILED "$L/nn_tests.log" | head -60
+fi
+if has cudatests; then  # EXTRA_TARGETS must name strata_cuda_tests
+  timeout ${CUDA_TESTS_TIMEOUT:-120} "$B/tests/strata_cuda_tests" > "$L/cuda_tests.log" 2>&1
+  say "cuda tests rc=$? : $(grep -E 'test cases|All tests passed' "$L/cuda_tests.log" | tail -1)"
+  grep -B2 -A12 -m4 FAILED "$L/cuda_tests.log" | head -60
 fi
 if has bench; then
   timeout 120 "$B/bench/bench_model_cuda" --benchmark_out="$L/model_cuda.json" --benchmark_out_format=json \
@@ -40,12 +46,16 @@ if has bench; then
   say "bench cuda rc=$?"; grep -E '^BM_' "$L/bench_cuda.txt"
   pack
 fi
-if has cpubench; then
-  for t in 2 16; do
-    OMP_NUM_THREADS=$t timeout 150 "$B/bench/bench_model_cpu" --benchmark_out="$L/model_cpu_$t.json" \
-      --benchmark_out_format=json > "$L/bench_cpu_$t.txt" 2>&1
-    say "bench cpu $t threads rc=$?"; grep -E '^(BM_|fma)' "$L/bench_cpu_$t.txt"
-  done
+if has cpubench; then  # Llama decode and prefill on 2 and 16 threads; EXTRA_TARGETS bench_attention_cpu adds fma_peak
+  OMP_PROC_BIND=close timeout 150 "$B/bench/bench_model_cpu" --benchmark_filter="${CPU_FILTER:-llama/(2|16)\$}" \
+    --benchmark_out="$L/model_cpu.json" --benchmark_out_format=json > "$L/bench_cpu.txt" 2>&1
+  say "bench cpu rc=$?"; grep -E '^(decode|prefill)' "$L/bench_cpu.txt"
+  if [ -x "$B/bench/bench_attention_cpu" ]; then
+    # The ceiling of the instruction set the model's GEMMs run (Eigen: AVX2 + FMA).
+    STRATA_CPU_ISA=avx2 OMP_PROC_BIND=close timeout 40 "$B/bench/bench_attention_cpu" \
+      --benchmark_filter=fma_peak > "$L/fma.txt" 2>&1
+    say "fma_peak (avx2): $(grep -E '^fma_peak' "$L/fma.txt" | tr -s ' ' | tr '\n' ';')"
+  fi
   pack
 fi
 if has peer; then
@@ -60,7 +70,7 @@ fi
 if has cpupeer; then
   P="python3 bench/peer_model.py bench --json $L/peer_model.jsonl"
   for t in 2 16; do
-    timeout 120 $P --device cpu --threads $t --reps 20 >> "$L/peer_cpu.txt" 2>&1
+    timeout 120 $P --device cpu --threads $t --reps ${CPU_REPS:-20} >> "$L/peer_cpu.txt" 2>&1
   done
   say "cpu peer done"; grep -E '^\{|Error|error' "$L/peer_cpu.txt" | cut -c1-400
   pack
