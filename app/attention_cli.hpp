@@ -25,7 +25,9 @@ struct AttentionCli {
   int repeat = 0;  // 0: the mode's default
   // Built-in problem.
   std::int64_t batch = 1, heads = 8, kv_heads = 0, m = 1024, n = 1024, d = 64, dv = 0;
-  std::string dtype = "f32";
+  // Built-in problem: f32 (default) or f64. With --q/--k/--v: f32, f64,
+  // f16 or bf16 to convert the loaded inputs to (default: as stored).
+  std::string dtype;
   std::uint64_t seed = 42;
   bool file_mode() const { return !q.empty() || !k.empty() || !v.empty(); }
 };

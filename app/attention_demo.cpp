@@ -57,9 +57,10 @@ Problem make_problem(const AttentionCli& cli) {
   p.k = {cli.batch, hkv, cli.n, cli.d};
   p.v = {cli.batch, hkv, cli.n, dv};
   p.out = {cli.batch, cli.heads, cli.m, dv};
-  if (cli.dtype != "f32" && cli.dtype != "f64")
-    throw UsageError("--dtype '" + cli.dtype + "': the built-in problem runs f32 or f64");
-  p.dtype = parse_dtype(cli.dtype);
+  const std::string dt = cli.dtype.empty() ? "f32" : cli.dtype;
+  if (dt != "f32" && dt != "f64")
+    throw UsageError("--dtype '" + dt + "': the built-in problem runs f32 or f64");
+  p.dtype = parse_dtype(dt);
   for (const auto& [shape, n, name] : {std::tuple{&p.q, &p.q_n, "q"},
                                        {&p.k, &p.k_n, "k"},
                                        {&p.v, &p.v_n, "v"},

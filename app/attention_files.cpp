@@ -51,7 +51,14 @@ int run_attention_files(const AttentionCli& cli) {
     if (!is_floating(t->dtype()))
       throw Error(std::string(name) + " '" + *path + "': dtype " +
                   std::string(dtype_name(t->dtype())) +
-                  " is not supported for q, k and v (float32 or float64; bool is for --mask)");
+                  " is not supported for q, k and v (float32, float64 or float16; bool is for "
+                  "--mask)");
+  if (!cli.dtype.empty()) {  // converted on load (bf16 has no .npy dtype of its own)
+    const DType want = parse_dtype(cli.dtype);
+    q = q.to(want);
+    k = k.to(want);
+    v = v.to(want);
+  }
   const std::string layout = "q " + describe(q) + ", k " + describe(k) + ", v " + describe(v);
 
   AttentionOptions opt = base;

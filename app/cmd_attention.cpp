@@ -97,7 +97,12 @@ void add_attention_command(CLI::App& root, int& status) {
   add_number<std::int64_t>(cmd, "--n", cli.n, "Keys per head (default 1024)", 0)->group(demo);
   add_number<std::int64_t>(cmd, "--d", cli.d, "Head dim of q and k (default 64)", 1)->group(demo);
   add_number<std::int64_t>(cmd, "--dv", cli.dv, "Head dim of v (default: --d)", 1)->group(demo);
-  cmd->add_option("--dtype", cli.dtype, "f32 or f64 (default f32)")->group(demo);
+  cmd->add_option(
+         "--dtype", cli.dtype,
+         "Built-in problem: f32 (default) or f64. With --q/--k/--v: f32, f64, f16 or bf16, "
+         "the dtype the inputs are converted to on load (default: as stored; NumPy has "
+         "no bfloat16, so bf16 results are written as float32)")
+      ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   add_number(cmd, "--seed", cli.seed, "Seed of Tensor::randn (default 42)")->group(demo);
 
   cmd->callback([cmd, demo, &status] {

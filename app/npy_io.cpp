@@ -297,7 +297,20 @@ std::string npy_bytes(const Tensor& t) {
       return npy_bytes_as<std::int32_t>(host);
     case DType::i64:
       return npy_bytes_as<std::int64_t>(host);
-    default:  // f16, bf16: written as float32 (NumPy has no bfloat16)
+    case DType::f16: {
+      // xnpy knows no half type: the same bits as uint16, then the header's
+      // descr '<u2' becomes '<f2' (same length, so the padding still holds).
+      std::vector<std::size_t> shape(host.shape().begin(), host.shape().end());
+      xt::xarray<std::uint16_t> dense =
+          xt::adapt(static_cast<const std::uint16_t*>(host.data_ptr()),
+                    static_cast<std::size_t>(host.numel()), xt::no_ownership(), shape);
+      std::string out = xt::dump_npy(dense);
+      const std::size_t at = out.find("'<u2'");
+      if (at == std::string::npos) throw Error("npy: unexpected float16 header from xtensor");
+      out[at + 2] = 'f';
+      return out;
+    }
+    default:  // bf16: written as float32 (NumPy has no bfloat16)
       return npy_bytes_as<float>(host.to(DType::f32));
   }
 }

@@ -13,7 +13,7 @@ namespace strata::cli {
 Tensor load_npy(const std::string& path, const std::string& what);
 
 // The bytes of a C-order .npy file holding `t` (any device, any layout) in
-// t's dtype (f32, f64, i32, i64 or bool; f16 and bf16 are written as f32,
+// t's dtype (f32, f64, f16, i32, i64 or bool; bf16 is written as f32,
 // since NumPy has no bfloat16).
 std::string npy_bytes(const Tensor& t);
 

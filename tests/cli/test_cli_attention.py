@@ -286,8 +286,9 @@ def error_cases(tmp):
                                             "--out", "@OUT"])
     check_error(tmp, "int64_input", ["--q", good["i64"], "--k", good["k"], "--v", good["v"],
                                      "--out", "@OUT"])
-    check_error(tmp, "float16_input", ["--q", good["f16"], "--k", good["k"], "--v", good["v"],
-                                       "--out", "@OUT"])
+    # float16 files are read (half_cases), but q, k and v must agree.
+    check_error(tmp, "float16_q_float32_k", ["--q", good["f16"], "--k", good["k"], "--v", good["v"],
+                                             "--out", "@OUT"])
     check_error(tmp, "head_dim_mismatch", ["--q", good["q"], "--k", good["k7"], "--v", good["v"],
                                            "--out", "@OUT", "--lse", "@LSE"])
     check_error(tmp, "batch_no_broadcast", ["--q", good["qb3"], "--k", good["kb2"], "--v",
@@ -555,12 +556,60 @@ def demo_cases():
         fail("demo_too_large_for_reference", "unexpected output:\n" + r.stdout)
 
 
+# ---- float16 files, and --dtype converting on load ----------------------------------------
+def bf16_round(x):
+    """float32 -> the nearest bfloat16 (ties to even), back as float32."""
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+    return b.astype(np.uint32).view(np.float32)
+
+
+def half_cases(tmp):
+    rng = np.random.default_rng(7)
+    q, k, v = (randn(rng, s, np.float32) for s in ((2, 3, 17, 32), (2, 3, 40, 32), (2, 3, 40, 32)))
+    paths = {}
+    for name, arr in (("q", q), ("k", k), ("v", v)):
+        paths[name] = os.path.join(tmp, "h_%s.npy" % name)
+        np.save(paths[name], arr.astype(np.float16))
+        paths[name + "32"] = os.path.join(tmp, "h_%s32.npy" % name)
+        np.save(paths[name + "32"], arr)
+    out, lse = os.path.join(tmp, "h_out.npy"), os.path.join(tmp, "h_lse.npy")
+    # float16 files in, float16 out (lse float32), as the contract says for f16.
+    r = run(["--q", paths["q"], "--k", paths["k"], "--v", paths["v"], "--out", out, "--lse", lse])
+    if r.returncode != 0:
+        return fail("f16 files", "exit %d: %s" % (r.returncode, r.stderr.strip()))
+    want, want_lse = reference(*(np.load(paths[n]) for n in ("q", "k", "v")))
+    got = np.load(out)
+    if got.dtype != np.float16 or np.load(lse).dtype != np.float32:
+        return fail("f16 files", "dtypes out %s lse %s" % (got.dtype, np.load(lse).dtype))
+    e = rel_err(got, want)
+    if not e <= 2e-3:
+        return fail("f16 files", "out rel err %.3g > 2e-3" % e)
+    print("case f16 files: ok, out rel err %.2e" % e)
+    # float32 files converted to bf16 on load; written as float32 (NumPy has no bfloat16).
+    r = run(["--q", paths["q32"], "--k", paths["k32"], "--v", paths["v32"], "--out", out,
+             "--dtype", "bf16"])
+    if r.returncode != 0:
+        return fail("--dtype bf16", "exit %d: %s" % (r.returncode, r.stderr.strip()))
+    want, _ = reference(bf16_round(q), bf16_round(k), bf16_round(v))
+    got = np.load(out)
+    e = rel_err(got, want)
+    if got.dtype != np.float32 or not e <= 1e-2:
+        return fail("--dtype bf16", "out %s, rel err %.3g (want float32, <= 1e-2)" % (got.dtype, e))
+    print("case --dtype bf16: ok, out rel err %.2e" % e)
+    # The built-in problem runs f32 or f64 only.
+    r = run(["--dtype", "bf16", "--m", "4", "--n", "4"])
+    if r.returncode != 2 or "built-in problem runs f32 or f64" not in r.stderr:
+        fail("--dtype bf16 built-in", "exit %d: %s" % (r.returncode, r.stderr.strip()))
+
+
 def main():
     if not os.access(STRATA, os.X_OK):
         print("no strata binary at %s" % STRATA)
         return 1
     with tempfile.TemporaryDirectory(prefix="strata_cli_") as tmp:
         correctness_cases(tmp)
+        half_cases(tmp)
         error_cases(tmp)
         output_target_cases(tmp)
         message_cases(tmp)

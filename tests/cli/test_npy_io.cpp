@@ -178,6 +178,12 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[cli]
     const Tensor h = strata::cli::load_npy(dir.file("f2.npy"), "--q");
     CHECK(h.dtype() == DType::f16);
     CHECK(h.to_vector<double>() == std::vector<double>{1.0, -2.5, 65504.0});
+    // float16 is written as float16 ('<f2'), with the same bits.
+    write(dir.file("w2.npy"), strata::cli::npy_bytes(h));
+    CHECK(slurp(dir.file("w2.npy")).find("'descr': '<f2'") != std::string::npos);
+    const Tensor h2 = strata::cli::load_npy(dir.file("w2.npy"), "--out");
+    CHECK(h2.dtype() == DType::f16);
+    CHECK(h2.to_vector<double>() == h.to_vector<double>());
     // ids round trip through the writer.
     write(dir.file("w8.npy"), strata::cli::npy_bytes(a));
     CHECK(strata::cli::load_npy(dir.file("w8.npy"), "--out").to_vector<std::int64_t>() ==
