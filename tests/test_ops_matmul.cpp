@@ -149,13 +149,16 @@ struct ThreadCount {
 
 TEST_CASE("matmul cpu vs reference: skinny products split over threads (decode)", "[ops][matmul]") {
   // M <= 16 rows against a large b is cut into column slices, one per
-  // thread: N = 1003 is no multiple of the slice width (16) nor of 3 or 5
-  // threads, so the last slice is short. K = 96 makes 5 slices worth it.
+  // thread, each (M <= 8) a matrix-vector product per row over column
+  // blocks or (M 9 .. 16) one GEMM:
+  // N = 1003 is no multiple of the slice width (16), of the block width or
+  // of 3 or 5 threads, so the last slice and block are short. K = 96 makes
+  // 5 slices worth it. One thread: the blocks without the slices.
   std::uint64_t seed = 1000;
-  for (int threads : {3, 5}) {
+  for (int threads : {1, 3, 5}) {
     ThreadCount tc(threads);
     INFO("threads " << threads);
-    for (std::int64_t M : {1, 3, 16, 17})
+    for (std::int64_t M : {1, 3, 8, 9, 16, 17})
       for (Layout lb : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_cols})
         cpu_vs_reference({}, M, 96, 1003, Layout::contiguous, lb, Layout::contiguous, DType::f32,
                          seed += 2);

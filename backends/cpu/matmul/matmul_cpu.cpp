@@ -22,7 +22,8 @@
 // threaded. So: many small matrices (or at least one per thread) are spread
 // over the batch with one OpenMP loop, each GEMM on one thread; otherwise
 // the batch runs in order, a skinny product (M <= 16: decode) is cut into
-// one column slice per thread, and Eigen threads each larger GEMM.
+// one column slice per thread (each slice one matrix-vector product per
+// row, over cache-sized column blocks), and Eigen threads each larger GEMM.
 //
 // Every allocation of ours happens before any parallel region
 // (cpu/workspace.hpp: a strata::Error naming the bytes when it cannot be
@@ -205,41 +206,63 @@ void gemm(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Inde
 }
 
 // The skinny product (decode: M = 1 .. kSkinnyRows rows against a large
-// weight). Eigen runs its matrix-vector product on one thread, which then
-// streams the whole weight at one core's bandwidth; so the N output columns
-// are cut into one slice per thread, each an Eigen product on the same maps
-// moved along (a column offset of a row-major b or c, a leading-dimension
-// step of a column-major one: no copy). Each slice is at least kMinSliceCols
-// columns and kMinSliceElems elements of b, so that the region's start-up
-// (a few microseconds) stays small against what a slice streams.
+// weight). Two things go wrong with Eigen alone. Its matrix-vector product
+// runs on one thread, which then streams the whole weight at one core's
+// bandwidth; so the N output columns are cut into one slice per thread.
+// And its GEMM, at M = 2 .. 8, repacks all of b for every call: measured
+// 1.5-6x slower than M matrix-vector products when b is not in cache (as
+// in a decode step, whose weights together exceed the caches; about even
+// at M = 8 and 15% ahead at M = 16 when b is cached; docs/ops.md). So, up
+// to kRowRows rows, each slice runs one matrix-vector product per row of a
+// over column blocks whose part of b (kBlockBytes) stays in the core's L2
+// cache for the rows after the first; above, Eigen's GEMM on the slice. Every piece is an Eigen
+// product on the same maps moved along (a column offset of a row-major b or c, a leading-dimension
+// step of a column-major one; a row offset likewise): no copy. Each slice is at least kMinSliceCols
+// columns and kMinSliceElems elements of b, so that the region's start-up (a few microseconds)
+// stays small against what a slice streams.
 constexpr Index kSkinnyRows = 16;
 constexpr Index kMinSliceCols = 16;
 constexpr Index kMinSliceElems = Index(1) << 14;
+constexpr Index kBlockBytes = Index(128) << 10;
+constexpr Index kRowRows = 8;
 
-// How many slices a product of M rows gets (1: no split).
-inline Index skinny_slices(Index M, Index N, Index K) {
-  if (M > kSkinnyRows || omp_in_parallel()) return 1;
-  const Index threads = omp_get_max_threads();
-  return std::max<Index>(1, std::min({threads, N / kMinSliceCols, (N * K) / kMinSliceElems}));
-}
-
-// Columns [n0, n0 + n) of c = a b (+ c when acc).
+// Columns [n0, n0 + n) of c = a b (+ c when acc), M <= kSkinnyRows.
 template <class C>
-void gemm_cols(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index n0, Index n,
-               Index K, bool acc) {
-  const C* b = pb + (lb.kind == Kind::row ? n0 : n0 * lb.ld);
-  C* c = pc + (lc.kind == Kind::row ? n0 : n0 * lc.ld);
-  gemm(pa, la, b, lb, c, lc, M, n, K, acc);
+void skinny_cols(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index n0,
+                 Index n, Index K, bool acc) {
+  if (M > kRowRows) {
+    gemm(pa, la, pb + (lb.kind == Kind::row ? n0 : n0 * lb.ld), lb,
+         pc + (lc.kind == Kind::row ? n0 : n0 * lc.ld), lc, M, n, K, acc);
+    return;
+  }
+  const Index fit = kBlockBytes / static_cast<Index>(sizeof(C)) / std::max<Index>(K, 1);
+  const Index block = M == 1 ? n : std::max(kMinSliceCols, fit / kMinSliceCols * kMinSliceCols);
+  for (Index j0 = n0; j0 < n0 + n; j0 += block) {
+    const Index nb = std::min(block, n0 + n - j0);
+    const C* b = pb + (lb.kind == Kind::row ? j0 : j0 * lb.ld);
+    C* c = pc + (lc.kind == Kind::row ? j0 : j0 * lc.ld);
+    for (Index m = 0; m < M; ++m)
+      gemm(pa + (la.kind == Kind::row ? m * la.ld : m), la, b, lb,
+           c + (lc.kind == Kind::row ? m * lc.ld : m), lc, 1, nb, K, acc);
+  }
 }
 
-// c = a b (+ c when acc), threaded: column slices for a skinny product,
-// Eigen's own OpenMP GEMM (when not already inside a region) otherwise.
+// c = a b (+ c when acc), threaded: a skinny product as above (one slice
+// inside a parallel region, where the batch loop already spreads the
+// work); anything else to Eigen's GEMM, which threads itself when not
+// inside a region.
 template <class C>
 void gemm_threaded(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index N,
                    Index K, bool acc) {
-  const Index slices = skinny_slices(M, N, K);
-  if (slices <= 1) {
+  if (M > kSkinnyRows || N * K < kMinSliceElems) {
     gemm(pa, la, pb, lb, pc, lc, M, N, K, acc);
+    return;
+  }
+  const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const Index slices =
+      std::max<Index>(1, std::min({threads, N / kMinSliceCols, (N * K) / kMinSliceElems}));
+  if (slices == 1) {
+    skinny_cols(pa, la, pb, lb, pc, lc, M, 0, N, K, acc);
     return;
   }
   // Slice boundaries on multiples of kMinSliceCols keep a row-major slice's
@@ -253,7 +276,7 @@ void gemm_threaded(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Inde
   for (Index s = 0; s < count; ++s) {
     try {
       const Index n0 = s * step;
-      gemm_cols(pa, la, pb, lb, pc, lc, M, n0, std::min(step, N - n0), K, acc);
+      skinny_cols(pa, la, pb, lb, pc, lc, M, n0, std::min(step, N - n0), K, acc);
     } catch (...) {
 #pragma omp critical(strata_matmul_err)
       if (!err) err = std::current_exception();
