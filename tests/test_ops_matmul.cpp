@@ -166,6 +166,10 @@ TEST_CASE("matmul cpu vs reference: skinny products split over threads (decode)"
     for (Layout lo : {Layout::transposed, Layout::sliced, Layout::inner_step})
       cpu_vs_reference({}, 4, 96, 1003, Layout::transposed, Layout::transposed, lo, DType::f32,
                        seed += 2);
+    // a with column stride 2: at M = 1 read in place (a strided row), else packed.
+    for (std::int64_t M : {1, 5})
+      cpu_vs_reference({}, M, 96, 1003, Layout::inner_step, Layout::transposed, Layout::neg_cols,
+                       DType::f32, seed += 2);
     for (DType dt : {DType::f64, DType::f16, DType::bf16})
       cpu_vs_reference({}, 2, 96, 1003, Layout::contiguous, Layout::transposed, Layout::contiguous,
                        dt, seed += 2);
