@@ -209,17 +209,19 @@ void gemm(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Inde
 // weight). Two things go wrong with Eigen alone. Its matrix-vector product
 // runs on one thread, which then streams the whole weight at one core's
 // bandwidth; so the N output columns are cut into one slice per thread.
-// And its GEMM, at M = 2 .. 8, repacks all of b for every call: measured
-// 1.5-6x slower than M matrix-vector products when b is not in cache (as
-// in a decode step, whose weights together exceed the caches; about even
-// at M = 8 and 15% ahead at M = 16 when b is cached; docs/ops.md). So, up
-// to kRowRows rows, each slice runs one matrix-vector product per row of a
-// over column blocks whose part of b (kBlockBytes) stays in the core's L2
-// cache for the rows after the first; above, Eigen's GEMM on the slice. Every piece is an Eigen
-// product on the same maps moved along (a column offset of a row-major b or c, a leading-dimension
-// step of a column-major one; a row offset likewise): no copy. Each slice is at least kMinSliceCols
-// columns and kMinSliceElems elements of b, so that the region's start-up (a few microseconds)
-// stays small against what a slice streams.
+// And its GEMM repacks all of b on every call: at M = 2 .. 8 it measured
+// 1.5-6x slower than M matrix-vector products when b is not in cache (a
+// decode step's weights together exceed the caches) and up to 4x slower
+// when b is in L3; at M = 16 it is 10-30% faster when b is in L3
+// (docs/ops.md). So up to kRowRows rows each slice runs one matrix-vector
+// product per row of a over column blocks whose part of b (kBlockBytes)
+// stays in the core's L2 cache for the rows after the first; above, Eigen's
+// GEMM on the slice. Every piece is an Eigen product on the same maps moved along
+// (a column offset of a row-major b or c, a leading-dimension step of a
+// column-major one; rows likewise): no copy. Each slice is at least
+// kMinSliceCols columns and kMinSliceElems elements of b, so that the
+// region's start-up (a few microseconds) stays small against what a slice
+// streams.
 constexpr Index kSkinnyRows = 16;
 constexpr Index kMinSliceCols = 16;
 constexpr Index kMinSliceElems = Index(1) << 14;
