@@ -19,11 +19,10 @@
 #include "strata/dtype.hpp"
 #include "strata/error.hpp"
 #include "strata/operand.hpp"
+#include "strata/shape.hpp"
 #include "strata/storage.hpp"
 
 namespace strata {
-
-using Shape = std::vector<std::int64_t>;
 
 // Python-style slice bounds: negative indices count from the end, missing
 // bounds mean "from the start / to the end" in the direction of `step`.
