@@ -84,7 +84,10 @@ void for_rows(const IterArgs& a, const char* op, std::int64_t scratch_len, const
   std::int64_t rows = 1;
   for (int d = 0; d < last; ++d) rows *= a.shape[d];
   if (rows == 0) return;
-  const std::int64_t work = rows * std::max<std::int64_t>(a.shape[last], 1);
+  // Elements read: more than int64 holds when a broadcast row is long.
+  std::int64_t work = 0;
+  if (__builtin_mul_overflow(rows, std::max<std::int64_t>(a.shape[last], 1), &work))
+    work = INT64_MAX;
   const int threads = work < kParallelWork || rows == 1 ? 1 : omp_get_max_threads();
   std::vector<S> scratch = workspace<S>({scratch_len, threads}, op, "per-thread row scratch");
 
