@@ -298,6 +298,77 @@ class CudaRuntime final : public DeviceRuntime {
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 
+  // ---- streams and graphs (strata/graph.hpp, docs/graphs.md) ---------------
+  void* create_stream(int index) override {
+    check_index(index, "Stream");
+    DeviceGuard g(index);
+    cudaStream_t s = nullptr;
+    CUDA_CHECK(cudaStreamCreate(&s));  // blocking: ordered with the legacy default stream
+    return s;
+  }
+  void destroy_stream(void* s, int index) noexcept override {
+    if (s == nullptr) return;
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) return;
+    if (prev != index) (void)cudaSetDevice(index);
+    (void)cudaStreamSynchronize(static_cast<cudaStream_t>(s));
+    (void)cudaStreamDestroy(static_cast<cudaStream_t>(s));
+    if (prev != index) (void)cudaSetDevice(prev);
+  }
+  void synchronize_stream(void* s, int index) override {
+    DeviceGuard g(index);
+    CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
+  }
+  // Thread-local capture: calls that are illegal while capturing (a
+  // cudaMalloc, a synchronisation, a legacy-stream copy) fail when this
+  // thread makes them, and other threads stay free to use the device.
+  void begin_capture(void* s, int index) override {
+    check_index(index, "Graph::capture");
+    DeviceGuard g(index);
+    CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(s),
+                                      cudaStreamCaptureModeThreadLocal));
+  }
+  void* end_capture(void* s, int index) override {
+    DeviceGuard g(index);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t err = cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph);
+    if (err != cudaSuccess || graph == nullptr) {
+      (void)cudaGetLastError();
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      fail("Graph::capture", "CUDA stream capture failed (", cudaGetErrorString(err),
+           "): an op in the body allocated, freed, synchronised or used another stream");
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t ierr = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    if (ierr != cudaSuccess) throw_cuda_error(ierr, "cudaGraphInstantiate", __FILE__, __LINE__);
+    return exec;
+  }
+  void abort_capture(void* s, int index) noexcept override {
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) return;
+    if (prev != index) (void)cudaSetDevice(index);
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph) == cudaSuccess && graph)
+      (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    if (prev != index) (void)cudaSetDevice(prev);
+  }
+  void launch_graph(void* exec, void* s, int index) override {
+    DeviceGuard g(index);
+    CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(s)));
+  }
+  void destroy_graph(void* exec, int index) noexcept override {
+    if (exec == nullptr) return;
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) return;
+    if (prev != index) (void)cudaSetDevice(index);
+    // A graph may still be running: its memory must outlive it.
+    (void)cudaDeviceSynchronize();
+    (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
+    if (prev != index) (void)cudaSetDevice(prev);
+  }
+
  private:
   void check_index(int index, const char* op) const {
     if (count_ == 0) fail(op, "no usable CUDA device: ", why_);

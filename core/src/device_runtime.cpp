@@ -4,9 +4,27 @@
 #include <array>
 #include <mutex>
 
+#include "strata/error.hpp"
 #include "strata/registry.hpp"
 
 namespace strata {
+
+// ---- defaults for runtimes without streams or graphs ------------------------
+namespace {
+[[noreturn]] void no_graphs(const DeviceRuntime& rt, const char* call) {
+  fail(call, device_type_name(rt.type()), " has no streams or graphs in this build");
+}
+}  // namespace
+
+void* DeviceRuntime::create_stream(int) { no_graphs(*this, "Stream"); }
+void DeviceRuntime::destroy_stream(void*, int) noexcept {}
+void DeviceRuntime::synchronize_stream(void*, int) { no_graphs(*this, "Stream::synchronize"); }
+void DeviceRuntime::begin_capture(void*, int) { no_graphs(*this, "Graph::capture"); }
+void* DeviceRuntime::end_capture(void*, int) { no_graphs(*this, "Graph::capture"); }
+void DeviceRuntime::abort_capture(void*, int) noexcept {}
+void DeviceRuntime::launch_graph(void*, void*, int) { no_graphs(*this, "Graph::replay"); }
+void DeviceRuntime::destroy_graph(void*, int) noexcept {}
+
 namespace {
 std::array<std::unique_ptr<DeviceRuntime>, 2>& runtimes() {
   static std::array<std::unique_ptr<DeviceRuntime>, 2> r;

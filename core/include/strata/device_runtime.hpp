@@ -38,6 +38,22 @@ class DeviceRuntime {
                             Device dev) = 0;
   // Blocks until queued work on the device is done.
   virtual void synchronize(int index) = 0;
+
+  // Streams and captured graphs (strata/graph.hpp). A runtime without them
+  // keeps these defaults, which throw a strata::Error naming the call.
+  // A stream made here orders its work after the default stream's and the
+  // default stream's after it (CUDA: cudaStreamCreate's blocking flags).
+  virtual void* create_stream(int index);
+  virtual void destroy_stream(void* stream, int index) noexcept;
+  virtual void synchronize_stream(void* stream, int index);
+  // Work queued on `stream` between the two calls is recorded, not run;
+  // end_capture returns it as an executable graph. abort_capture ends a
+  // capture whose recording failed and discards it.
+  virtual void begin_capture(void* stream, int index);
+  virtual void* end_capture(void* stream, int index);
+  virtual void abort_capture(void* stream, int index) noexcept;
+  virtual void launch_graph(void* graph, void* stream, int index);
+  virtual void destroy_graph(void* graph, int index) noexcept;
 };
 
 // Installs the runtime for its device kind and returns the one it replaces

@@ -1,0 +1,68 @@
+// Stream and Graph: thin owners of a device runtime's stream and graph
+// handles (core/include/strata/graph.hpp). Core knows no CUDA: the runtime
+// installed for the device kind does the work.
+#include "strata/graph.hpp"
+
+#include <exception>
+
+#include "strata/device_runtime.hpp"
+#include "strata/error.hpp"
+
+namespace strata {
+namespace {
+
+DeviceRuntime& runtime_with_streams(Device dev, const char* op) {
+  STRATA_CHECK(dev.type != DeviceType::cpu, op, "streams and graphs need a device, got ",
+               dev.str());
+  DeviceRuntime* rt = device_runtime(dev.type);
+  STRATA_CHECK(rt != nullptr && rt->device_count() > dev.index, op, dev.str(),
+               " is not available", rt != nullptr ? ": " + rt->unavailable_reason() : "");
+  return *rt;
+}
+
+}  // namespace
+
+Stream::Stream(Device dev) : device_(dev) {
+  DeviceRuntime& rt = runtime_with_streams(dev, "Stream");
+  handle_ = std::unique_ptr<void, Deleter>(rt.create_stream(dev.index), Deleter{dev});
+}
+
+void Stream::Deleter::operator()(void* s) const noexcept {
+  if (DeviceRuntime* rt = device_runtime(dev.type)) rt->destroy_stream(s, dev.index);
+}
+
+void Stream::synchronize() const {
+  STRATA_CHECK(defined(), "Stream::synchronize", "the stream is undefined");
+  device_runtime(device_.type)->synchronize_stream(handle(), device_.index);
+}
+
+void Graph::Deleter::operator()(void* g) const noexcept {
+  if (DeviceRuntime* rt = device_runtime(dev.type)) rt->destroy_graph(g, dev.index);
+}
+
+Graph Graph::capture(const Stream& stream, const std::function<void()>& body) {
+  STRATA_CHECK(stream.defined(), "Graph::capture", "the stream is undefined");
+  const Device dev = stream.device();
+  DeviceRuntime& rt = runtime_with_streams(dev, "Graph::capture");
+  rt.begin_capture(stream.handle(), dev.index);
+  try {
+    body();
+  } catch (...) {
+    rt.abort_capture(stream.handle(), dev.index);
+    throw;
+  }
+  Graph g;
+  g.device_ = dev;
+  g.exec_ = std::unique_ptr<void, Deleter>(rt.end_capture(stream.handle(), dev.index), Deleter{dev});
+  return g;
+}
+
+void Graph::replay(const Stream& stream) const {
+  STRATA_CHECK(defined(), "Graph::replay", "the graph is undefined (capture one first)");
+  STRATA_CHECK(stream.defined() && stream.device() == device_, "Graph::replay",
+               "the stream must be on the graph's device ", device_.str(), ", got ",
+               stream.defined() ? stream.device().str() : std::string("an undefined stream"));
+  device_runtime(device_.type)->launch_graph(exec_.get(), stream.handle(), device_.index);
+}
+
+}  // namespace strata
