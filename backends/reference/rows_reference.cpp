@@ -1,10 +1,12 @@
 // reference kernels of the row ops (reductions, softmax, norms, embedding,
-// rotary): a plain odometer over the outer dims, every value read as f64,
-// each formula written out in f64 (independently of the cpu and cuda
-// kernels), the result rounded once to the output's dtype. Operand layout
-// and parameters: docs/ops.md, "Row ops".
+// rotary, index_copy): a plain odometer over the outer dims, every value
+// read as f64, each formula written out in f64 (independently of the cpu and
+// cuda kernels), the result rounded once to the output's dtype (index_copy,
+// a pure copy of any dtype, moves each element's bytes). Operand layout and
+// parameters: docs/ops.md, "Row ops".
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -178,6 +180,29 @@ void embedding(const IterArgs& a) {
   });
 }
 
+// ---- index_copy: every index checked before anything is written, then
+// each element copied as its bytes (any dtype, no conversion), rows in order.
+void index_copy(const Operand& index, const IterArgs& a) {
+  const std::int64_t size = a.iparam[1];
+  for (std::int64_t i = 0; i < index.shape[0]; ++i) {
+    const std::int64_t v = load_int(index, i * index.strides[0]);
+    if (v < 0 || v >= size)
+      fail("index_copy_", "index holds ", v, " at position ", i, ", outside [0, ", size, ")");
+  }
+  const std::size_t isz = itemsize(a.op[0].dtype);
+  char* dst = static_cast<char*>(a.op[0].data);
+  const char* src = static_cast<const char*>(a.op[1].data);
+  for_each_row(a, [&](const Row& r) {
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      const std::int64_t at = r.at(0, j) + load_int(a.op[2], r.at(2, j)) * a.iparam[0];
+      std::memcpy(dst + at * static_cast<std::int64_t>(isz),
+                  src + r.at(1, j) * static_cast<std::int64_t>(isz), isz);
+    }
+  });
+}
+
+void index_copy(const IterArgs& a) { index_copy(a.side, a); }
+
 // ---- rotary: the angle as docs/ops.md fixes it (f32 unless the data is
 // f64), then cos, sin and the rotation in f64.
 void rotary(const IterArgs& a) {
@@ -227,6 +252,9 @@ void register_reference_rows(Registry& r) {
   add(r, "rms_norm", &rms_norm);
   add(r, "embedding", &embedding);
   add(r, "rotary", &rotary);
+  for (DType dt :
+       {DType::f32, DType::f64, DType::f16, DType::bf16, DType::boolean, DType::i32, DType::i64})
+    r.add_kernel<IterArgs>("index_copy", "reference", dt, "reference.rows.index_copy", &index_copy);
 }
 
 }  // namespace strata::reference

@@ -1,5 +1,6 @@
 // cpu kernels of the row ops (reductions, softmax, norms, embedding,
-// rotary) on row_engine.hpp's loop. Operand layout: docs/ops.md, "Row ops".
+// rotary, index_copy) on row_engine.hpp's loop. Operand layout: docs/ops.md,
+// "Row ops".
 //
 // Precision: f16/bf16 compute in f32, f64 in f64. Sums (sum, mean, the
 // softmax denominator, the norms' statistics) are pairwise sums in the
@@ -271,6 +272,77 @@ void embedding_kernel(const IterArgs& a) {
     embedding_gather<T, std::int64_t>(a);
 }
 
+// ---- index_copy --------------------------------------------------------------
+// A pure copy of any dtype, so the kernel is templated on the element size
+// (U: an unsigned integer of that size). Every index is checked first,
+// serially; then for_rows copies the rows (threads over rows, so which of
+// two writes to a duplicated index wins is unspecified).
+template <class I>
+std::int64_t first_bad_index(const Operand& index, std::int64_t size, std::int64_t* bad) {
+  for (std::int64_t i = 0; i < index.shape[0]; ++i) {
+    const std::int64_t v = *at<const I>(index, i * index.strides[0]);
+    if (v < 0 || v >= size) {
+      *bad = v;
+      return i;
+    }
+  }
+  return -1;
+}
+
+template <class U, class I>
+void index_copy_rows(const IterArgs& a) {
+  const int last = a.ndim - 1;
+  const std::int64_t n = a.shape[last], step = a.iparam[0];
+  const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
+  const std::int64_t si = a.op[2].strides[last];
+  for_rows<char>(a, "index_copy_", 0, [&](const std::int64_t* off, char*) {
+    U* y = at<U>(a.op[0], off[0]);
+    const U* x = at<const U>(a.op[1], off[1]);
+    const I* ix = at<const I>(a.op[2], off[2]);
+    if (si == 0) {  // one index for the whole row (dim is not the last dim)
+      y += static_cast<std::int64_t>(*ix) * step;
+      if (sy == 1 && sx == 1) {
+        std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(U));
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) y[j * sy] = x[j * sx];
+      }
+    } else {  // dim is the last dim: the index varies along the row
+      for (std::int64_t j = 0; j < n; ++j)
+        y[j * sy + static_cast<std::int64_t>(ix[j * si]) * step] = x[j * sx];
+    }
+  });
+}
+
+template <class U>
+void index_copy_kernel(const IterArgs& a) {
+  const std::int64_t size = a.iparam[1];
+  std::int64_t bad = 0;
+  const std::int64_t where = a.side.dtype == DType::i32
+                                 ? first_bad_index<std::int32_t>(a.side, size, &bad)
+                                 : first_bad_index<std::int64_t>(a.side, size, &bad);
+  if (where >= 0)
+    fail("index_copy_", "index holds ", bad, " at position ", where, ", outside [0, ", size, ")");
+  if (a.op[2].dtype == DType::i32)
+    index_copy_rows<U, std::int32_t>(a);
+  else
+    index_copy_rows<U, std::int64_t>(a);
+}
+
+// The index_copy kernel for a dtype's element size.
+using RowKernel = void (*)(const IterArgs&);
+RowKernel index_copy_for(DType dt) {
+  switch (itemsize(dt)) {
+    case 1:
+      return &index_copy_kernel<std::uint8_t>;
+    case 2:
+      return &index_copy_kernel<std::uint16_t>;
+    case 4:
+      return &index_copy_kernel<std::uint32_t>;
+    default:
+      return &index_copy_kernel<std::uint64_t>;
+  }
+}
+
 // ---- rotary ------------------------------------------------------------------
 // The angle as docs/ops.md fixes it: inv_freq (f32) = theta^(-2i/r) rounded
 // to f32, angle = (f32)pos * inv_freq in f32, cos and sin of that and the
@@ -346,6 +418,9 @@ void register_cpu_rows(Registry& r) {
   STRATA_ROWS_ADD(r, "rms_norm", norm_kernel, false);
   STRATA_ROWS_ADD(r, "embedding", embedding_kernel);
   STRATA_ROWS_ADD(r, "rotary", rotary_kernel);
+  for (DType dt :
+       {DType::f32, DType::f64, DType::f16, DType::bf16, DType::boolean, DType::i32, DType::i64})
+    r.add_kernel<IterArgs>("index_copy", "cpu", dt, "cpu.rows.index_copy", index_copy_for(dt));
 }
 
 }  // namespace strata::cpu

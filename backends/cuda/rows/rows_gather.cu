@@ -3,39 +3,23 @@
 // theta, iparam[0] = rotary dims r, iparam[1] = style) on f32, f64, f16,
 // bf16. One warp per row, lanes along it.
 //
-// embedding checks every id first: check_ids_kernel records the smallest
-// row index whose id is outside [0, V) in device memory (atomicMin); the
-// launcher copies it back, synchronises the stream and throws
-// "embedding: ids holds X at index I, outside [0, V)" (I in the iteration's
-// row order, as the reference) before the gather is launched, so a bad id
-// leaves out untouched.
+// embedding checks every id first: first_bad_id (rows_ids.cu, shared with
+// index_copy) records the smallest row index whose id is outside [0, V) in
+// device memory (atomicMin), copies it back and synchronises the stream; the
+// launcher throws "embedding: ids holds X at index I, outside [0, V)" (I in
+// the iteration's row order, as the reference) before the gather is
+// launched, so a bad id leaves out untouched.
 #include <cmath>
 
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
+#include "cuda/rows/rows_ids.cuh"
 #include "strata/error.hpp"
 
 namespace strata::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = kRowThreads / 32;
-
-template <class I>
-__device__ __forceinline__ std::int64_t load_id(const char* base, std::int64_t off) {
-  return static_cast<std::int64_t>(reinterpret_cast<const I*>(base)[off]);
-}
-
-template <class I>
-__global__ void __launch_bounds__(kRowThreads)
-    check_ids_kernel(RowParams p, std::int64_t vocab, unsigned long long* bad) {
-  for (std::int64_t row = std::int64_t(blockIdx.x) * kRowThreads + threadIdx.x; row < p.rows;
-       row += std::int64_t(gridDim.x) * kRowThreads) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
-    const std::int64_t id = load_id<I>(p.ptr[1], off[1]);
-    if (id < 0 || id >= vocab) atomicMin(bad, static_cast<unsigned long long>(row));
-  }
-}
 
 struct Table {
   const char* data;
@@ -68,34 +52,9 @@ void embedding_as(const IterArgs& a) {
   if (p.rows == 0) return;
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   const std::int64_t vocab = a.side.shape[0];
-  unsigned long long* bad = nullptr;
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&bad), sizeof *bad, st));
-  unsigned long long found = ~0ull;
-  cudaError_t err = cudaMemsetAsync(bad, 0xff, sizeof *bad, st);
-  if (err == cudaSuccess) {
-    const std::int64_t want = (p.rows + kRowThreads - 1) / kRowThreads;
-    const int grid = static_cast<int>(want < std::int64_t(sm_count()) * 8 ? want : sm_count() * 8);
-    check_ids_kernel<I><<<grid, kRowThreads, 0, st>>>(p, vocab, bad);
-    err = cudaGetLastError();
-  }
-  if (err == cudaSuccess)
-    err = cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, st);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(st);
-  (void)cudaFreeAsync(bad, st);
-  if (err != cudaSuccess) throw_cuda_error(err, "embedding id check", __FILE__, __LINE__);
-  if (found != ~0ull) {
-    // The id itself: one element of ids, at the offset of row `found`.
-    std::int64_t row = static_cast<std::int64_t>(found), off = 0;
-    for (int j = 0; j < p.nouter; ++j) {
-      off += (row % p.oshape[j]) * p.ostride[1][j];
-      row /= p.oshape[j];
-    }
-    I id = 0;
-    CUDA_CHECK(cudaMemcpy(&id, reinterpret_cast<const I*>(p.ptr[1]) + off, sizeof id,
-                          cudaMemcpyDeviceToHost));
-    fail("embedding", "ids holds ", static_cast<std::int64_t>(id), " at index ", found,
-         ", outside [0, ", vocab, ")");
-  }
+  const BadId bad = first_bad_id(p, 1, a.op[1].dtype, vocab, st, "embedding id check");
+  if (bad.row >= 0)
+    fail("embedding", "ids holds ", bad.id, " at index ", bad.row, ", outside [0, ", vocab, ")");
   const Table t{static_cast<const char*>(a.side.data), a.side.strides[0], a.side.strides[1]};
   constexpr int VEC = 16 / sizeof(T);
   p.vec = p.n % VEC == 0 && t.s1 == 1 && p.rstride[0] == 1 && t.s0 % VEC == 0 &&

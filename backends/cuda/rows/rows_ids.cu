@@ -1,0 +1,63 @@
+// first_bad_id (rows_ids.cuh): the device-side range check of embedding's
+// ids and index_copy's index.
+#include "cuda/rows/rows_ids.cuh"
+
+namespace strata::cuda {
+namespace {
+
+template <class I>
+__global__ void __launch_bounds__(kRowThreads)
+    check_ids_kernel(RowParams p, int k, std::int64_t limit, unsigned long long* bad) {
+  for (std::int64_t row = std::int64_t(blockIdx.x) * kRowThreads + threadIdx.x; row < p.rows;
+       row += std::int64_t(gridDim.x) * kRowThreads) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const std::int64_t id = load_id<I>(p.ptr[k], off[k]);
+    if (id < 0 || id >= limit) atomicMin(bad, static_cast<unsigned long long>(row));
+  }
+}
+
+}  // namespace
+
+BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cudaStream_t st,
+                   const char* what) {
+  BadId r;
+  if (p.rows == 0) return r;
+  unsigned long long* bad = nullptr;
+  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&bad), sizeof *bad, st));
+  unsigned long long found = ~0ull;
+  cudaError_t err = cudaMemsetAsync(bad, 0xff, sizeof *bad, st);
+  if (err == cudaSuccess) {
+    const std::int64_t want = (p.rows + kRowThreads - 1) / kRowThreads;
+    const int grid = static_cast<int>(want < std::int64_t(sm_count()) * 8 ? want : sm_count() * 8);
+    if (dt == DType::i32)
+      check_ids_kernel<std::int32_t><<<grid, kRowThreads, 0, st>>>(p, k, limit, bad);
+    else
+      check_ids_kernel<std::int64_t><<<grid, kRowThreads, 0, st>>>(p, k, limit, bad);
+    err = cudaGetLastError();
+  }
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, st);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(st);
+  (void)cudaFreeAsync(bad, st);
+  if (err != cudaSuccess) throw_cuda_error(err, what, __FILE__, __LINE__);
+  if (found == ~0ull) return r;
+  // The id itself: one element of operand k, at the offset of row `found`.
+  r.row = static_cast<std::int64_t>(found);
+  std::int64_t row = r.row, off = 0;
+  for (int j = 0; j < p.nouter; ++j) {
+    off += (row % p.oshape[j]) * p.ostride[k][j];
+    row /= p.oshape[j];
+  }
+  const std::size_t isz = dt == DType::i32 ? sizeof(std::int32_t) : sizeof(std::int64_t);
+  std::int32_t id32 = 0;
+  std::int64_t id64 = 0;
+  void* dst = dt == DType::i32 ? static_cast<void*>(&id32) : static_cast<void*>(&id64);
+  CUDA_CHECK(cudaMemcpyAsync(dst, p.ptr[k] + off * static_cast<std::int64_t>(isz), isz,
+                             cudaMemcpyDeviceToHost, st));
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  r.id = dt == DType::i32 ? id32 : id64;
+  return r;
+}
+
+}  // namespace strata::cuda
