@@ -1,5 +1,6 @@
 // Row ops (sum, mean, max, argmax, softmax, log_softmax, layer_norm,
-// rms_norm, embedding, rotary, concat) on the reference and cpu backends:
+// rms_norm, embedding, index_copy_, rotary, concat) on the reference and cpu
+// backends:
 //   * closed forms each backend must meet on its own (uniform softmax,
 //     one-hot argmax, norms of constant rows, rotations by known angles...),
 //   * cpu against reference on non-contiguous layouts for every floating
@@ -18,6 +19,7 @@
 #include "strata/concat.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
+#include "strata/index_copy.hpp"
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
 #include "strata/rotary.hpp"
@@ -573,6 +575,219 @@ TEST_CASE("rows: embedding errors", "[ops][rows][errors]") {
                 {&buf});
 }
 
+// ============================ index_copy_ =====================================
+
+namespace {
+constexpr DType kEvery[] = {DType::f32,     DType::f64, DType::f16, DType::bf16,
+                            DType::boolean, DType::i32, DType::i64};
+
+// Values exact in every dtype: bool gets v != 0.
+Tensor exact_tensor(std::vector<double> v, const Shape& s, DType dt) {
+  if (dt == DType::boolean)
+    for (double& x : v) x = std::fmod(x, 2.0) != 0 ? 1.0 : 0.0;
+  return f64_tensor(v, s, dt);
+}
+
+std::vector<double> iota(std::int64_t n, double first) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = first + static_cast<double>(i);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("rows: index_copy_ closed forms", "[ops][rows][index_copy]") {
+  for (const char* be : kBackends)
+    for (DType dt : kEvery)
+      for (DType it : {DType::i32, DType::i64}) {
+        INFO(be << " " << dtype_name(dt) << " index " << dtype_name(it));
+        const Tensor index = Tensor::from_vector<std::int64_t>({4, 0, 2}, {3}).to(it);
+        // dim 0: rows 4, 0, 2 of dst take src's rows 0, 1, 2; rows 1 and 3 keep theirs.
+        const std::vector<double> d0 = iota(15, 100), s0 = iota(9, 1);
+        const Tensor dst = exact_tensor(d0, {5, 3}, dt), src = exact_tensor(s0, {3, 3}, dt);
+        index_copy_(dst, 0, index, src, on(be));
+        std::vector<double> want = d0;
+        const int rows[] = {4, 0, 2};
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) want[rows[i] * 3 + j] = s0[i * 3 + j];
+        require_close(dst, exact_tensor(want, {5, 3}, dt), 0, 0);
+        // dim -1 (the row itself): columns 4, 0, 2 of a [3, 5] dst.
+        const Tensor dc = exact_tensor(d0, {3, 5}, dt);
+        index_copy_(dc, -1, index, src, on(be));
+        std::vector<double> wc = d0;
+        for (int r = 0; r < 3; ++r)
+          for (int i = 0; i < 3; ++i) wc[r * 5 + rows[i]] = s0[r * 3 + i];
+        require_close(dc, exact_tensor(wc, {3, 5}, dt), 0, 0);
+        // An empty index writes nothing.
+        const Tensor de = exact_tensor(d0, {5, 3}, dt);
+        index_copy_(de, 0, Tensor::empty({0}, it), Tensor::empty({0, 3}, dt), on(be));
+        require_close(de, exact_tensor(d0, {5, 3}, dt), 0, 0);
+      }
+  // i64 values beyond 2^53 are copied bit for bit (not through a double).
+  for (const char* be : kBackends) {
+    INFO(be);
+    const std::int64_t big = (std::int64_t(1) << 62) + 1;
+    const Tensor dst = Tensor::zeros({3}, DType::i64);
+    index_copy_(dst, 0, Tensor::from_vector<std::int64_t>({1}, {1}),
+                Tensor::from_vector<std::int64_t>({big}, {1}), on(be));
+    const std::int64_t* p = dst.data<std::int64_t>();  // to_vector reads through a double
+    REQUIRE(p[0] == 0);
+    REQUIRE(p[1] == big);
+    REQUIRE(p[2] == 0);
+  }
+}
+
+TEST_CASE("rows: index_copy_ appends to a KV cache as copy_ into a narrow view does",
+          "[ops][rows][index_copy]") {
+  // kv [B, 2, Hkv, max_len, hd], the new k and v a strided view of a fused
+  // QKV projection [B, T, (H + 2 Hkv) hd] -> [B, 2, Hkv, T, hd].
+  const std::int64_t B = 2, H = 2, Hkv = 2, L = 9, hd = 8;
+  for (const char* be : kBackends)
+    for (DType dt : kFloats)
+      for (const std::int64_t T : {1, 3}) {
+        INFO(be << " " << dtype_name(dt) << " T " << T);
+        const Tensor qkv = Tensor::randn({B, T, (H + 2 * Hkv) * hd}, 61, dt);
+        const Tensor kv_new = qkv.narrow(2, H * hd, 2 * Hkv * hd)
+                                  .reshape({B, T, 2, Hkv, hd})
+                                  .permute({0, 2, 3, 1, 4});
+        const Tensor kv = Tensor::randn({B, 2, Hkv, L, hd}, 62, dt);
+        const Tensor want = kv.clone();
+        copy_(want.narrow(3, 5, T), kv_new, on("reference"));
+        const Tensor pos = Tensor::from_vector<std::int64_t>({5, 6, 7}, {3}).narrow(0, 0, T);
+        index_copy_(kv, 3, pos, kv_new, on(be));
+        require_close(kv, want, 0, 0);
+        // Positions given backwards (a flipped index) put the new rows backwards.
+        const Tensor kv2 = Tensor::randn({B, 2, Hkv, L, hd}, 62, dt);
+        index_copy_(kv2, -2, pos.flip(0), kv_new.flip(3), on(be));
+        require_close(kv2, want, 0, 0);
+      }
+}
+
+TEST_CASE("rows: index_copy_ cpu vs reference on strided layouts", "[ops][rows][index_copy]") {
+  const Shape s = {4, 6, 10};
+  for (DType dt : kFloats)
+    for (Layout l : kLayouts)
+      for (int dim = 0; dim < 3; ++dim) {
+        INFO(dtype_name(dt) << " src " << layout_name(l) << " dim " << dim);
+        const Tensor src = make_layout(l, s, 43, dt);
+        Shape ds = s;
+        const std::int64_t n = s[dim] + 3, t = s[dim];
+        ds[dim] = n;
+        // Distinct indices (5 is coprime with 7, 9 and 13): i64 flipped, i32 stride 2.
+        std::vector<std::int64_t> iv;
+        for (std::int64_t k = 0; k < 2 * t; ++k) iv.push_back((k * 5 + 1) % n);
+        const Tensor i64 = Tensor::from_vector<std::int64_t>(
+                               std::vector<std::int64_t>(iv.begin(), iv.begin() + t), {t})
+                               .flip(0);
+        const Tensor i32 =
+            Tensor::from_vector<std::int64_t>(iv, {2 * t}).to(DType::i32).slice(0, 0, 2 * t, 2);
+        for (const Tensor& index : {i64, i32}) {
+          const Tensor oc = strided_out(ds, dt), orf = strided_out(ds, dt);
+          index_copy_(oc, dim, index, src, on("cpu"));
+          index_copy_(orf, dim, index, src, on("reference"));
+          require_close(oc, orf, 0, 0);
+          // Exactly the 3 slices not indexed keep the sentinel.
+          std::int64_t kept = 0;
+          for (double x : oc.to_vector<double>()) kept += x == kSentinel;
+          CHECK(kept == 3 * src.numel() / t);
+        }
+      }
+  // Large enough for several cpu threads: a prefill of T = 512 rows of 64.
+  for (DType dt : {DType::bf16, DType::f32}) {
+    const Tensor src = make_layout(Layout::fused_slice, {2, 3, 512, 64}, 44, dt);
+    const Tensor pos = Tensor::arange(512, DType::i64).flip(0);
+    const Tensor oc = Tensor::full({2, 3, 600, 64}, kSentinel, dt),
+                 orf = Tensor::full({2, 3, 600, 64}, kSentinel, dt);
+    index_copy_(oc, 2, pos, src, on("cpu"));
+    index_copy_(orf, 2, pos, src, on("reference"));
+    require_close(oc, orf, 0, 0);
+  }
+}
+
+TEST_CASE("rows: index_copy_ errors", "[ops][rows][errors][index_copy]") {
+  const Tensor dst = Tensor::full({5, 3}, kSentinel);
+  const Tensor src = Tensor::randn({3, 3}, 1);
+  const Tensor index = Tensor::from_vector<std::int64_t>({4, 0, 2}, {3});
+  for (const char* be : kBackends) {
+    INFO(be);
+    // The kernel's check: the first bad index and its position, nothing written.
+    require_error(
+        "index_copy_", {"index holds 7 at position 2, outside [0, 5)"},
+        [&] {
+          index_copy_(dst, 0, Tensor::from_vector<std::int64_t>({0, 1, 7}, {3}), src, on(be));
+        },
+        {&dst});
+    require_error(
+        "index_copy_", {"index holds -1 at position 0, outside [0, 5)"},
+        [&] {
+          index_copy_(dst, 0, Tensor::from_vector<std::int32_t>({-1, 5, 1}, {3}), src, on(be));
+        },
+        {&dst});
+    // Positions count along the index's own strides (flipped: 7 is at position 2).
+    require_error("index_copy_", {"index holds 7 at position 2"},
+                  [&] {
+                    index_copy_(dst, 0, Tensor::from_vector<std::int64_t>({7, 1, 0}, {3}).flip(0),
+                                src, on(be));
+                  },
+                  {&dst});
+    // Along the row dim too: dst [3, 5], index into its columns.
+    const Tensor dc = Tensor::full({3, 5}, kSentinel);
+    require_error(
+        "index_copy_", {"index holds 5 at position 1, outside [0, 5)"},
+        [&] {
+          index_copy_(dc, 1, Tensor::from_vector<std::int64_t>({0, 5, 1}, {3}), src, on(be));
+        },
+        {&dc});
+  }
+  require_error("index_copy_", {"src has shape [3, 4] but must be [3, 3]"},
+                [&] {
+                  index_copy_(dst, 0, index, Tensor::randn({3, 4}, 1));
+                },
+                {&dst});
+  require_error("index_copy_", {"src has shape [3, 3] but must be [5, 3]"},
+                [&] { index_copy_(dst, 1, index, src); }, {&dst});
+  require_error("index_copy_", {"src has dtype f64 but dst has f32"},
+                [&] {
+                  index_copy_(dst, 0, index, Tensor::randn({3, 3}, 1, DType::f64));
+                },
+                {&dst});
+  require_error("index_copy_", {"index has dtype f32", "i32 or i64"},
+                [&] { index_copy_(dst, 0, Tensor::zeros({3}), src); }, {&dst});
+  require_error("index_copy_", {"index has shape [3, 1] but must be 1-D"},
+                [&] {
+                  index_copy_(dst, 0, index.reshape({3, 1}), src);
+                },
+                {&dst});
+  require_error("index_copy_", {"dim 2 is out of range"}, [&] { index_copy_(dst, 2, index, src); },
+                {&dst});
+  require_error("index_copy_", {"dst must have at least 1 dims"},
+                [&] { index_copy_(Tensor::full({}, 1.0), 0, index, src); }, {&dst});
+  require_error("index_copy_", {"index has length 3 but dst has size 0 at dim 0"},
+                [&] {
+                  index_copy_(Tensor::empty({0, 3}), 0, index, src);
+                },
+                {&dst});
+  const Tensor row = Tensor::full({1, 3}, kSentinel);
+  require_error("index_copy_", {"dst has strides [0, 1]", "share memory"},
+                [&] {
+                  index_copy_(row.expand({5, 3}), 0, index, src);
+                },
+                {&row});
+  const Tensor buf = Tensor::full({30}, kSentinel);
+  require_error("index_copy_", {"dst overlaps input src"},
+                [&] {
+                  index_copy_(buf.narrow(0, 0, 15).reshape({5, 3}), 0, index,
+                              buf.narrow(0, 12, 9).reshape({3, 3}));
+                },
+                {&buf});
+  const Tensor ibuf = Tensor::zeros({18}, DType::i64);
+  require_error("index_copy_", {"dst overlaps input index"},
+                [&] {
+                  index_copy_(ibuf.narrow(0, 0, 15).reshape({5, 3}), 0, ibuf.narrow(0, 12, 3),
+                              Tensor::zeros({3, 3}, DType::i64));
+                },
+                {&ibuf});
+}
+
 // ============================ rotary =========================================
 
 namespace {
@@ -822,6 +1037,12 @@ TEST_CASE("rows: operands on different devices are refused", "[ops][rows][errors
       "embedding", {"table" + on_other},
       [&] {
         embedding_out(out, Tensor::zeros({3}, DType::i64), Tensor::randn({5, 4}, 1).to(other));
+      },
+      {&out});
+  require_error(
+      "index_copy_", {"index" + on_other, "dst is on cpu"},
+      [&] {
+        index_copy_(out, 0, Tensor::zeros({3}, DType::i64).to(other), Tensor::randn({3, 4}, 1));
       },
       {&out});
   require_error("concat", {"xs[1]" + on_other},

@@ -106,6 +106,7 @@ TEST_CASE("ops runner: sum, mean, max, argmax", "[ops][runner]") { check_family(
 TEST_CASE("ops runner: softmax, log_softmax", "[ops][runner]") { check_family("softmax"); }
 TEST_CASE("ops runner: layer_norm, rms_norm", "[ops][runner]") { check_family("norm"); }
 TEST_CASE("ops runner: embedding", "[ops][runner]") { check_family("embedding"); }
+TEST_CASE("ops runner: index_copy_", "[ops][runner]") { check_family("index_copy"); }
 TEST_CASE("ops runner: rotary", "[ops][runner]") { check_family("rotary"); }
 TEST_CASE("ops runner: concat", "[ops][runner]") { check_family("concat"); }
 TEST_CASE("ops runner: matmul, linear", "[ops][runner]") { check_family("matmul"); }

@@ -1,11 +1,13 @@
 // Descriptors of the row ops: reductions and softmax over a middle dim and
 // the last, the norms with and without weight/bias, embedding with i32 and
-// i64 ids, rotary in both styles with partial rotary dims, on a slice of a
-// fused QKV buffer and in place, and concat.
+// i64 ids, index_copy_ along an outer dim, the row dim and dim 0, rotary in
+// both styles with partial rotary dims, on a slice of a fused QKV buffer and
+// in place, and concat.
 #include "op_catalog.hpp"
 #include "strata/concat.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
+#include "strata/index_copy.hpp"
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
 #include "strata/rotary.hpp"
@@ -161,6 +163,45 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     };
     d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
       embedding_out(out, in[0], in[1], o);
+    };
+    v.push_back(d);
+  }
+
+  // index_copy_: the output (dst) first takes the values of input "dst" by
+  // copy_, then index_copy_ writes src's slices at distinct in-range indices
+  // (a permutation subset, so no write races and the other slices keep
+  // dst's values). The index input is [2, T] and row 0 is used, so that
+  // every layout gives it a stride of its own (transposed: 2, negative: -1,
+  // strided: 2) and broadcast (stride 0 along the unused dim) keeps its
+  // values distinct. First: the KV-cache append ([B, Hkv, max_len, hd] at
+  // dim 2); then the indexed dim as the row (-1) and as the outermost (0).
+  const struct {
+    const char* name;
+    Shape dst;
+    int dim;
+    DType index_dt;
+  } index_copies[] = {
+      {"index_copy_ dim=2 (KV cache append)", {2, 3, 11, 16}, 2, DType::i64},
+      {"index_copy_ dim=-1 (index along the row)", {4, 9}, -1, DType::i32},
+      {"index_copy_ dim=0", {6, 4, 8}, 0, DType::i32},
+  };
+  for (const auto& c : index_copies) {
+    const std::size_t w =
+        static_cast<std::size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.dst.size()) : c.dim);
+    const std::int64_t n = c.dst[w], t = n / 2;  // 2t <= n distinct values
+    Shape src = c.dst;
+    src[w] = t;
+    OpDescriptor d;
+    d.name = c.name;
+    d.family = "index_copy";
+    d.registry_ops = {"cast", "index_copy"};
+    d.inputs = {input("dst", c.dst), input_of("index", {2, t}, c.index_dt, Fill::permutation, n),
+                input("src", src)};
+    d.dtypes = every_dtype();
+    const int dim = c.dim;
+    d.run = [dim](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      copy_(out, in[0], o);
+      index_copy_(out, dim, in[1].select(0, 0), in[2], o);
     };
     v.push_back(d);
   }

@@ -14,12 +14,14 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // What fills a buffer's elements that no view covers: NaN for floating
-// dtypes, so a kernel reading outside its view produces NaN; for ids an id
-// out of range (embedding then throws); for positions a far position.
+// dtypes, so a kernel reading outside its view produces NaN; for ids (and
+// permutation indices) an id out of range (embedding and index_copy_ then
+// throw); for positions a far position.
 double gap_value(const InputSpec& in, DType dt) {
   if (is_floating(dt)) return kNaN;
   if (dt == DType::boolean) return 1.0;
-  if (in.fill == Fill::ids) return static_cast<double>(in.range + 1000);
+  if (in.fill == Fill::ids || in.fill == Fill::permutation)
+    return static_cast<double>(in.range + 1000);
   if (in.fill == Fill::positions) return 1e6;
   return -9999.0;
 }
@@ -55,6 +57,18 @@ std::vector<double> draw(const InputSpec& in, DType dt, std::int64_t n, std::uin
       v = detail::rand_values(n, seed);
       for (double& x : v) x = std::floor(x * static_cast<double>(in.range));
       return v;
+    case Fill::permutation: {
+      // 0 .. range-1 ordered by seeded uniform keys.
+      const std::vector<double> keys = detail::rand_values(in.range, seed);
+      std::vector<std::int64_t> perm(static_cast<std::size_t>(in.range));
+      for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<std::int64_t>(i);
+      std::stable_sort(perm.begin(), perm.end(),
+                       [&](std::int64_t a, std::int64_t b) { return keys[a] < keys[b]; });
+      v.resize(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i)
+        v[i] = perm.empty() ? 0.0 : static_cast<double>(perm[i % in.range]);
+      return v;
+    }
   }
   return v;
 }
@@ -82,6 +96,8 @@ std::string fill_name(Fill f) {
       return "positions";
     case Fill::ties:
       return "ties";
+    case Fill::permutation:
+      return "permutation";
   }
   return "?";
 }

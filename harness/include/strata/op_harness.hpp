@@ -91,13 +91,15 @@ ViewSpec layout_spec(const Shape& shape, OpLayout l, bool output = false);
 
 // How an input's values are drawn (seeded; the same on every backend).
 enum class Fill {
-  normal,     // N(0, 1) (integer dtypes: round(4 N(0, 1)))
-  positive,   // uniform [0.1, 3) (log, sqrt, rsqrt, div's denominator)
-  nonzero,    // +-[0.5, 2)
-  boolean,    // true with probability 1/2
-  ids,        // integers in [0, range)
-  positions,  // integers in [0, range)
-  ties,       // round(2 N(0, 1)) / 2: few distinct values, so rows hold tied maxima
+  normal,       // N(0, 1) (integer dtypes: round(4 N(0, 1)))
+  positive,     // uniform [0.1, 3) (log, sqrt, rsqrt, div's denominator)
+  nonzero,      // +-[0.5, 2)
+  boolean,      // true with probability 1/2
+  ids,          // integers in [0, range)
+  positions,    // integers in [0, range)
+  ties,         // round(2 N(0, 1)) / 2: few distinct values, so rows hold tied maxima
+  permutation,  // distinct integers in [0, range): the first n of a seeded shuffle
+                // (n <= range; beyond that the shuffle repeats)
 };
 
 struct InputSpec {
@@ -105,7 +107,7 @@ struct InputSpec {
   Shape shape;
   std::optional<DType> dtype;  // nullopt: the case dtype
   Fill fill = Fill::normal;
-  std::int64_t range = 0;      // ids, positions: values in [0, range)
+  std::int64_t range = 0;      // ids, positions, permutation: values in [0, range)
   bool follows_layout = true;  // false: always contiguous
 };
 
