@@ -49,16 +49,19 @@ double seconds_of(const std::chrono::steady_clock::time_point& t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// args: arch (0 llama, 1 gpt2), dtype (0 f32, 1 bf16), batch.
+// args: arch (0 llama, 1 gpt2), dtype (0 f32, 1 bf16), batch, graph (1:
+// replayed CUDA graph, the default; 0: every op launched eagerly). The ids
+// of a step come from the host, as a sampler's do.
 void BM_decode(benchmark::State& st) {
   const auto arch = st.range(0) == 0 ? nn::Arch::llama : nn::Arch::gpt2;
   const DType dt = st.range(1) == 0 ? DType::f32 : DType::bf16;
   const std::int64_t B = st.range(2), pos = 512;
   nn::DecoderLM m(bench_config(arch), dt, Device::cuda(0));
   nn::init_normal(m, 1, 0.02);
+  m.graphs(st.range(3) != 0);
   nn::KVCache cache = m.make_cache(B, pos + 8);
   m.forward(Tensor::zeros({B, pos}, DType::i64, Device::cuda(0)), &cache);
-  const Tensor ids = Tensor::zeros({B, 1}, DType::i64, Device::cuda(0));
+  const Tensor ids = Tensor::zeros({B, 1}, DType::i64);
   const Tensor logits = Tensor::empty({B, 1, 256}, DType::f32, Device::cuda(0));
   auto step = [&] {
     cache.reset();
@@ -73,6 +76,7 @@ void BM_decode(benchmark::State& st) {
     sync();
     st.SetIterationTime(seconds_of(t0));
   }
+  st.counters["graphs_recorded"] = static_cast<double>(m.graph_captures());
   st.counters["params_M"] = static_cast<double>(m.num_parameters()) / 1e6;
 }
 
@@ -104,12 +108,15 @@ void BM_prefill(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_decode)
-    ->ArgNames({"gpt2", "bf16", "B"})
-    ->Args({0, 0, 1})
-    ->Args({0, 1, 1})
-    ->Args({0, 1, 16})
-    ->Args({1, 0, 1})
-    ->Args({1, 1, 1})
+    ->ArgNames({"gpt2", "bf16", "B", "graph"})
+    ->Args({0, 0, 1, 1})
+    ->Args({0, 1, 1, 1})
+    ->Args({0, 1, 16, 1})
+    ->Args({1, 0, 1, 1})
+    ->Args({1, 1, 1, 1})
+    ->Args({0, 0, 1, 0})
+    ->Args({0, 1, 1, 0})
+    ->Args({0, 1, 16, 0})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5);

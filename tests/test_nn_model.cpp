@@ -207,3 +207,52 @@ TEST_CASE("nn DecoderLM: parameter names and counts", "[nn][nn_model]") {
   CHECK(n.named_parameters().back().first == "norm_f.bias");
   CHECK(&n.lm_head_weight() == &n.wte.weight);
 }
+
+// The form a recorded CUDA graph step takes (DecoderLM's decode on cuda):
+// k and v written at device positions by index_copy_, attention over the
+// whole cache with a mask of filled positions. Run here on the host
+// backends against the eager form, so the method is checked where CI runs.
+TEST_CASE("nn MultiHeadAttention: a step at device positions equals an eager step",
+          "[nn][nn_model]") {
+  for (const char* be : kBackends) {
+    INFO(be);
+    RotaryOptions ro;
+    MultiHeadAttention mha(32, 4, 2, 8, false, ro);
+    init_normal(mha, 5, 0.2);
+    MatmulOptions opt;
+    opt.backend = be;
+    const std::int64_t T = 6, max_len = 16;
+    const Tensor x = Tensor::randn({1, T + 1, 32}, 9);
+    KVCache eager(1, 1, 2, 8, max_len, DType::f32, Device::cpu());
+    KVCache graphed(1, 1, 2, 8, max_len, DType::f32, Device::cpu());
+    const Tensor pos = Tensor::arange(T + 1, DType::i64);
+    // The same prefill into both caches.
+    mha.forward(x.narrow(1, 0, T), pos.narrow(0, 0, T), &eager.layer(0), 0, opt);
+    mha.forward(x.narrow(1, 0, T), pos.narrow(0, 0, T), &graphed.layer(0), 0, opt);
+    const Tensor xs = x.narrow(1, T, 1);
+    const Tensor want = mha.forward(xs, pos.narrow(0, T, 1), &eager.layer(0), T, opt);
+
+    Tensor valid = Tensor::zeros({max_len}, DType::boolean);
+    fill_(valid.narrow(0, 0, T + 1), 1.0);
+    const AttentionScratch s{Tensor::empty({1, 1, 64}), Tensor::empty({1, 1, 32})};
+    const Tensor got = Tensor::empty({1, 1, 32});
+    mha.forward_out(got, xs, pos.narrow(0, T, 1), CacheSlot{&graphed.layer(0), -1, valid}, s,
+                    opt);
+    CHECK(rel_err(got, want) < 1e-5);
+    // The appended k and v landed at position T, as the eager copy_ put them.
+    CHECK(rel_err(graphed.layer(0).kv.narrow(3, 0, T + 1), eager.layer(0).kv.narrow(3, 0, T + 1)) ==
+          0.0);
+
+    // Bad masks are errors naming the argument, before the cache is touched.
+    const Tensor before = graphed.layer(0).kv.clone();
+    CORE_REQUIRE_ERROR(mha.forward_out(got, xs, pos.narrow(0, T, 1),
+                                       CacheSlot{&graphed.layer(0), -1, valid.narrow(0, 0, 8)},
+                                       s, opt),
+                       "valid must be bool [16]");
+    CORE_REQUIRE_ERROR(
+        mha.forward_out(got, xs, pos.narrow(0, T, 1),
+                        CacheSlot{&graphed.layer(0), -1, Tensor::zeros({max_len})}, s, opt),
+        "valid must be bool");
+    CHECK(rel_err(graphed.layer(0).kv, before) == 0.0);
+  }
+}

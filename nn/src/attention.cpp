@@ -2,6 +2,7 @@
 
 #include "strata/attention.hpp"
 #include "strata/elementwise.hpp"
+#include "strata/index_copy.hpp"
 
 namespace strata::nn {
 
@@ -81,19 +82,30 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& positions, Lay
       Tensor::empty({b, t, num_heads * head_dim}, x.dtype(), x.device()),
   };
   Tensor y = Tensor::empty({b, t, out.out_features()}, x.dtype(), x.device());
-  forward_out(y, x, positions, cache, cache_len, s, opt);
+  forward_out(y, x, positions, CacheSlot{cache, cache_len, Tensor()}, s, opt);
   return y;
 }
 
 void MultiHeadAttention::forward_out(const Tensor& y, const Tensor& x, const Tensor& positions,
-                                     LayerCache* cache, std::int64_t cache_len,
-                                     const AttentionScratch& s, const MatmulOptions& opt) const {
+                                     const CacheSlot& slot, const AttentionScratch& s,
+                                     const MatmulOptions& opt) const {
   const std::int64_t t = x.size(1);
-  if (cache != nullptr) {
+  LayerCache* cache = slot.cache;
+  const bool at_device_positions = cache != nullptr && slot.valid.defined();
+  if (cache != nullptr && !at_device_positions) {
     // Checked before the projection runs, so a full cache changes nothing.
-    STRATA_CHECK(cache_len >= 0 && cache_len + t <= cache->k.size(2), "MultiHeadAttention::forward",
-                 "the KV cache holds ", cache_len, " of ", cache->k.size(2), " positions; ", t,
-                 " more do not fit");
+    STRATA_CHECK(slot.length >= 0 && slot.length + t <= cache->k.size(2),
+                 "MultiHeadAttention::forward", "the KV cache holds ", slot.length, " of ",
+                 cache->k.size(2), " positions; ", t, " more do not fit");
+  }
+  if (at_device_positions) {
+    STRATA_CHECK(slot.valid.dim() == 1 && slot.valid.size(0) == cache->k.size(2) &&
+                     slot.valid.dtype() == DType::boolean,
+                 "MultiHeadAttention::forward", "valid must be bool [", cache->k.size(2),
+                 "] (one flag per cache position), got ", dtype_name(slot.valid.dtype()), " ",
+                 shape_str(slot.valid.shape()));
+    STRATA_CHECK(t == 1, "MultiHeadAttention::forward",
+                 "a step at device positions appends one token, got ", t);
   }
   qkv.forward_out(s.qkv, x, opt);
   QKVViews v = split(s.qkv);
@@ -104,25 +116,41 @@ void MultiHeadAttention::forward_out(const Tensor& y, const Tensor& x, const Ten
         s.qkv.narrow(2, 0, nq + nkv).reshape({b, t, num_heads + num_kv_heads, head_dim});
     rotary_out(qk.transpose(1, 2), qk.transpose(1, 2), positions, *rotary, opt);
   }
-  Tensor keys = v.k, values = v.v;
-  if (cache != nullptr) {
-    if (cache->kv.defined()) {
-      // k's and v's heads are adjacent too: [B, T, 2, Hkv, hd] -> [B, 2, Hkv, T, hd].
-      const Tensor kv_new = s.qkv.narrow(2, nq, 2 * nkv)
-                                .reshape({b, t, 2, num_kv_heads, head_dim})
-                                .permute({0, 2, 3, 1, 4});
-      copy_(cache->kv.narrow(3, cache_len, t), kv_new, opt);
-    } else {
-      copy_(cache->k.narrow(2, cache_len, t), v.k, opt);
-      copy_(cache->v.narrow(2, cache_len, t), v.v, opt);
-    }
-    keys = cache->k.narrow(2, 0, cache_len + t);
-    values = cache->v.narrow(2, 0, cache_len + t);
-  }
   AttentionOptions ao;
   ao.causal = Causal::bottom_right;
   ao.backend = opt.backend;
   ao.stream = opt.stream;
+  Tensor keys = v.k, values = v.v;
+  if (cache != nullptr) {
+    // The position dim of the cache (k: [B, Hkv, max, hd]; kv: [B, 2, Hkv, max, hd]).
+    auto append = [&](const Tensor& dst, int dim, const Tensor& src) {
+      if (at_device_positions)
+        index_copy_(dst, dim, positions, src, opt);
+      else
+        copy_(dst.narrow(dim, slot.length, t), src, opt);
+    };
+    if (cache->kv.defined()) {
+      // k's and v's heads are adjacent too: [B, T, 2, Hkv, hd] -> [B, 2, Hkv, T, hd].
+      append(cache->kv, 3,
+             s.qkv.narrow(2, nq, 2 * nkv)
+                 .reshape({b, t, 2, num_kv_heads, head_dim})
+                 .permute({0, 2, 3, 1, 4}));
+    } else {
+      append(cache->k, 2, v.k);
+      append(cache->v, 2, v.v);
+    }
+    if (at_device_positions) {
+      // The whole buffer, the unfilled tail masked: with T = 1 the causal
+      // band is the mask itself (the new token sees every filled position).
+      keys = cache->k;
+      values = cache->v;
+      ao.causal = Causal::none;
+      ao.mask = slot.valid.reshape({1, 1, 1, slot.valid.size(0)});
+    } else {
+      keys = cache->k.narrow(2, 0, slot.length + t);
+      values = cache->v.narrow(2, 0, slot.length + t);
+    }
+  }
   // [B, T, H hd] seen as [B, H, T, hd]: the kernel writes the layout the out
   // projection reads, so no transpose copy follows.
   const Tensor attn_view = s.attn.reshape({x.size(0), t, num_heads, head_dim}).transpose(1, 2);

@@ -1,6 +1,11 @@
 #include "strata/nn/decoder.hpp"
 
+#include <cstdlib>
+#include <string>
+
 #include "strata/elementwise.hpp"
+#include "strata/graph.hpp"
+#include "strata/index_copy.hpp"
 
 namespace strata::nn {
 
@@ -69,11 +74,11 @@ TransformerBlock::TransformerBlock(const ModelConfig& c, DType dt, Device dev)
   }
 }
 
-void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions, LayerCache* cache,
-                                       std::int64_t cache_len, const Workspace& ws,
+void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions,
+                                       const CacheSlot& slot, const Workspace& ws,
                                        const MatmulOptions& opt) const {
   norm_out(norm1, ws.h, x, opt);
-  attn.forward_out(ws.tmp, ws.h, positions, cache, cache_len, ws.attn, opt);
+  attn.forward_out(ws.tmp, ws.h, positions, slot, ws.attn, opt);
   add_out(x, x, ws.tmp, opt);
   norm_out(norm2, ws.h, x, opt);
   if (const auto* m = std::get_if<MLP>(&mlp)) {
@@ -92,8 +97,37 @@ void TransformerBlock::visit_parameters(const std::string& prefix, const ParamVi
 }
 
 // ---- DecoderLM --------------------------------------------------------------------
+// What a recorded decode step reads and writes besides the weights and the
+// cache: its own workspace (the model's per-(B, T) map may drop buffers a
+// graph still points at), the ids and position it reads, and the mask of
+// filled cache positions, and the logits it writes. The key says which
+// calls the graph serves.
+struct DecoderLM::DecodeGraph {
+  // key
+  std::int64_t batch = 0;
+  const void* cache_data = nullptr;
+  std::int64_t cache_max = 0;
+  std::string backend;
+  Precision precision = Precision::highest;
+
+  Stream stream;
+  Workspace ws;
+  Tensor step_host;  // i64 [B + 1] on the host: the B token ids, then the position
+  Tensor step;       // the same on the device, read by the graph
+  Tensor valid;      // bool [max_len]: the filled cache positions
+  Tensor one;        // bool [1], true: what the step writes into valid at its position
+  Tensor logits;     // f32 [B, 1, V]: the graph's output, copied into the caller's
+  std::int64_t valid_len = -1;  // valid marks [0, valid_len); -1: not yet written
+  Graph graph;
+};
+
+DecoderLM::~DecoderLM() = default;
+DecoderLM::DecoderLM(DecoderLM&&) noexcept = default;
+DecoderLM& DecoderLM::operator=(DecoderLM&&) noexcept = default;
+
 DecoderLM::DecoderLM(const ModelConfig& c, DType dt, Device dev)
     : cfg_(c), dtype_(dt), device_(dev) {
+  if (const char* e = std::getenv("STRATA_CUDA_GRAPHS")) graphs_ = std::string(e) != "0";
   check_config(c);
   check(dt == DType::f32 || dt == DType::bf16 || dt == DType::f16 || dt == DType::f64, "DecoderLM",
         "dtype must be floating, not ", dtype_name(dt));
@@ -164,27 +198,133 @@ void DecoderLM::forward_out(const Tensor& logits, const Tensor& ids_in, KVCache*
   STRATA_CHECK(cfg_.arch != Arch::gpt2 || pos0 + t <= cfg_.max_position_embeddings, op,
                "positions up to ", pos0 + t, " exceed max_position_embeddings ",
                cfg_.max_position_embeddings);
+  if (use_graph(t, cache)) {
+    graph_step(logits, ids_in, *cache);
+    return;
+  }
   const Tensor ids = ids_in.device() == device_ ? ids_in : ids_in.to(device_);
   const Workspace& ws = workspace(b, t);
   const Tensor pos = positions(pos0 + t).narrow(0, pos0, t);
-
-  wte.forward_out(ws.x, ids, opt_);
-  if (cfg_.arch == Arch::gpt2) add_out(ws.x, ws.x, wpe.weight.narrow(0, pos0, t), opt_);
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    LayerCache* lc = cache != nullptr ? &cache->layer(static_cast<std::int64_t>(i)) : nullptr;
-    blocks[i].forward_inplace(ws.x, pos, lc, pos0, ws, opt_);
-  }
-  norm_out(norm_f, ws.h, ws.x, opt_);
-  if (dtype_ == DType::f32) {
-    linear_out(logits, ws.h, lm_head_weight(), Tensor(), opt_);
-  } else {
-    linear_out(ws.logits, ws.h, lm_head_weight(), Tensor(), opt_);
-    copy_(logits, ws.logits, opt_);
-  }
+  run(logits, ids, pos, cache, pos0, Tensor(), ws, opt_);
   if (cache != nullptr) cache->advance(t);
 }
 
+void DecoderLM::run(const Tensor& logits, const Tensor& ids, const Tensor& pos, KVCache* cache,
+                    std::int64_t pos0, const Tensor& valid, const Workspace& ws,
+                    const MatmulOptions& opt) const {
+  const std::int64_t t = ids.size(1);
+  wte.forward_out(ws.x, ids, opt);
+  if (cfg_.arch == Arch::gpt2) {
+    if (valid.defined()) {
+      // The position is on the device: gather its row ([T, D], broadcast over B).
+      const Tensor rows = ws.h.select(0, 0);
+      wpe.forward_out(rows, pos, opt);
+      add_out(ws.x, ws.x, rows, opt);
+    } else {
+      add_out(ws.x, ws.x, wpe.weight.narrow(0, pos0, t), opt);
+    }
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    LayerCache* lc = cache != nullptr ? &cache->layer(static_cast<std::int64_t>(i)) : nullptr;
+    blocks[i].forward_inplace(ws.x, pos, CacheSlot{lc, pos0, valid}, ws, opt);
+  }
+  norm_out(norm_f, ws.h, ws.x, opt);
+  if (dtype_ == DType::f32) {
+    linear_out(logits, ws.h, lm_head_weight(), Tensor(), opt);
+  } else {
+    linear_out(ws.logits, ws.h, lm_head_weight(), Tensor(), opt);
+    copy_(logits, ws.logits, opt);
+  }
+}
+
+void DecoderLM::graphs(bool on) {
+  graphs_ = on;
+  if (!on) graph_.reset();
+}
+
+bool DecoderLM::use_graph(std::int64_t t, const KVCache* cache) const {
+  return graphs_ && cache != nullptr && t == 1 && device_.type == DeviceType::cuda &&
+         opt_.stream == nullptr;
+}
+
+// One decode step by graph: the ids (checked here, on the host: the graph
+// cannot stop to report a bad id) and the position go into `step`, `valid`
+// is brought to the cache's length, then the graph runs. The first call for
+// a key runs the step eagerly on the graph's stream (first-use set-up such
+// as cuBLAS workspaces happens outside the capture) and records it.
+void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cache) {
+  const char* op = "DecoderLM::forward";
+  const std::int64_t b = ids.size(0), len = cache.length();
+  const void* cache_data = cache.layer(0).k.data_ptr();
+  DecodeGraph* g = graph_.get();
+  if (g == nullptr || g->batch != b || g->cache_data != cache_data ||
+      g->cache_max != cache.max_length() || g->backend != opt_.backend ||
+      g->precision != opt_.precision) {
+    graph_.reset();  // before the new one's buffers are allocated
+    auto n = std::make_unique<DecodeGraph>();
+    n->batch = b;
+    n->cache_data = cache_data;
+    n->cache_max = cache.max_length();
+    n->backend = opt_.backend;
+    n->precision = opt_.precision;
+    n->stream = Stream(device_);
+    n->ws = Workspace(cfg_, b, 1, dtype_, device_);
+    n->step_host = Tensor::zeros({b + 1}, DType::i64);
+    n->step = Tensor::zeros({b + 1}, DType::i64, device_);
+    n->valid = Tensor::zeros({cache.max_length()}, DType::boolean, device_);
+    n->one = Tensor::full({1}, 1.0, DType::boolean, device_);
+    n->logits = Tensor::empty({b, 1, cfg_.vocab_size}, DType::f32, device_);
+    graph_ = std::move(n);
+    g = graph_.get();
+  }
+  // Ids to the host (a device tensor costs one read back) and checked.
+  const Tensor host_ids = ids.to(Device::cpu());
+  auto* step = g->step_host.data<std::int64_t>();
+  for (std::int64_t i = 0; i < b; ++i) {
+    const auto id = static_cast<std::int64_t>(host_ids.item({i, 0}));
+    STRATA_CHECK(id >= 0 && id < cfg_.vocab_size, op, "ids holds ", id, " at index ", i,
+                 ", outside [0, ", cfg_.vocab_size, ")");
+    step[i] = id;
+  }
+  step[b] = len;
+  g->step.copy_from(g->step_host);
+
+  MatmulOptions opt = opt_;
+  opt.stream = g->stream.handle();
+  if (g->valid_len != len) {
+    // The cache was rewound, reset or filled eagerly since the last step.
+    if (g->valid_len < 0) {
+      fill_(g->valid, 0.0, opt);
+      g->valid_len = 0;
+    }
+    if (len > g->valid_len)
+      fill_(g->valid.narrow(0, g->valid_len, len - g->valid_len), 1.0, opt);
+    else
+      fill_(g->valid.narrow(0, len, g->valid_len - len), 0.0, opt);
+    g->valid_len = len;
+  }
+  const Tensor ids_dev = g->step.narrow(0, 0, b).reshape({b, 1});
+  const Tensor pos = g->step.narrow(0, b, 1);
+  auto body = [&] {
+    index_copy_(g->valid, 0, pos, g->one, opt);
+    run(g->logits, ids_dev, pos, &cache, len, g->valid, g->ws, opt);
+  };
+  if (!g->graph.defined()) {
+    body();
+    g->graph = Graph::capture(g->stream, body);
+    ++graph_captures_;
+  } else {
+    g->graph.replay(g->stream);
+  }
+  // The graph writes only memory it owns: a logits tensor of the caller's
+  // may be gone by the next replay.
+  copy_(logits, g->logits, opt);
+  g->valid_len = len + 1;
+  cache.advance(1);
+}
+
 void DecoderLM::visit_parameters(const std::string& prefix, const ParamVisitor& fn) {
+  graph_.reset();  // the visitor may replace weights a recorded graph points at
   wte.visit_parameters(join_name(prefix, "wte"), fn);
   if (wpe.weight.defined()) wpe.visit_parameters(join_name(prefix, "wpe"), fn);
   for (std::size_t i = 0; i < blocks.size(); ++i)
@@ -198,12 +338,14 @@ void DecoderLM::to(Device dev) {
   device_ = dev;
   workspaces_.clear();
   positions_ = Tensor();
+  graph_.reset();
 }
 
 void DecoderLM::to(DType dt) {
   Module::to(dt);
   dtype_ = dt;
   workspaces_.clear();
+  graph_.reset();
 }
 
 }  // namespace strata::nn

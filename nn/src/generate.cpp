@@ -115,9 +115,10 @@ GenerationResult generate(DecoderLM& model, const std::vector<std::int64_t>& pro
   r.tokens.push_back(next);
   if (on_token && !on_token(next)) return r;
 
-  // Decode: the same two device buffers every step, so the model's
-  // workspace for (1, 1) is reused and nothing is allocated on the device.
-  const Tensor step_ids = Tensor::zeros({1, 1}, DType::i64, dev);
+  // Decode: the id on the host (a cuda model's graph step reads it from
+  // there) and the same logits every step, so nothing is allocated on the
+  // device and a recorded decode graph is replayed.
+  const Tensor step_ids = Tensor::zeros({1, 1}, DType::i64);
   const Tensor logits = Tensor::empty({1, 1, V}, DType::f32, dev);
   t0 = clock::now();
   while (static_cast<std::int64_t>(r.tokens.size()) < max_tokens) {

@@ -52,6 +52,21 @@ class KVCache {
   std::int64_t length_ = 0;
 };
 
+// How one forward call reaches its layer's cache.
+//  * cache == nullptr: attention over this call's own k and v.
+//  * valid undefined (eager): k and v are appended at `length` (a copy_ into
+//    a narrow view) and attention reads the first length + T positions.
+//  * valid defined (a step captured into a graph, DecoderLM's decode on
+//    CUDA): nothing here may depend on a host-side length, so k and v are
+//    written at the call's device positions (index_copy_) and attention
+//    reads the whole buffer, `valid` (bool [max_len], true at every filled
+//    position including this call's) masking the positions not yet filled.
+struct CacheSlot {
+  LayerCache* cache = nullptr;
+  std::int64_t length = 0;
+  Tensor valid;
+};
+
 // Per-call buffers of one attention (the model keeps them per batch and length).
 struct AttentionScratch {
   Tensor qkv;   // [B, T, (H + 2 Hkv) hd]
@@ -83,8 +98,8 @@ class MultiHeadAttention : public Module {
   // bottom-right aligned); without one it reads this call's k and v.
   Tensor forward(const Tensor& x, const Tensor& positions, LayerCache* cache = nullptr,
                  std::int64_t cache_len = 0, const MatmulOptions& opt = {}) const;
-  void forward_out(const Tensor& out, const Tensor& x, const Tensor& positions, LayerCache* cache,
-                   std::int64_t cache_len, const AttentionScratch& scratch,
+  void forward_out(const Tensor& out, const Tensor& x, const Tensor& positions,
+                   const CacheSlot& slot, const AttentionScratch& scratch,
                    const MatmulOptions& opt = {}) const;
   void visit_parameters(const std::string& prefix, const ParamVisitor& fn) override;
 

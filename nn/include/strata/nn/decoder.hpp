@@ -5,6 +5,7 @@
 // built from a ModelConfig. docs/models.md.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -39,9 +40,8 @@ class TransformerBlock : public Module {
   TransformerBlock() = default;
   TransformerBlock(const ModelConfig& cfg, DType dt, Device dev);
   // x [B, T, D], updated in place; positions [T] i64.
-  void forward_inplace(const Tensor& x, const Tensor& positions, LayerCache* cache,
-                       std::int64_t cache_len, const Workspace& ws,
-                       const MatmulOptions& opt = {}) const;
+  void forward_inplace(const Tensor& x, const Tensor& positions, const CacheSlot& slot,
+                       const Workspace& ws, const MatmulOptions& opt = {}) const;
   void visit_parameters(const std::string& prefix, const ParamVisitor& fn) override;
 
   Norm norm1;
@@ -53,6 +53,11 @@ class TransformerBlock : public Module {
 class DecoderLM : public Module {
  public:
   explicit DecoderLM(const ModelConfig& cfg, DType dt = DType::f32, Device dev = Device::cpu());
+  ~DecoderLM() override;
+  DecoderLM(DecoderLM&&) noexcept;
+  DecoderLM& operator=(DecoderLM&&) noexcept;
+  DecoderLM(const DecoderLM&) = delete;
+  DecoderLM& operator=(const DecoderLM&) = delete;
 
   const ModelConfig& config() const { return cfg_; }
   DType dtype() const { return dtype_; }
@@ -76,6 +81,20 @@ class DecoderLM : public Module {
   // on the model's device.
   void forward_out(const Tensor& logits, const Tensor& ids, KVCache* cache = nullptr);
 
+  // Decode steps on CUDA graphs (docs/models.md, "Decode on CUDA graphs").
+  // On a cuda model, a forward_out with a cache, T = 1 and no stream of the
+  // caller's (options().stream null) records the step's work once into a
+  // graph and replays it on later steps: the token ids and the position are
+  // written into device buffers the graph reads, and attention reads the
+  // whole cache through a mask of its filled positions, so one graph serves
+  // every cache length. The graph is recorded again when the batch, the
+  // cache or the options change, and after to() or visit_parameters(). On by default; STRATA_CUDA_GRAPHS=0 in the
+  // environment or graphs(false) runs every op eagerly.
+  void graphs(bool on);
+  bool graphs() const { return graphs_; }
+  // Graphs recorded so far (tests and benchmarks check that steps replay).
+  std::int64_t graph_captures() const { return graph_captures_; }
+
   // The output projection's weight [V, D]: wte's when tied.
   const Tensor& lm_head_weight() const { return tied() ? wte.weight : lm_head.weight; }
   bool tied() const { return cfg_.tie_word_embeddings || cfg_.arch == Arch::gpt2; }
@@ -91,8 +110,15 @@ class DecoderLM : public Module {
   Linear lm_head;  // undefined when tied
 
  private:
+  struct DecodeGraph;
   const Workspace& workspace(std::int64_t batch, std::int64_t len);
   const Tensor& positions(std::int64_t end);
+  // The model's ops from ids to logits; slot.cache is layer 0's (or null).
+  void run(const Tensor& logits, const Tensor& ids, const Tensor& pos, KVCache* cache,
+           std::int64_t pos0, const Tensor& valid, const Workspace& ws,
+           const MatmulOptions& opt) const;
+  bool use_graph(std::int64_t t, const KVCache* cache) const;
+  void graph_step(const Tensor& logits, const Tensor& ids, KVCache& cache);
 
   ModelConfig cfg_;
   DType dtype_;
@@ -100,6 +126,9 @@ class DecoderLM : public Module {
   MatmulOptions opt_;
   std::map<std::pair<std::int64_t, std::int64_t>, Workspace> workspaces_;
   Tensor positions_;  // arange(n) i64 on the device, grown on demand
+  bool graphs_ = true;
+  std::int64_t graph_captures_ = 0;
+  std::unique_ptr<DecodeGraph> graph_;
 };
 
 }  // namespace strata::nn
