@@ -8,7 +8,10 @@
 // device memory (atomicMin), copies it back and synchronises the stream; the
 // launcher throws "embedding: ids holds X at index I, outside [0, V)" (I in
 // the iteration's row order, as the reference) before the gather is
-// launched, so a bad id leaves out untouched.
+// launched, so a bad id leaves out untouched. While the stream is being
+// captured into a graph nothing may synchronise: the check is skipped and
+// the gather leaves the row of a bad id unwritten (never reading outside the
+// table); the graph's owner checks its ids (docs/graphs.md).
 #include <cmath>
 
 #include "cuda/rows/rows.cuh"
@@ -24,6 +27,7 @@ constexpr int kWarpsPerBlock = kRowThreads / 32;
 struct Table {
   const char* data;
   std::int64_t s0, s1;
+  std::int64_t rows;  // V: ids outside [0, V) are skipped
 };
 
 template <class T, class I>
@@ -34,6 +38,7 @@ __global__ void __launch_bounds__(kRowThreads) gather_kernel(RowParams p, Table 
     std::int64_t off[kMaxOperands];
     row_offsets(p, row, off);
     const std::int64_t id = load_id<I>(p.ptr[1], off[1]);
+    if (id < 0 || id >= t.rows) continue;  // only while capturing (checked otherwise)
     const T* src = reinterpret_cast<const T*>(t.data) + id * t.s0;
     T* dst = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     constexpr int VEC = 16 / sizeof(T);
@@ -52,10 +57,16 @@ void embedding_as(const IterArgs& a) {
   if (p.rows == 0) return;
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   const std::int64_t vocab = a.side.shape[0];
-  const BadId bad = first_bad_id(p, 1, a.op[1].dtype, vocab, st, "embedding id check");
-  if (bad.row >= 0)
-    fail("embedding", "ids holds ", bad.id, " at index ", bad.row, ", outside [0, ", vocab, ")");
-  const Table t{static_cast<const char*>(a.side.data), a.side.strides[0], a.side.strides[1]};
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(st, &capture));
+  if (capture == cudaStreamCaptureStatusNone) {
+    const BadId bad = first_bad_id(p, 1, a.op[1].dtype, vocab, st, "embedding id check");
+    if (bad.row >= 0)
+      fail("embedding", "ids holds ", bad.id, " at index ", bad.row, ", outside [0, ", vocab,
+           ")");
+  }
+  const Table t{static_cast<const char*>(a.side.data), a.side.strides[0], a.side.strides[1],
+                vocab};
   constexpr int VEC = 16 / sizeof(T);
   p.vec = p.n % VEC == 0 && t.s1 == 1 && p.rstride[0] == 1 && t.s0 % VEC == 0 &&
           reinterpret_cast<std::uintptr_t>(t.data) % 16 == 0 &&

@@ -8,7 +8,11 @@ namespace strata {
 // ids [...] (i32 or i64), table [V, D]  ->  out [..., D] (table's dtype).
 // An id outside [0, V) is a strata::Error naming the id and its index,
 // raised before anything is written (on the GPU too: the ids are checked on
-// the device and the result read back before the gather runs).
+// the device and the result read back before the gather runs) -- except
+// while the call's stream is being captured into a CUDA graph, where nothing
+// may synchronise: then the row of a bad id is left unwritten (nothing
+// outside the table is read) and checking the ids is the caller's job
+// (docs/graphs.md).
 Tensor embedding(const Tensor& ids, const Tensor& table, const OpOptions& opt = {});
 void embedding_out(const Tensor& out, const Tensor& ids, const Tensor& table,
                    const OpOptions& opt = {});
