@@ -47,6 +47,11 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& body) {
   rt.begin_capture(stream.handle(), dev.index);
   try {
     body();
+  } catch (const Error& e) {
+    // Most often an op that allocated, freed or synchronised: say so.
+    rt.abort_capture(stream.handle(), dev.index);
+    fail("Graph::capture", "an op failed while the stream was recording (ops there must not ",
+         "allocate, free or synchronise; docs/graphs.md): ", e.what());
   } catch (...) {
     rt.abort_capture(stream.handle(), dev.index);
     throw;
