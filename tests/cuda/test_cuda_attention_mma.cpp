@@ -1,5 +1,7 @@
 // bf16/f16 softmax_attention on the cuda backend's tensor-core kernel
-// (backends/cuda/attention/flash_mma*), through the cross-backend harness:
+// (backends/cuda/attention/flash_mma*) and, for M <= 8 query rows, its
+// native split-KV decode kernel (attention_decode.cuh with bf16/f16 storage,
+// "cuda.attention.decode_<dt>"), through the cross-backend harness:
 // every case against the f64 reference of the same rounded inputs, outputs
 // poisoned and guarded. The cases aim at the kernel's own boundaries: head
 // dims padded to 64 and 128 (and the f32 route above 128), partial query and
@@ -25,8 +27,16 @@ using strata::harness::MaskKind;
 
 namespace {
 
+std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
+
+// The kernel a bf16/f16 call with head dims up to 256 is registered to
+// reach: the decode kernel for M <= 8, else a tensor-core one.
+std::string expected_prefix(const AttentionCase& c) {
+  return c.M <= 8 ? "cuda.attention.decode_" + dt_name(c.dtype) : "cuda.attention.mma_";
+}
+
 // Runs the case; requires the cuda result to pass and to come from `kernel`
-// (a prefix of the registry name) when given.
+// (a prefix of the registry name; by default expected_prefix).
 void require_mma_pass(const AttentionCase& c, const std::string& kernel = "") {
   const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
   INFO(r.summary());
@@ -35,7 +45,7 @@ void require_mma_pass(const AttentionCase& c, const std::string& kernel = "") {
     if (b.backend != "cuda") continue;
     saw_cuda = true;
     CHECK(b.error.empty());
-    CHECK(b.kernel.rfind(kernel.empty() ? "cuda.attention.mma_" : kernel, 0) == 0);
+    CHECK(b.kernel.rfind(kernel.empty() ? expected_prefix(c) : kernel, 0) == 0);
     CHECK(b.fully_written);
     CHECK(b.guard_intact);
     CHECK(b.nan_mismatch == 0);
@@ -44,8 +54,6 @@ void require_mma_pass(const AttentionCase& c, const std::string& kernel = "") {
   }
   CHECK(saw_cuda);
 }
-
-std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
 
 }  // namespace
 
@@ -65,28 +73,140 @@ TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma
         c.dv = d;
         c.seed = ++seed;
         INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
-        const std::string want = "cuda.attention.mma_" + dt_name(dt) +
-                                 (d <= 64    ? "_d64"
-                                  : d <= 128 ? "_d128"
-                                             : "_via_f32");
+        const std::string want = M <= 8     ? "cuda.attention.decode_" + dt_name(dt)
+                                 : d <= 64  ? "cuda.attention.mma_" + dt_name(dt) + "_d64"
+                                 : d <= 128 ? "cuda.attention.mma_" + dt_name(dt) + "_d128"
+                                            : "cuda.attention.mma_" + dt_name(dt) + "_via_f32";
         require_mma_pass(c, want);
       }
     }
   }
 }
 
-// One query row against many keys in a single head fills one CTA: such
-// calls go through f32 (split-KV); a batch of heads stays on the tensor cores.
+// One query row against many keys: the decode kernel (split-KV) at any
+// batch. Above 8 rows, a query tile per head against many keys in a single
+// head fills one CTA: such calls go through f32 (split-KV); a batch of heads
+// stays on the tensor cores.
 TEST_CASE("cuda mma attention: decode-like calls", "[cuda][attention][mma]") {
   AttentionCase c = strata::harness::batched_case(1, 20000, 64, 64, DType::bf16, 7400);
   c.batch = {};
   c.Hq = 2;
   c.Hkv = 1;
+  require_mma_pass(c, "cuda.attention.decode_bf16");
+  c.M = 16;
+  c.seed = 7402;
   require_mma_pass(c, "cuda.attention.mma_bf16_via_f32");
   c.batch = {8};
   c.Hq = 8;
   c.seed = 7401;
   require_mma_pass(c, "cuda.attention.mma_bf16_d64");
+  c.M = 1;
+  c.seed = 7403;
+  require_mma_pass(c, "cuda.attention.decode_bf16");
+}
+
+// The native bf16/f16 decode kernel (M <= 8): every key count from empty to
+// many splits, head dims on the 8-byte vector path (64, 80, 128) and off it
+// (100: scalar loads), GQA, each row count on either side of the merge's
+// few/many-splits switch, causal bottom-right, bool and float masks, fully
+// masked rows, lse always compared.
+TEST_CASE("cuda decode attention: bf16/f16 shapes, masks and bands",
+          "[cuda][attention][mma][decode]") {
+  std::uint64_t seed = 11000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t M : {1, 3, 8}) {
+      for (std::int64_t N : {0, 1, 37, 520, 20000}) {
+        for (std::int64_t d : {64, 80, 128, 100}) {
+          if (d == 100 && N != 520) continue;
+          AttentionCase c;
+          c.dtype = dt;
+          if (N < 20000) c.batch = {2};  // the long calls in one batch item (reference time)
+          c.Hq = 8;
+          c.Hkv = 2;
+          c.M = M;
+          c.N = N;
+          c.d = d;
+          c.dv = d;
+          c.seed = ++seed;
+          INFO(dt_name(dt) << " M " << M << " N " << N << " d " << d);
+          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          c.causal = Causal::bottom_right;
+          c.seed = ++seed;
+          INFO("causal bottom-right");
+          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          c.causal = Causal::none;
+          c.mask = MaskKind::bool_full;
+          c.masked_rows = M > 1;  // rows 1, 5: every key masked
+          c.seed = ++seed;
+          INFO("bool mask");
+          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          c.mask = MaskKind::float_full;
+          c.seed = ++seed;
+          INFO("float mask");
+          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          c.mask = MaskKind::bool_bcast;  // [M, N], the decode step's cache mask
+          c.masked_rows = false;
+          c.causal = Causal::bottom_right;
+          c.window = std::make_pair<std::int64_t, std::int64_t>(300, 0);
+          c.seed = ++seed;
+          INFO("bool [M, N] mask, causal window");
+          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+        }
+      }
+    }
+  }
+}
+
+// Layouts the 8-byte loads cannot read (transposed, strided columns,
+// negative strides) take the scalar path; fused QKV slices and padded
+// windows the vector one. dv differs from d; d and dv up to 256 (two
+// chunks per lane).
+TEST_CASE("cuda decode attention: bf16/f16 layouts and head dims",
+          "[cuda][attention][mma][decode][layout]") {
+  std::uint64_t seed = 12000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    const std::string want = "cuda.attention.decode_" + dt_name(dt);
+    for (Layout l : strata::harness::all_layouts()) {
+      for (std::int64_t d : {64, 80, 128}) {
+        for (std::int64_t M : {1, 5, 8}) {
+          AttentionCase c;
+          c.dtype = dt;
+          c.batch = {2};
+          c.Hq = 4;
+          c.Hkv = 1;
+          c.M = M;
+          c.N = l == Layout::fused_qkv ? M : 520;
+          c.d = d;
+          c.dv = d;
+          c.layout = l;
+          c.seed = ++seed;
+          INFO("layout " << strata::harness::layout_name(l) << " " << dt_name(dt) << " d " << d
+                         << " M " << M);
+          require_mma_pass(c, want);
+          c.mask = MaskKind::float_bcast;
+          c.causal = Causal::bottom_right;
+          c.masked_rows = true;
+          c.seed = ++seed;
+          require_mma_pass(c, want);
+        }
+      }
+    }
+    for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
+             {64, 128}, {128, 64}, {7, 129}, {200, 256}, {256, 8}}) {
+      AttentionCase c = strata::harness::batched_case(4, 3000, d, dv, dt, ++seed);
+      c.Hkv = 1;
+      c.mask = MaskKind::bool_full;
+      INFO(dt_name(dt) << " d " << d << " dv " << dv);
+      require_mma_pass(c, want);
+    }
+    // Large logits: the online softmax's rescaling in f32 across splits.
+    AttentionCase c = strata::harness::batched_case(2, 20000, 128, 128, dt, ++seed);
+    c.input_scale = 8.0;
+    require_mma_pass(c, want);
+    // Head dims past the decode kernel's reach go to the tensor-core route.
+    c = strata::harness::batched_case(1, 300, 260, 260, dt, ++seed);
+    require_mma_pass(c, "cuda.attention.mma_" + dt_name(dt) + "_via_f32");
+  }
 }
 
 TEST_CASE("cuda mma attention: dv differs from d", "[cuda][attention][mma]") {

@@ -1,6 +1,8 @@
 #pragma once
 // Shared pieces of the softmax_attention kernels: the by-value kernel
 // argument, 16-byte vector types, cp.async wrappers and per-dtype maths.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -56,6 +58,74 @@ template <>
 __device__ __forceinline__ double vget<double>(const double2& v, int i) {
   return i == 0 ? v.x : v.y;
 }
+
+// Storage types S (what q, k, v, out and a float mask hold) beside the
+// compute type T (registers, shared memory, split-KV partials, lse):
+// S = T for f32 and f64, S = __nv_bfloat16 or __half with T = float.
+template <class S>
+struct StorageDType;
+template <>
+struct StorageDType<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct StorageDType<double> {
+  static constexpr DType value = DType::f64;
+};
+template <>
+struct StorageDType<__nv_bfloat16> {
+  static constexpr DType value = DType::bf16;
+};
+template <>
+struct StorageDType<__half> {
+  static constexpr DType value = DType::f16;
+};
+
+// S -> T on load (exact: every bf16/f16 value is a float).
+template <class T>
+__device__ __forceinline__ T to_compute(float x) {
+  return static_cast<T>(x);
+}
+template <class T>
+__device__ __forceinline__ T to_compute(double x) {
+  return static_cast<T>(x);
+}
+template <class T>
+__device__ __forceinline__ T to_compute(__nv_bfloat16 x) {
+  return static_cast<T>(__bfloat162float(x));
+}
+template <class T>
+__device__ __forceinline__ T to_compute(__half x) {
+  return static_cast<T>(__half2float(x));
+}
+// T -> S on the final store: rounded once, to nearest even.
+template <class S>
+__device__ __forceinline__ S to_storage(float x);
+template <>
+__device__ __forceinline__ float to_storage<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_storage<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half to_storage<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <class S>
+__device__ __forceinline__ S to_storage(double x);
+template <>
+__device__ __forceinline__ double to_storage<double>(double x) {
+  return x;
+}
+
+// N adjacent elements of S read with one load (N * sizeof(S) bytes, aligned
+// to that): the decode kernel's per-lane vector for storage narrower than T.
+template <class S, int N>
+struct alignas(N * sizeof(S)) SVec {
+  S e[N];
+};
 
 __device__ __forceinline__ float fexp2(float x) { return exp2f(x); }
 __device__ __forceinline__ double fexp2(double x) { return exp2(x); }
@@ -114,8 +184,9 @@ __host__ __device__ inline HeadOffsets head_offsets(const AttnParams& p, std::in
 }
 
 // Whether key j is kept for query row i by the band and the mask; for a
-// float mask, *bias receives the additive term (in base 2).
-template <class T>
+// float mask (held in S, q's storage type), *bias receives the additive term
+// (in base 2, in T).
+template <class T, class S = T>
 __device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_head, std::int64_t i,
                                          std::int64_t j, T* bias) {
   const AttentionArgs& a = p.a;
@@ -125,8 +196,8 @@ __device__ __forceinline__ bool key_kept(const AttnParams& p, const void* mask_h
                mask_head)[i * attn::row_stride(a.mask) + j * attn::col_stride(a.mask)] != 0;
   }
   if (p.mask_kind == kMaskFloat) {
-    *bias = static_cast<const T*>(
-                mask_head)[i * attn::row_stride(a.mask) + j * attn::col_stride(a.mask)] *
+    *bias = to_compute<T>(static_cast<const S*>(
+                mask_head)[i * attn::row_stride(a.mask) + j * attn::col_stride(a.mask)]) *
             static_cast<T>(1.4426950408889634);
   }
   return true;

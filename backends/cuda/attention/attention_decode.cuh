@@ -5,13 +5,23 @@
 // when the layout allows), dot products reduced by xor shuffles, and an
 // online softmax per warp. The warps of a block merge through shared memory;
 // the splits of a row are merged by attn_merge_kernel.
+//
+// Storage S (q, k, v, out, a float mask) may be narrower than the compute
+// type T: bf16/f16 inputs are read VEC (= Vec<T>::n, 4) elements per lane
+// per chunk, i.e. 8-byte loads in the same lane layout as f32, converted to
+// T in registers; all arithmetic, the warps' shared-memory merge and the
+// split-KV partials are in T, lse is T (f32 for half inputs), and out is
+// rounded to S once. With S = T (f32, f64) nothing changes.
+#include <type_traits>
+
 #include "cuda/attention/attention_common.cuh"
 
 namespace strata::cuda {
 
-template <class T, int WARPS_, int QCH_, int VCH_, int U_>
+template <class T, int WARPS_, int QCH_, int VCH_, int U_, class S = T>
 struct DecodeConfig {
   using type = T;
+  using storage = S;
   static constexpr int WARPS = WARPS_, QCH = QCH_, VCH = VCH_, U = U_;
   static constexpr int NT = WARPS * 32, VEC = Vec<T>::n;
   static constexpr int QE = QCH * VEC, VE = VCH * VEC;
@@ -26,18 +36,33 @@ __device__ __forceinline__ std::int64_t lane_elem(bool vec, int lane, int q, int
   return vec ? std::int64_t(lane + 32 * q) * VEC + c : std::int64_t(q * VEC + c) * 32 + lane;
 }
 
-template <class T, int CH>
-__device__ __forceinline__ void load_row(T (&r)[CH * Vec<T>::n], const T* g, std::int64_t es,
+// Loads the lane's slice of one head row of S into r (in T); elements past
+// n, or all of them when !ok, are 0.
+template <class T, class S, int CH>
+__device__ __forceinline__ void load_row(T (&r)[CH * Vec<T>::n], const S* g, std::int64_t es,
                                          std::int64_t n, bool vec, bool ok, int lane) {
   using V = typename Vec<T>::type;
   constexpr int VEC = Vec<T>::n;
 #pragma unroll
   for (int q = 0; q < CH; ++q) {
-    if (vec) {
+    if (vec && !std::is_same_v<S, T>) {
+      // Narrow storage: one VEC * sizeof(S)-byte load, widened in registers.
       const std::int64_t e0 = std::int64_t(lane + 32 * q) * VEC;
+      using W = SVec<S, VEC>;
+      if (ok && e0 < n) {
+        const W w = *reinterpret_cast<const W*>(g + e0);
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) r[q * VEC + c] = to_compute<T>(w.e[c]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) r[q * VEC + c] = T(0);
+      }
+    } else if (vec) {
+      const std::int64_t e0 = std::int64_t(lane + 32 * q) * VEC;
+      const T* gt = reinterpret_cast<const T*>(g);  // S == T here
       V w;
       if (ok && e0 < n) {
-        w = *reinterpret_cast<const V*>(g + e0);
+        w = *reinterpret_cast<const V*>(gt + e0);
       } else {
         T* wp = reinterpret_cast<T*>(&w);
 #pragma unroll
@@ -49,7 +74,7 @@ __device__ __forceinline__ void load_row(T (&r)[CH * Vec<T>::n], const T* g, std
 #pragma unroll
       for (int c = 0; c < VEC; ++c) {
         const std::int64_t e = std::int64_t(q * VEC + c) * 32 + lane;
-        r[q * VEC + c] = (ok && e < n) ? g[e * es] : T(0);
+        r[q * VEC + c] = (ok && e < n) ? to_compute<T>(g[e * es]) : T(0);
       }
     }
   }
@@ -58,6 +83,7 @@ __device__ __forceinline__ void load_row(T (&r)[CH * Vec<T>::n], const T* g, std
 template <class C>
 __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) {
   using T = typename C::type;
+  using S = typename C::storage;
   constexpr int WARPS = C::WARPS, QCH = C::QCH, VCH = C::VCH, U = C::U, VEC = C::VEC;
   constexpr int QE = C::QE, VE = C::VE;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -72,17 +98,17 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   const std::int64_t split = bid % p.splits;
   const std::int64_t bh = bid / p.splits;
   const HeadOffsets off = head_offsets(p, bh);
-  const T* kg = static_cast<const T*>(a.k.data) + off.k;
-  const T* vg = static_cast<const T*>(a.v.data) + off.v;
+  const S* kg = static_cast<const S*>(a.k.data) + off.k;
+  const S* vg = static_cast<const S*>(a.v.data) + off.v;
   const void* mask_head = nullptr;
   if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask.data) + off.mk;
-  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const T*>(a.mask.data) + off.mk;
+  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const S*>(a.mask.data) + off.mk;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   // q pre-scaled into base 2 once per row.
   T q[QE];
-  load_row<T, QCH>(q, static_cast<const T*>(a.q.data) + off.q + row * attn::row_stride(a.q),
-                   attn::col_stride(a.q), a.d, p.k_vec && p.q_vec, true, lane);
+  load_row<T, S, QCH>(q, static_cast<const S*>(a.q.data) + off.q + row * attn::row_stride(a.q),
+                      attn::col_stride(a.q), a.d, p.k_vec && p.q_vec, true, lane);
   const T sl2 = static_cast<T>(p.scale_log2);
 #pragma unroll
   for (int e = 0; e < QE; ++e) q[e] *= sl2;
@@ -104,10 +130,10 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
     for (int u = 0; u < U; ++u) {
       const std::int64_t j = jb + u;
       const bool ok = j < j_end;
-      load_row<T, QCH>(kr[u], kg + (ok ? j : 0) * attn::row_stride(a.k), attn::col_stride(a.k), a.d,
-                       p.k_vec && p.q_vec, ok, lane);
-      load_row<T, VCH>(vr[u], vg + (ok ? j : 0) * attn::row_stride(a.v), attn::col_stride(a.v),
-                       a.dv, p.v_vec, ok, lane);
+      load_row<T, S, QCH>(kr[u], kg + (ok ? j : 0) * attn::row_stride(a.k), attn::col_stride(a.k),
+                          a.d, p.k_vec && p.q_vec, ok, lane);
+      load_row<T, S, VCH>(vr[u], vg + (ok ? j : 0) * attn::row_stride(a.v), attn::col_stride(a.v),
+                          a.dv, p.v_vec, ok, lane);
     }
     T sc[U];
 #pragma unroll
@@ -126,7 +152,7 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
     for (int u = 0; u < U; ++u) {
       const std::int64_t j = jb + u;
       T bias = 0;
-      const bool kept = j < j_end && (plain || key_kept<T>(p, mask_head, row, j, &bias));
+      const bool kept = j < j_end && (plain || key_kept<T, S>(p, mask_head, row, j, &bias));
       sc[u] = kept ? sc[u] + bias : neg_inf<T>();
       tmax = fmax_(tmax, sc[u]);
     }
@@ -170,22 +196,44 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   const bool final_out = p.splits == 1;
   const bool vec_layout = p.v_vec;
   const T inv = final_out ? (l == T(0) ? T(0) : T(1) / l) : T(1);
-  T* dst;
-  std::int64_t cs;
-  if (final_out) {
-    dst = static_cast<T*>(a.out.data) + off.o + row * attn::row_stride(a.out);
-    cs = attn::col_stride(a.out);
-  } else {
-    dst = static_cast<T*>(p.part_acc) + ((split * p.bh + bh) * a.M + row) * a.dv;
-    cs = 1;
-  }
-  for (int x = threadIdx.x; x < 32 * VE; x += C::NT) {
-    T s = 0;
+  if constexpr (std::is_same_v<S, T>) {
+    T* dst;
+    std::int64_t cs;
+    if (final_out) {
+      dst = static_cast<T*>(a.out.data) + off.o + row * attn::row_stride(a.out);
+      cs = attn::col_stride(a.out);
+    } else {
+      dst = static_cast<T*>(p.part_acc) + ((split * p.bh + bh) * a.M + row) * a.dv;
+      cs = 1;
+    }
+    for (int x = threadIdx.x; x < 32 * VE; x += C::NT) {
+      T s = 0;
 #pragma unroll
-    for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
-    const int ln = x / VE, k = x % VE;
-    const std::int64_t col = lane_elem(vec_layout, ln, k / VEC, k % VEC, VEC);
-    if (col < a.dv) dst[col * cs] = s * inv;
+      for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
+      const int ln = x / VE, k = x % VE;
+      const std::int64_t col = lane_elem(vec_layout, ln, k / VEC, k % VEC, VEC);
+      if (col < a.dv) dst[col * cs] = s * inv;
+    }
+  } else {
+    // Final: out in S, rounded once; else this split's partial row in T.
+    S* const out_row = static_cast<S*>(a.out.data) + off.o + row * attn::row_stride(a.out);
+    const std::int64_t cs = attn::col_stride(a.out);
+    T* const part_row =
+        final_out ? nullptr
+                  : static_cast<T*>(p.part_acc) + ((split * p.bh + bh) * a.M + row) * a.dv;
+    for (int x = threadIdx.x; x < 32 * VE; x += C::NT) {
+      T s = 0;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
+      const int ln = x / VE, k = x % VE;
+      const std::int64_t col = lane_elem(vec_layout, ln, k / VEC, k % VEC, VEC);
+      if (col < a.dv) {
+        if (final_out)
+          out_row[col * cs] = to_storage<S>(s * inv);
+        else
+          part_row[col] = s;
+      }
+    }
   }
   if (threadIdx.x == 0) {
     if (final_out) {

@@ -2,6 +2,11 @@
 // argument, picks the kernel variant (decode or tiled, tile sizes by head
 // dims), decides the split of the keys so that small problems still fill
 // every SM, and allocates split-KV scratch from the stream-ordered pool.
+// run<T, S>: T the compute type (kernel arithmetic, split-KV partials, lse),
+// S the storage type of q, k, v, out and a float mask (S = T for f32 and
+// f64; bf16/f16 with T = float on the decode variants).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,7 +32,7 @@ constexpr int kDecodeMaxRows = 8;  // M at or below this uses the decode kernel
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = [] {
     std::vector<Variant> all;
-    for (const auto* list : {&variants_f32(), &variants_f32p(), &variants_f64()})
+    for (const auto* list : {&variants_f32(), &variants_f32p(), &variants_f64(), &variants_h16()})
       all.insert(all.end(), list->begin(), list->end());
     return all;
   }();
@@ -122,14 +127,17 @@ int prepare(const Variant& v, int dev) {
   return n;
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+bool aligned(const void* p, std::size_t bytes) {
+  return (reinterpret_cast<std::uintptr_t>(p) & (bytes - 1)) == 0;
+}
 
-// 16-byte vector access along dim `unit` of x (its column dim, or its row
-// dim for row-contiguous layouts) is safe for every vector: an aligned base,
-// unit stride along it, every other stride a multiple of the vector; `whole`
-// also asks that the dim's length be one.
-bool vec_ok(const Operand& x, int unit, bool whole, int vec) {
-  if (!x.data || !aligned16(x.data) || x.strides[unit] != 1) return false;
+// Vector access (vec elements of vec_bytes together: 16 bytes for f32 and
+// f64, 8 for four bf16/f16) along dim `unit` of x (its column dim, or its
+// row dim for row-contiguous layouts) is safe for every vector: an aligned
+// base, unit stride along it, every other stride a multiple of the vector;
+// `whole` also asks that the dim's length be one.
+bool vec_ok(const Operand& x, int unit, bool whole, int vec, std::size_t vec_bytes) {
+  if (!x.data || !aligned(x.data, vec_bytes) || x.strides[unit] != 1) return false;
   if (whole && x.shape[unit] % vec) return false;
   for (int i = 0; i < x.rank; ++i)
     if (i != unit && x.shape[i] > 1 && x.strides[i] % vec) return false;
@@ -201,7 +209,7 @@ struct Plan {
   bool pack_k, pack_v;  // copy K / V row-major first (worth_packing)
 };
 
-template <class T>
+template <class T, class S>
 Plan make_plan(const AttentionArgs& a, int dev) {
   Plan pl{};
   pl.v = &pick(a);
@@ -212,17 +220,19 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   p.group = a.Hq / a.Hkv;
   p.bh = a.batch_count() * a.Hq;
   p.mask_kind = !a.mask.data ? kMaskNone : a.mask.dtype == DType::boolean ? kMaskBool : kMaskFloat;
+  // The kernels' vector: Vec<T>::n elements, read in S.
   constexpr int vec = Vec<T>::n;
+  constexpr std::size_t vb = vec * sizeof(S);
   using attn::kColDim, attn::kRowDim;
-  p.q_vec = vec_ok(a.q, kColDim, true, vec);
-  p.k_vec = vec_ok(a.k, kColDim, true, vec);
-  p.v_vec = vec_ok(a.v, kColDim, true, vec);
-  p.o_vec = vec_ok(a.out, kColDim, true, vec);
+  p.q_vec = vec_ok(a.q, kColDim, true, vec, vb);
+  p.k_vec = vec_ok(a.k, kColDim, true, vec, vb);
+  p.v_vec = vec_ok(a.v, kColDim, true, vec, vb);
+  p.o_vec = vec_ok(a.out, kColDim, true, vec, vb);
   // Row-contiguous layouts: the roles of rows and columns swap (partial row
   // groups are bounds-checked in the kernel, so M, N need not be multiples).
-  p.q_tvec = vec_ok(a.q, kRowDim, false, vec);
-  p.k_tvec = vec_ok(a.k, kRowDim, false, vec);
-  p.v_tvec = vec_ok(a.v, kRowDim, false, vec);
+  p.q_tvec = vec_ok(a.q, kRowDim, false, vec, vb);
+  p.k_tvec = vec_ok(a.k, kRowDim, false, vec, vb);
+  p.v_tvec = vec_ok(a.v, kRowDim, false, vec, vb);
 
   const DeviceInfo& di = device_info(dev);
   const int occ = prepare(v, dev);
@@ -261,7 +271,7 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   return pl;
 }
 
-template <class T>
+template <class T, class S = T>
 void run(const AttentionArgs& a) {
   int dev = device_of(a.out.data);
   check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
@@ -275,10 +285,11 @@ void run(const AttentionArgs& a) {
     }
   } restore{prev, dev};
 
-  Plan pl = make_plan<T>(a, dev);
+  Plan pl = make_plan<T, S>(a, dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   const auto round256 = [](std::size_t n) { return (n + 255) / 256 * 256; };
-  // Scratch: split-KV partials, then packed K and V where they pay.
+  // Scratch: split-KV partials (in T), then packed K and V (in S) where they
+  // pay.
   std::size_t acc_bytes = 0, ml_bytes = 0;
   if (pl.merge) {
     const std::size_t rows = std::size_t(pl.p.splits * pl.p.bh * a.M);
@@ -286,21 +297,22 @@ void run(const AttentionArgs& a) {
     ml_bytes = round256(rows * 2 * sizeof(T));
   }
   constexpr int vec = Vec<T>::n;
+  constexpr std::size_t vb = vec * sizeof(S);
   const bool pack_k = pl.pack_k, pack_v = pl.pack_v;
   AttentionArgs& pa = pl.p.a;
   const std::size_t k_bytes =
-      pack_k ? round256(std::size_t(elements(source_layout(pa, pa.k))) * sizeof(T)) : 0;
+      pack_k ? round256(std::size_t(elements(source_layout(pa, pa.k))) * sizeof(S)) : 0;
   const std::size_t v_bytes =
-      pack_v ? round256(std::size_t(elements(source_layout(pa, pa.v))) * sizeof(T)) : 0;
+      pack_v ? round256(std::size_t(elements(source_layout(pa, pa.v))) * sizeof(S)) : 0;
   void* scratch = nullptr;
   if (pack_k || pack_v) {
     // Packing is only an optimisation: without memory for it, run unpacked.
     if (cudaMallocAsync(&scratch, acc_bytes + ml_bytes + k_bytes + v_bytes, st) == cudaSuccess) {
       char* at = static_cast<char*>(scratch) + acc_bytes + ml_bytes;
-      if (pack_k) pack(pa, pa.k, at, sizeof(T), st);
-      if (pack_v) pack(pa, pa.v, at + k_bytes, sizeof(T), st);
-      pl.p.k_vec = vec_ok(pa.k, attn::kColDim, true, vec);
-      pl.p.v_vec = vec_ok(pa.v, attn::kColDim, true, vec);
+      if (pack_k) pack(pa, pa.k, at, sizeof(S), st);
+      if (pack_v) pack(pa, pa.v, at + k_bytes, sizeof(S), st);
+      pl.p.k_vec = vec_ok(pa.k, attn::kColDim, true, vec, vb);
+      pl.p.v_vec = vec_ok(pa.v, attn::kColDim, true, vec, vb);
     } else {
       (void)cudaGetLastError();
       scratch = nullptr;
@@ -322,10 +334,10 @@ void run(const AttentionArgs& a) {
     if (pl.p.splits <= kMergeSmallSplits) {
       // Few splits (tiled kernel): one thread per output element.
       const std::int64_t n = pl.p.bh * a.M * a.dv;
-      (void)launch_pdl(attn_merge_small_kernel<T>, int((n + kMergeThreads - 1) / kMergeThreads),
+      (void)launch_pdl(attn_merge_small_kernel<T, S>, int((n + kMergeThreads - 1) / kMergeThreads),
                        kMergeThreads, 0, st, pl.p);
     } else {
-      (void)launch_pdl(attn_merge_kernel<T>, int(blocks), kMergeThreads, 0, st, pl.p);
+      (void)launch_pdl(attn_merge_kernel<T, S>, int(blocks), kMergeThreads, 0, st, pl.p);
     }
   }
   const cudaError_t err = launch_err != cudaSuccess ? launch_err : cudaGetLastError();
@@ -337,6 +349,18 @@ void run(const AttentionArgs& a) {
 
 void attention_f32(const AttentionArgs& a) { run<float>(a); }
 void attention_f64(const AttentionArgs& a) { run<double>(a); }
+void attention_bf16_decode(const AttentionArgs& a) { run<float, __nv_bfloat16>(a); }
+void attention_f16_decode(const AttentionArgs& a) { run<float, __half>(a); }
+
+std::string attention_decode_supports(const AttentionArgs& a) {
+  if (a.dtype() != DType::bf16 && a.dtype() != DType::f16) return "only bf16 and f16";
+  if (a.M > kDecodeMaxRows) return "more than 8 query rows (the tensor-core kernel's)";
+  if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != a.dtype())
+    return "mask must be bool or of q's dtype";
+  for (const Variant& v : variants())
+    if (v.decode && v.is_default && serves(v, a)) return "";
+  return "head dims over the decode kernel's reach (256)";
+}
 
 std::string attention_supports(const AttentionArgs& a) {
   if (a.dtype() != DType::f32 && a.dtype() != DType::f64) return "only f32 and f64";
@@ -348,8 +372,11 @@ std::string attention_supports(const AttentionArgs& a) {
 std::string attention_plan(const AttentionArgs& a) {
   const int dev = device_of(a.out.data);
   check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
-  const bool f64 = a.dtype() == DType::f64;
-  const Plan pl = f64 ? make_plan<double>(a, dev) : make_plan<float>(a, dev);
+  const DType dt = a.dtype();
+  const Plan pl = dt == DType::f64    ? make_plan<double, double>(a, dev)
+                  : dt == DType::bf16 ? make_plan<float, __nv_bfloat16>(a, dev)
+                  : dt == DType::f16  ? make_plan<float, __half>(a, dev)
+                                      : make_plan<float, float>(a, dev);
   return std::string(pl.v->name) + " grid=" + std::to_string(pl.grid) +
          " splits=" + std::to_string(pl.p.splits) + (pl.pack_k ? " pack_k" : "") +
          (pl.pack_v ? " pack_v" : "");

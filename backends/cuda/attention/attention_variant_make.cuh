@@ -58,10 +58,13 @@ Variant dmma(const char* name, bool dflt) {
                                             C::BN, C::DV);
 }
 
+// Decode kernel: registered under its storage dtype (bf16/f16 beside the
+// f32 compute type, else the compute type itself).
 template <class C>
 Variant decode(const char* name, bool dflt = true) {
-  return variant_of<C, attn_decode_kernel<C>>(name, dtype_of_v<typename C::type>, true, dflt,
-                                              C::max_d, C::max_dv, 1, C::WARPS * C::U, C::max_dv);
+  return variant_of<C, attn_decode_kernel<C>>(name, StorageDType<typename C::storage>::value, true,
+                                              dflt, C::max_d, C::max_dv, 1, C::WARPS * C::U,
+                                              C::max_dv);
 }
 
 // Restricts a variant to calls of at most `work` scores (batch x heads x M x

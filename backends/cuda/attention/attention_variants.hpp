@@ -35,5 +35,8 @@ struct Variant {
 const std::vector<Variant>& variants_f32();
 const std::vector<Variant>& variants_f32p();  // pipelined kernels
 const std::vector<Variant>& variants_f64();
+// bf16 and f16 storage, f32 arithmetic: the decode kernel only (M <= 8);
+// longer query blocks are the tensor-core kernel's (flash_mma*).
+const std::vector<Variant>& variants_h16();
 
 }  // namespace strata::cuda

@@ -2,9 +2,11 @@
 // turns AttentionArgs into FlashArgs (make_flash_args, the one place that
 // reads the front end's struct), packs q, k or v into scratch when their
 // layout cannot be read in 16-byte chunks, picks the configuration by head
-// dim, and registers the kernels. Head dims over 128, and decode-like calls
-// with too few CTAs (too_few_ctas), run the f32 kernel on f32 copies of the
-// inputs (run_via_f32).
+// dim, and registers the kernels. Calls with M <= 8 query rows (decode) go
+// to the native bf16/f16 split-KV decode kernel of attention_launch.cu
+// (registered first, "cuda.attention.decode_<dt>"); head dims over 128, and
+// decode-like calls with too few CTAs (too_few_ctas) and 8 < M, run the f32
+// kernel on f32 copies of the inputs (run_via_f32).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -329,7 +331,9 @@ void run_f32(const AttentionArgs& a) {
 
 // Decode-like calls: a handful of query rows against many keys in so few
 // CTAs that most SMs idle while each CTA walks every key tile (this kernel
-// has no split-KV yet). The f32 route has split-KV decode kernels; its
+// has no split-KV yet). With M <= 8 the native decode kernel (split-KV,
+// registered before these) takes them; the rest (8 < M <= 64 per tile) go
+// through f32 copies to the f32 kernels, which split the keys: the
 // conversions cost a pass over K and V, far less than one CTA per head
 // streaming 10^5 keys.
 bool too_few_ctas(const AttentionArgs& a) {
@@ -350,6 +354,11 @@ std::string supports_d128(const AttentionArgs& a) {
 }  // namespace
 
 void register_cuda_flash_mma(Registry& r) {
+  // First: the registry takes the first kernel whose supports() accepts.
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.decode_bf16",
+                              &attention_bf16_decode, &attention_decode_supports);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.decode_f16",
+                              &attention_f16_decode, &attention_decode_supports);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d64", &run_d64,
                               &supports_d64);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d128", &run_d128,
