@@ -358,6 +358,24 @@ class CudaRuntime final : public DeviceRuntime {
     DeviceGuard g(index);
     CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), static_cast<cudaStream_t>(s)));
   }
+  void* allocate_pinned(std::size_t nbytes) override {
+    void* p = nullptr;
+    const cudaError_t err = cudaMallocHost(&p, nbytes == 0 ? 1 : nbytes);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      fail("PinnedBuffer", "cudaMallocHost of ", nbytes, " bytes failed: ", cudaGetErrorString(err));
+    }
+    return p;
+  }
+  void free_pinned(void* p) noexcept override {
+    if (p != nullptr) (void)cudaFreeHost(p);
+  }
+  void copy_to_device_async(void* dst, const void* src, std::size_t nbytes, void* s,
+                            int index) override {
+    DeviceGuard g(index);
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice,
+                               static_cast<cudaStream_t>(s)));
+  }
   void destroy_graph(void* exec, int index) noexcept override {
     if (exec == nullptr) return;
     int prev = 0;

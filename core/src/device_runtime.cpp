@@ -24,6 +24,11 @@ void* DeviceRuntime::end_capture(void*, int) { no_graphs(*this, "Graph::capture"
 void DeviceRuntime::abort_capture(void*, int) noexcept {}
 void DeviceRuntime::launch_graph(void*, void*, int) { no_graphs(*this, "Graph::replay"); }
 void DeviceRuntime::destroy_graph(void*, int) noexcept {}
+void* DeviceRuntime::allocate_pinned(std::size_t) { no_graphs(*this, "PinnedBuffer"); }
+void DeviceRuntime::free_pinned(void*) noexcept {}
+void DeviceRuntime::copy_to_device_async(void*, const void*, std::size_t, void*, int) {
+  no_graphs(*this, "Stream::copy_to_device");
+}
 
 namespace {
 std::array<std::unique_ptr<DeviceRuntime>, 2>& runtimes() {

@@ -7,6 +7,7 @@
 
 #include "strata/device_runtime.hpp"
 #include "strata/error.hpp"
+#include "strata/tensor.hpp"
 
 namespace strata {
 namespace {
@@ -34,6 +35,30 @@ void Stream::Deleter::operator()(void* s) const noexcept {
 void Stream::synchronize() const {
   STRATA_CHECK(defined(), "Stream::synchronize", "the stream is undefined");
   device_runtime(device_.type)->synchronize_stream(handle(), device_.index);
+}
+
+PinnedBuffer::PinnedBuffer(std::size_t bytes, DeviceType kind) : size_(bytes) {
+  STRATA_CHECK(kind != DeviceType::cpu, "PinnedBuffer", "page-locked memory belongs to a device "
+               "kind's runtime, not cpu");
+  DeviceRuntime* rt = device_runtime(kind);
+  STRATA_CHECK(rt != nullptr, "PinnedBuffer", device_type_name(kind), " is not built in");
+  data_ = std::unique_ptr<void, Deleter>(rt->allocate_pinned(bytes), Deleter{kind});
+}
+
+void PinnedBuffer::Deleter::operator()(void* p) const noexcept {
+  if (DeviceRuntime* rt = device_runtime(kind)) rt->free_pinned(p);
+}
+
+void Stream::copy_to_device(const Tensor& dst, const PinnedBuffer& src) const {
+  const char* op = "Stream::copy_to_device";
+  STRATA_CHECK(defined(), op, "the stream is undefined");
+  STRATA_CHECK(dst.defined() && dst.device() == device_ && dst.is_contiguous(), op,
+               "dst must be a contiguous tensor on ", device_.str());
+  const auto bytes = static_cast<std::size_t>(dst.numel()) * itemsize(dst.dtype());
+  STRATA_CHECK(src.data() != nullptr && bytes <= src.size(), op, "dst holds ", bytes,
+               " bytes, the pinned buffer ", src.size());
+  device_runtime(device_.type)
+      ->copy_to_device_async(dst.data_ptr(), src.data(), bytes, handle(), device_.index);
 }
 
 void Graph::Deleter::operator()(void* g) const noexcept {

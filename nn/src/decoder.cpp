@@ -1,6 +1,8 @@
 #include "strata/nn/decoder.hpp"
 
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 #include <string>
 
 #include "strata/elementwise.hpp"
@@ -112,8 +114,8 @@ struct DecoderLM::DecodeGraph {
 
   Stream stream;
   Workspace ws;
-  Tensor step_host;  // i64 [B + 1] on the host: the B token ids, then the position
-  Tensor step;       // the same on the device, read by the graph
+  PinnedBuffer step_host;  // i64 [B + 1], page-locked: the B token ids, then the position
+  Tensor step;             // the same on the device: the graph's first node copies it there
   Tensor valid;      // bool [max_len]: the filled cache positions
   Tensor one;        // bool [1], true: what the step writes into valid at its position
   Tensor logits;     // f32 [B, 1, V]: the graph's output, copied into the caller's
@@ -269,7 +271,8 @@ void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cac
     n->precision = opt_.precision;
     n->stream = Stream(device_);
     n->ws = Workspace(cfg_, b, 1, dtype_, device_);
-    n->step_host = Tensor::zeros({b + 1}, DType::i64);
+    n->step_host = PinnedBuffer(static_cast<std::size_t>(b + 1) * sizeof(std::int64_t),
+                                device_.type);
     n->step = Tensor::zeros({b + 1}, DType::i64, device_);
     n->valid = Tensor::zeros({cache.max_length()}, DType::boolean, device_);
     n->one = Tensor::full({1}, 1.0, DType::boolean, device_);
@@ -277,17 +280,19 @@ void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cac
     graph_ = std::move(n);
     g = graph_.get();
   }
-  // Ids to the host (a device tensor costs one read back) and checked.
+  // Ids to the host (a device tensor costs one read back) and checked, all
+  // before the previous step's copy may still be reading the pinned buffer.
   const Tensor host_ids = ids.to(Device::cpu());
-  auto* step = g->step_host.data<std::int64_t>();
+  std::vector<std::int64_t> values(static_cast<std::size_t>(b) + 1);
   for (std::int64_t i = 0; i < b; ++i) {
     const auto id = static_cast<std::int64_t>(host_ids.item({i, 0}));
     STRATA_CHECK(id >= 0 && id < cfg_.vocab_size, op, "ids holds ", id, " at index ", i,
                  ", outside [0, ", cfg_.vocab_size, ")");
-    step[i] = id;
+    values[static_cast<std::size_t>(i)] = id;
   }
-  step[b] = len;
-  g->step.copy_from(g->step_host);
+  values.back() = len;
+  g->stream.synchronize();  // the previous replay has read step_host
+  std::memcpy(g->step_host.data(), values.data(), values.size() * sizeof(std::int64_t));
 
   MatmulOptions opt = opt_;
   opt.stream = g->stream.handle();
@@ -306,6 +311,7 @@ void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cac
   const Tensor ids_dev = g->step.narrow(0, 0, b).reshape({b, 1});
   const Tensor pos = g->step.narrow(0, b, 1);
   auto body = [&] {
+    g->stream.copy_to_device(g->step, g->step_host);
     index_copy_(g->valid, 0, pos, g->one, opt);
     run(g->logits, ids_dev, pos, &cache, len, g->valid, g->ws, opt);
   };

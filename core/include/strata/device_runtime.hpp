@@ -54,6 +54,12 @@ class DeviceRuntime {
   virtual void abort_capture(void* stream, int index) noexcept;
   virtual void launch_graph(void* graph, void* stream, int index);
   virtual void destroy_graph(void* graph, int index) noexcept;
+  // Page-locked host memory, and a byte copy from it to device memory queued
+  // on `stream` (recorded as a graph node while the stream captures).
+  virtual void* allocate_pinned(std::size_t nbytes);
+  virtual void free_pinned(void* p) noexcept;
+  virtual void copy_to_device_async(void* dst, const void* pinned_src, std::size_t nbytes,
+                                    void* stream, int index);
 };
 
 // Installs the runtime for its device kind and returns the one it replaces

@@ -13,12 +13,35 @@
 // A graph keeps the pointers and sizes its ops saw: replaying it reads and
 // writes the same memory, so the inputs that change between replays live in
 // buffers the caller overwrites in place before each replay.
+#include <cstddef>
 #include <functional>
 #include <memory>
 
 #include "strata/device.hpp"
 
 namespace strata {
+
+class Tensor;
+
+// Page-locked host memory from the runtime of a device kind: a host-to-device
+// copy queued on a stream (and recorded into a graph) reads it when the copy
+// runs, so a graph's per-replay inputs are written here on the host and
+// copied by the graph itself. Move-only.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(std::size_t bytes, DeviceType kind);
+  void* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Deleter {
+    DeviceType kind;
+    void operator()(void* p) const noexcept;
+  };
+  std::unique_ptr<void, Deleter> data_{nullptr, Deleter{DeviceType::cpu}};
+  std::size_t size_ = 0;
+};
 
 // A device stream (CUDA: made with blocking flags, so the default stream and
 // it wait for each other's earlier work). Move-only; the stream is destroyed
@@ -31,6 +54,10 @@ class Stream {
   void* handle() const { return handle_.get(); }  // cudaStream_t for OpOptions::stream
   Device device() const { return device_; }
   void synchronize() const;  // blocks until the stream's work is done
+  // Queues a copy of dst.nbytes() bytes from `src` into `dst` (contiguous,
+  // on this stream's device, at most src.size() bytes). Asynchronous: `src`
+  // must not be rewritten before the copy ran (synchronize() first).
+  void copy_to_device(const Tensor& dst, const PinnedBuffer& src) const;
 
  private:
   struct Deleter {
