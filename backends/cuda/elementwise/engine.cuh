@@ -17,7 +17,9 @@
 //    when numel or an operand's offset range passes 2^31 - 1).
 //
 // Launches are grid-stride with at most one full wave of blocks (8 blocks
-// of 256 threads per SM). launch_elementwise is the only code with <<<>>>.
+// of 256 threads per SM). launch_elementwise is the only code that launches
+// them, with programmatic dependent launch (pdl_launch.cuh): a small op's
+// kernel is scheduled while the previous kernel drains.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -29,6 +31,7 @@
 
 #include "common/convert.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/pdl_launch.cuh"
 #include "strata/dtype.hpp"
 #include "strata/iter_args.hpp"
 
@@ -191,6 +194,8 @@ __global__ void __launch_bounds__(kThreads)
     ew_vec_kernel(EwParams<1 + sizeof...(Ins), std::int32_t> p, unsigned bcast, Op op) {
   constexpr int N = 1 + sizeof...(Ins);
   using Seq = std::index_sequence_for<Ins...>;
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
   const std::int64_t nvec = p.numel / VEC;
   const std::int64_t step = std::int64_t(gridDim.x) * kThreads * kVecUnroll;
   if (p.ndim == 1) {
@@ -274,6 +279,8 @@ __global__ void __launch_bounds__(kThreads)
     ew_strided_kernel(EwParams<1 + sizeof...(Ins), I> p, Op op) {
   constexpr int N = 1 + sizeof...(Ins);
   using Seq = std::index_sequence_for<Ins...>;
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
   const I numel = static_cast<I>(p.numel);
   const I step = I(gridDim.x) * kThreads * kStridedUnroll;
   for (I i0 = I(blockIdx.x) * kThreads * kStridedUnroll + I(threadIdx.x); i0 < numel; i0 += step) {
@@ -370,19 +377,18 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
   if (vec && a.ndim > 1) vec = small && a.shape[in] % VEC == 0;
   if (vec) {
     const auto p = make_params<N, std::int32_t>(a);
-    ew_vec_kernel<VEC, Op, Out, Ins...>
-        <<<grid_for(numel / VEC > 0 ? numel / VEC : 1, kThreads * kVecUnroll), kThreads, 0, st>>>(
-            p, bcast, op);
+    CUDA_CHECK(launch_pdl(ew_vec_kernel<VEC, Op, Out, Ins...>,
+                          grid_for(numel / VEC > 0 ? numel / VEC : 1, kThreads * kVecUnroll),
+                          kThreads, 0, st, p, bcast, op));
   } else if (small) {
-    ew_strided_kernel<std::int32_t, Op, Out, Ins...>
-        <<<grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st>>>(
-            make_params<N, std::int32_t>(a), op);
+    CUDA_CHECK(launch_pdl(ew_strided_kernel<std::int32_t, Op, Out, Ins...>,
+                          grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
+                          make_params<N, std::int32_t>(a), op));
   } else {
-    ew_strided_kernel<std::int64_t, Op, Out, Ins...>
-        <<<grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st>>>(
-            make_params<N, std::int64_t>(a), op);
+    CUDA_CHECK(launch_pdl(ew_strided_kernel<std::int64_t, Op, Out, Ins...>,
+                          grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
+                          make_params<N, std::int64_t>(a), op));
   }
-  CUDA_CHECK_LAUNCH();
 }
 
 // ---- functors over the CUDA stored types ------------------------------------------------
