@@ -70,6 +70,9 @@ const std::vector<Shape>& shapes() {
       {"bf16_b1h32_8192_d100", 1, 32, 8192, 8192, 100, false, false, false, DType::bf16},
       {"f16_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f16},
       {"f16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f16},
+      // bf16 decode: the split-KV decode kernel (attention_decode.cuh).
+      {"bf16_decode_262144_d128", 1, 1, 1, 262144, 128, false, false, true, DType::bf16},
+      {"bf16_decode_b8h32_32768_d128", 8, 32, 1, 32768, 128, false, false, false, DType::bf16},
   };
   return s;
 }

@@ -54,6 +54,9 @@ SHAPES = {
     "bf16_b1h32_8192_d100": (1, 32, 8192, 8192, 100, False, False, False, torch.bfloat16, False),
     "f16_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float16, False),
     "f16_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float16, False),
+    "bf16_decode_262144_d128": (1, 1, 1, 262144, 128, False, False, True, torch.bfloat16, False),
+    "bf16_decode_b8h32_32768_d128": (8, 32, 1, 32768, 128, False, False, False, torch.bfloat16,
+                                     False),
 }
 
 
