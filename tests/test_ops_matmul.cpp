@@ -369,3 +369,201 @@ TEST_CASE("matmul and linear: bad input is an error naming op, argument and valu
         "matmul: out has strides [0, 1] under which several elements share memory");
   }
 }
+
+// ---- accumulate: out += a b (+ bias), BLAS beta = 1 ------------------------------
+
+namespace {
+
+// What out holds after an accumulate call, computed apart from the kernels:
+// the product of the f64 inputs on the reference, plus the previous out and
+// the bias added here in f64, rounded once to dt.
+Tensor accumulated(const Tensor& prev, const Tensor& a, const Tensor& b, const Tensor& bias,
+                   DType dt) {
+  const Tensor p = matmul(a.to(DType::f64), b.to(DType::f64), on("reference"));
+  REQUIRE(p.shape() == prev.shape());
+  const std::vector<double> pv = p.to_vector<double>(), ov = prev.to_vector<double>();
+  const std::vector<double> bv = bias.defined() ? bias.to_vector<double>() : std::vector<double>();
+  const std::size_t n = bias.defined() ? bv.size() : 1;
+  std::vector<double> w(pv.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = ov[i] + pv[i] + (bias.defined() ? bv[i % n] : 0.0);
+  return Tensor::from_vector<double>(w, prev.shape()).to(dt);
+}
+
+// out (layout lo, random values) += a [batch..., M, K] (la) @ b (lb) on
+// `backend` through matmul_out, or with `bias` through linear_out (weight =
+// b^T as a view, b without batch dims, bias [N] random), against
+// accumulated().
+void accumulate_case(const char* backend, const Shape& batch, std::int64_t M, std::int64_t K,
+                     std::int64_t N, Layout la, Layout lb, Layout lo, DType dt, std::uint64_t seed,
+                     bool bias = false, bool strided_bias = false) {
+  Shape sa = batch, sb = bias ? Shape{} : batch, so = batch;
+  sa.insert(sa.end(), {M, K});
+  sb.insert(sb.end(), {K, N});
+  so.insert(so.end(), {M, N});
+  INFO("accumulate on " << backend << ": a " << matmul_test::name(la) << " b "
+                        << matmul_test::name(lb) << " out " << matmul_test::name(lo) << " dtype "
+                        << dtype_name(dt) << " batch " << shape_str(batch) << " M " << M << " K "
+                        << K << " N " << N << " bias " << bias << " strided bias " << strided_bias);
+  const Tensor va = randn(sa, seed, dt), vb = randn(sb, seed + 1, dt), vo = randn(so, seed + 2, dt);
+  const Tensor a = make_view(va, la, Device::cpu()), b = make_view(vb, lb, Device::cpu());
+  const Tensor out = make_view(vo, lo, Device::cpu());
+  MatmulOptions opt = on(backend);
+  opt.accumulate = true;
+  Tensor vbias;
+  if (bias) {
+    vbias = strided_bias ? randn({2 * N}, seed + 3, dt).slice(0, 0, 2 * N, 2) : randn({N}, seed + 3, dt);
+    linear_out(out, a, b.transpose(0, 1), vbias, opt);
+  } else {
+    matmul_out(out, a, b, opt);
+  }
+  require_close(out, accumulated(vo, a, b, vbias, dt), K);  // a, b: the views' values
+}
+
+}  // namespace
+
+TEST_CASE("matmul accumulate: closed forms", "[ops][matmul][accumulate]") {
+  const Tensor a = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor b = Tensor::from_vector<double>({7, 8, 9, 10, 11, 12}, {3, 2});
+  const Tensor xs = Tensor::from_vector<double>({1, 2}, {1, 2});
+  const Tensor W = Tensor::from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2});
+  const Tensor bb = Tensor::from_vector<double>({10, 20, 30}, {3});
+  for (const char* be : {"reference", "cpu"}) {
+    INFO(be);
+    MatmulOptions opt = on(be);
+    opt.accumulate = true;
+    Tensor out = Tensor::from_vector<double>({1, -1, 0.5, 100}, {2, 2});
+    matmul_out(out, a, b, opt);
+    CHECK(out.to_vector<double>() == std::vector<double>{59, 63, 139.5, 254});
+    matmul_out(out, a, b, opt);  // twice: prev + 2 a b
+    CHECK(out.to_vector<double>() == std::vector<double>{117, 127, 278.5, 408});
+    // Without accumulate the same out is overwritten.
+    matmul_out(out, a, b, on(be));
+    CHECK(out.to_vector<double>() == std::vector<double>{58, 64, 139, 154});
+    // linear: y += x W^T + bias, the bias added once.
+    Tensor y = Tensor::from_vector<double>({100, 200, 300}, {1, 3});
+    linear_out(y, xs, W, bb, opt);
+    CHECK(y.to_vector<double>() == std::vector<double>{111, 222, 333});
+    linear_out(y, xs, W, Tensor(), opt);
+    CHECK(y.to_vector<double>() == std::vector<double>{112, 224, 336});
+    // A transposed out (written in place by the cpu GEMM), with and without bias.
+    Tensor yt = Tensor::from_vector<double>({1, 2, 3}, {3, 1}).transpose(0, 1);
+    linear_out(yt, xs, W, bb, opt);
+    CHECK(yt.contiguous().to_vector<double>() == std::vector<double>{12, 24, 36});
+    // K = 0: out += bias, or out unchanged.
+    Tensor z = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    MatmulOptions of = opt;
+    matmul_out(z, Tensor::empty({2, 0}), Tensor::empty({0, 3}), of);
+    CHECK(z.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+    linear_out(z, Tensor::empty({2, 0}), Tensor::empty({3, 0}),
+               Tensor::from_vector<float>({10, 20, 30}, {3}), of);
+    CHECK(z.to_vector<float>() == std::vector<float>{11, 22, 33, 14, 25, 36});
+    // 1-D operands: a dot product into a 0-d out, a matrix-vector product.
+    Tensor d = Tensor::from_vector<double>({5}, {});
+    matmul_out(d, Tensor::from_vector<double>({1, 2}, {2}), Tensor::from_vector<double>({3, 4}, {2}),
+               opt);
+    CHECK(d.item({}) == 16.0);
+    Tensor mv = Tensor::from_vector<double>({1, 1}, {2});
+    matmul_out(mv, a, Tensor::from_vector<double>({1, 0, -1}, {3}), opt);
+    CHECK(mv.to_vector<double>() == std::vector<double>{-1, -1});
+  }
+}
+
+TEST_CASE("matmul accumulate vs an independent sum: every backend, dtype and cpu path",
+          "[ops][matmul][accumulate]") {
+  std::uint64_t seed = 2000;
+  for (const char* be : {"reference", "cpu"}) {
+    for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+      // Outputs the cpu GEMM writes in place (contiguous, transposed,
+      // sliced) and ones through the staging copy (negative strides, inner
+      // step); f16/bf16 always stage.
+      for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_rows,
+                        Layout::inner_step})
+        accumulate_case(be, {2}, 9, 33, 7, Layout::transposed, Layout::contiguous, lo, dt,
+                        seed += 4);
+      // Eigen's blocked GEMM, GEMV (one row, one column).
+      accumulate_case(be, {}, 70, 130, 90, Layout::contiguous, Layout::transposed,
+                      Layout::contiguous, dt, seed += 4);
+      accumulate_case(be, {}, 1, 300, 200, Layout::contiguous, Layout::contiguous,
+                      Layout::transposed, dt, seed += 4);
+      accumulate_case(be, {}, 200, 300, 1, Layout::transposed, Layout::contiguous,
+                      Layout::contiguous, dt, seed += 4);
+      // Batches: the batch-parallel loop over many small products, b
+      // broadcast; two batch dims into a transposed out.
+      accumulate_case(be, {4, 8}, 6, 5, 7, Layout::contiguous, Layout::bcast_batch,
+                      Layout::transposed, dt, seed += 4);
+      accumulate_case(be, {3, 2}, 6, 5, 7, Layout::neg_rows, Layout::inner_step, Layout::sliced, dt,
+                      seed += 4);
+      // linear with a bias: in place (bias added to out first) and staged,
+      // a strided bias, the batch folded into the rows.
+      for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::neg_cols})
+        accumulate_case(be, {2}, 5, 40, 24, Layout::contiguous, Layout::transposed, lo, dt,
+                        seed += 4, true);
+      accumulate_case(be, {3}, 4, 40, 24, Layout::sliced, Layout::contiguous, Layout::contiguous,
+                      dt, seed += 4, true, true);
+      // K = 0 with a bias through linear_out: out += bias.
+      accumulate_case(be, {2}, 3, 0, 5, Layout::contiguous, Layout::contiguous, Layout::transposed,
+                      dt, seed += 4, true);
+      accumulate_case(be, {2}, 3, 0, 5, Layout::contiguous, Layout::contiguous, Layout::neg_rows,
+                      dt, seed += 4);
+    }
+  }
+}
+
+TEST_CASE("matmul accumulate: skinny (decode) products split over threads",
+          "[ops][matmul][accumulate]") {
+  // The residual stream's x += o_proj(h): M <= 16 rows, column slices per
+  // thread, matrix-vector products per row (M <= 8) or a GEMM per slice.
+  std::uint64_t seed = 2600;
+  for (int threads : {1, 3}) {
+    ThreadCount tc(threads);
+    INFO("threads " << threads);
+    for (std::int64_t M : {1, 4, 12})
+      for (DType dt : {DType::f32, DType::bf16}) {
+        accumulate_case("cpu", {}, M, 96, 1003, Layout::contiguous, Layout::transposed,
+                        Layout::contiguous, dt, seed += 4);
+        accumulate_case("cpu", {}, M, 96, 1003, Layout::contiguous, Layout::contiguous,
+                        Layout::transposed, dt, seed += 4, true);
+      }
+    accumulate_case("cpu", {2}, 1, 300, 1003, Layout::contiguous, Layout::transposed,
+                    Layout::contiguous, DType::f64, seed += 4, true);
+    accumulate_case("cpu", {2}, 1, 300, 1003, Layout::contiguous, Layout::bcast_batch,
+                    Layout::sliced, DType::f16, seed += 4);
+  }
+}
+
+TEST_CASE("matmul accumulate: bad input", "[ops][matmul][accumulate]") {
+  const Tensor a = Tensor::randn({4, 4}, 70), b = Tensor::randn({4, 4}, 71);
+  const Tensor w = Tensor::randn({4, 4}, 72), bias = Tensor::randn({4}, 73);
+  for (const char* be : {"reference", "cpu"}) {
+    INFO(be);
+    MatmulOptions opt = on(be);
+    opt.accumulate = true;
+    auto message = [](auto&& f) {
+      try {
+        f();
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    // The allocating forms have no out to add into.
+    CHECK(message([&] { (void)matmul(a, b, opt); }) ==
+          "matmul: accumulate = true needs an output to add into; use matmul_out");
+    CHECK(message([&] { (void)linear(a, w, bias, opt); }) ==
+          "linear: accumulate = true needs an output to add into; use linear_out");
+    // out exactly an input (x += x W^T) is an overlap, not in place.
+    const Tensor x = Tensor::randn({4, 4}, 74);
+    const std::vector<float> before = x.to_vector<float>();
+    CHECK(message([&] { matmul_out(x, x, b, opt); }) ==
+          "matmul: out overlaps input a in memory; an output may only be exactly one of its inputs "
+          "(in place) or disjoint from them");
+    CHECK(message([&] { linear_out(x, a, x, Tensor(), opt); }) ==
+          "linear: y overlaps input weight in memory; an output may only be exactly one of its "
+          "inputs (in place) or disjoint from them");
+    CHECK(message([&] { linear_out(x.select(0, 0), a.select(0, 1), w, x.select(0, 0), opt); }) ==
+          "linear: y overlaps input bias in memory; an output may only be exactly one of its "
+          "inputs (in place) or disjoint from them");
+    CHECK(x.to_vector<float>() == before);
+  }
+}

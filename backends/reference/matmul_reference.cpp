@@ -1,6 +1,7 @@
 // reference kernels of matmul and linear (one registry op, "matmul"): a
 // plain triple loop over any strides, every product and sum in f64, the
-// result rounded once to the output's dtype.
+// result rounded once to the output's dtype. accumulate: out's value (read
+// in f64) starts the sum.
 #include <cstdint>
 
 #include "reference/operand_access.hpp"
@@ -27,10 +28,12 @@ void matmul(const MatmulArgs& a) {
     const std::int64_t om = a.out.strides[br], on = a.out.strides[br + 1];
     for (std::int64_t m = 0; m < a.M; ++m) {
       for (std::int64_t n = 0; n < a.N; ++n) {
-        double acc = a.bias.data ? load(a.bias, n * a.bias.strides[0]) : 0.0;
+        const std::int64_t o = oo + m * om + n * on;
+        double acc = a.accumulate ? load(a.out, o) : 0.0;
+        if (a.bias.data) acc += load(a.bias, n * a.bias.strides[0]);
         for (std::int64_t k = 0; k < a.K; ++k)
           acc += load(a.a, oa + m * am + k * ak) * load(a.b, ob + k * bk + n * bn);
-        store(a.out, oo + m * om + n * on, acc);
+        store(a.out, o, acc);
       }
     }
   }

@@ -96,6 +96,11 @@ bool fold_rows(const Tensor& t, Tensor* folded) {
   return true;
 }
 
+// accumulate adds into the caller's out: a fresh output has no values.
+void check_no_accumulate(const char* op, const char* out_form, const MatmulOptions& opt) {
+  STRATA_CHECK(!opt.accumulate, op, "accumulate = true needs an output to add into; use ", out_form);
+}
+
 void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptions& opt,
          BackendId be) {
   static const OpId id = Registry::get().op_id("matmul");
@@ -135,6 +140,7 @@ void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptio
   args.out = o.operand();
   if (bias.defined()) args.bias = bias.operand();
   args.precision = opt.precision;
+  args.accumulate = opt.accumulate;
   args.stream = opt.stream;
   const auto k = Registry::get().find(id, be, out.dtype(), args);
   if (out.numel() == 0) return;
@@ -144,6 +150,7 @@ void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptio
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opt) {
+  check_no_accumulate("matmul", "matmul_out", opt);
   const Plan p = plan_matmul("matmul", a, "a", b, "b");
   const BackendId be = detail::resolve_backend("matmul", opt.backend, a.device());
   Tensor out = Tensor::empty(p.out_shape, a.dtype(), a.device());
@@ -180,6 +187,7 @@ Plan plan_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const MatmulOptions& opt) {
+  check_no_accumulate("linear", "linear_out", opt);
   const Plan p = plan_linear(x, weight, bias);
   const BackendId be = detail::resolve_backend("linear", opt.backend, x.device());
   Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());

@@ -14,7 +14,11 @@
 // directly, out is filled with the bias broadcast over rows and the GEMM
 // accumulates into it (beta = 1, one pass over out); otherwise the result
 // goes to an f32/f64 temporary and the bias is added as it is rounded or
-// copied out.
+// copied out. MatmulArgs::accumulate (out += a b + bias): an out Eigen
+// writes directly gets the GEMM with beta = 1 (the bias, if any, added to
+// out first instead of filled); through the temporary (f16/bf16 always),
+// out's values are read in f32/f64 and added with the product and the
+// bias before the one rounding.
 //
 // Threads. Eigen's GEMM uses OpenMP when compiled with it (EIGEN_HAS_OPENMP
 // follows -fopenmp, which the strata target has), and runs single-threaded
@@ -287,7 +291,8 @@ void gemm_threaded(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Inde
   if (err) rethrow_after_region(err, "matmul");
 }
 
-// out[b, m, n] = value(b, m, n) + bias[n], rounded to T; any strides.
+// out[b, m, n] = value(b, m, n) + bias[n] (+ out[b, m, n] itself, read in
+// C, when accumulating), rounded to T once; any strides.
 template <class T, class C, class V>
 void write_out(const MatmulArgs& a, const V& value) {
   const int br = a.batch_rank;
@@ -301,6 +306,7 @@ void write_out(const MatmulArgs& a, const V& value) {
     T* o = out + batch_offset(a, a.out.strides, bi) + m * om;
     for (Index n = 0; n < N; ++n) {
       C v = value(bi, m, n);
+      if (a.accumulate) v += cvt<C>(o[n * on]);
       if (bias) v += cvt<C>(bias[n * bs]);
       o[n * on] = cvt<T>(v);
     }
@@ -312,7 +318,8 @@ void matmul_cpu(const MatmulArgs& a) {
   using C = compute_t<T>;
   const Index M = a.M, N = a.N, K = a.K, batch = a.batch_count();
   const int br = a.batch_rank;
-  if (K == 0) {  // out = bias or 0
+  if (K == 0) {  // out = bias or 0 (accumulate: out += bias, or out unchanged)
+    if (a.accumulate && !a.bias.data) return;
     write_out<T, C>(a, [](Index, Index, Index) { return C(0); });
     return;
   }
@@ -337,7 +344,12 @@ void matmul_cpu(const MatmulArgs& a) {
       s *= a.batch_shape[d];
     }
   }
+  // Written in place: out = bias broadcast over rows (accumulate: out +=
+  // bias), then out += a b; without a bias out = a b (accumulate: +=).
+  // Through the temporary: tmp = a b, and write_out adds out's own values
+  // (accumulate) and the bias as it rounds once.
   const bool fill_bias = direct && a.bias.data != nullptr;
+  const bool acc = fill_bias || (direct && a.accumulate);
   const C* bias = static_cast<const C*>(a.bias.data);
   const Index bs = a.bias.data ? a.bias.strides[0] : 0;
 
@@ -345,12 +357,14 @@ void matmul_cpu(const MatmulArgs& a) {
     const C* pa = ia.base + batch_offset(a, ia.bstride, bi);
     const C* pb = ib.base + batch_offset(a, ib.bstride, bi);
     C* pc = cbase + batch_offset(a, cstride, bi);
-    if (fill_bias) {  // out = bias broadcast over rows, then out += a b
+    if (fill_bias) {
       for (Index m = 0; m < M; ++m)
-        for (Index n = 0; n < N; ++n)
-          pc[lc.kind == Kind::row ? m * lc.ld + n : m + n * lc.ld] = bias[n * bs];
+        for (Index n = 0; n < N; ++n) {
+          C& c = pc[lc.kind == Kind::row ? m * lc.ld + n : m + n * lc.ld];
+          c = a.accumulate ? c + bias[n * bs] : bias[n * bs];
+        }
     }
-    gemm_threaded(pa, ia.lay, pb, ib.lay, pc, lc, M, N, K, fill_bias);
+    gemm_threaded(pa, ia.lay, pb, ib.lay, pc, lc, M, N, K, acc);
   };
 
   const int threads = omp_get_max_threads();
