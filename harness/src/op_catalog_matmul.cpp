@@ -1,16 +1,21 @@
 // Descriptors of matmul and linear: plain, broadcast batch dims, 1-D
-// operands on either side, linear with and without bias. Rounding errors
-// grow with K (the bound's growth).
+// operands on either side, linear with and without bias, and accumulate
+// (out += a b + bias: the output, poisoned by the runner, first gets the
+// values of an input "c" by copy_, so the kernel's read of out's own values
+// is checked on every output layout). Rounding errors grow with K (the
+// bound's growth).
 #include "op_catalog.hpp"
+#include "strata/elementwise.hpp"
 #include "strata/matmul.hpp"
 
 namespace strata::harness::detail {
 namespace {
 
-MatmulOptions mm(const OpOptions& o) {
+MatmulOptions mm(const OpOptions& o, bool accumulate = false) {
   MatmulOptions m;
   m.backend = o.backend;
   m.stream = o.stream;
+  m.accumulate = accumulate;
   return m;  // precision highest: f32 products exact on every backend
 }
 
@@ -45,6 +50,30 @@ void add_matmul_descriptors(std::vector<OpDescriptor>& v) {
     d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{2, 5, 10}, dt}; };
     d.run = [bias](const Tensor& y, const std::vector<Tensor>& in, const OpOptions& opt) {
       linear_out(y, in[0], in[1], bias ? in[2] : Tensor(), mm(opt));
+    };
+    d.tolerance = [](DType) { return Tolerance{4, 4, 25}; };
+    v.push_back(d);
+  }
+  {
+    OpDescriptor d = matmul_desc("matmul (accumulate)", {2, 5, 17}, {17, 6}, {2, 5, 6}, 17);
+    d.inputs.push_back(input("c", {2, 5, 6}));
+    d.run = [](const Tensor& o, const std::vector<Tensor>& in, const OpOptions& opt) {
+      copy_(o, in[2], opt);
+      matmul_out(o, in[0], in[1], mm(opt, true));
+    };
+    v.push_back(d);
+  }
+  {
+    OpDescriptor d;
+    d.name = "linear (accumulate, bias)";
+    d.family = "matmul";
+    d.registry_ops = {"matmul"};
+    d.inputs = {input("x", {2, 5, 24}), input("weight", {10, 24}), input("bias", {10}),
+                input("c", {2, 5, 10})};
+    d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{2, 5, 10}, dt}; };
+    d.run = [](const Tensor& y, const std::vector<Tensor>& in, const OpOptions& opt) {
+      copy_(y, in[3], opt);
+      linear_out(y, in[0], in[1], in[2], mm(opt, true));
     };
     d.tolerance = [](DType) { return Tolerance{4, 4, 25}; };
     v.push_back(d);
