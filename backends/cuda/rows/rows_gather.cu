@@ -62,11 +62,9 @@ void embedding_as(const IterArgs& a) {
   if (capture == cudaStreamCaptureStatusNone) {
     const BadId bad = first_bad_id(p, 1, a.op[1].dtype, vocab, st, "embedding id check");
     if (bad.row >= 0)
-      fail("embedding", "ids holds ", bad.id, " at index ", bad.row, ", outside [0, ", vocab,
-           ")");
+      fail("embedding", "ids holds ", bad.id, " at index ", bad.row, ", outside [0, ", vocab, ")");
   }
-  const Table t{static_cast<const char*>(a.side.data), a.side.strides[0], a.side.strides[1],
-                vocab};
+  const Table t{static_cast<const char*>(a.side.data), a.side.strides[0], a.side.strides[1], vocab};
   constexpr int VEC = 16 / sizeof(T);
   p.vec = p.n % VEC == 0 && t.s1 == 1 && p.rstride[0] == 1 && t.s0 % VEC == 0 &&
           reinterpret_cast<std::uintptr_t>(t.data) % 16 == 0 &&

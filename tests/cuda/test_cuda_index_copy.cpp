@@ -4,8 +4,8 @@
 // untouched), and the call captured into a CUDA graph: replays write at the
 // positions the device index holds when replayed, and an out-of-range
 // index is skipped without an error and without a write anywhere (dst lies
-// inside a guard buffer). Each test returns early (with a WARN) when the
-// cuda backend is not available, as on a machine without a GPU.
+// inside a guard buffer). Part of strata_cuda_tests, which exits 77 (skip)
+// on a machine without a GPU.
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -27,11 +27,6 @@ const Device kGpu = Device::cuda(0);
 constexpr double kSentinel = 7.25;
 constexpr DType kEvery[] = {DType::f32,     DType::f64, DType::f16, DType::bf16,
                             DType::boolean, DType::i32, DType::i64};
-
-bool have_cuda() {
-  const BackendInfo* b = Registry::get().backend("cuda");
-  return b != nullptr && b->compiled && b->available;
-}
 
 OpOptions on(const char* backend) {
   OpOptions o;
@@ -78,10 +73,6 @@ void check_against_reference(const Case& c, DType dt) {
 
 TEST_CASE("index_copy_ cuda vs reference: every dtype, strided views, the row dim",
           "[ops][rows][cuda][index_copy]") {
-  if (!have_cuda()) {
-    WARN("cuda backend not available: skipped");
-    return;
-  }
   auto same = [](const Tensor& t) { return t; };
   const std::vector<Case> cases = {
       // Contiguous rows of 64 at dim 2 (the vector path for every item size).
@@ -121,10 +112,6 @@ TEST_CASE("index_copy_ cuda vs reference: every dtype, strided views, the row di
 
 TEST_CASE("index_copy_ cuda: KV-cache appends of a decode step and a 512-token prefill",
           "[ops][rows][cuda][index_copy]") {
-  if (!have_cuda()) {
-    WARN("cuda backend not available: skipped");
-    return;
-  }
   // kv [B, 2, Hkv, max_len, hd], the new k and v [B, 2, Hkv, T, hd] a view
   // of the fused QKV projection [B, T, (H + 2 Hkv) hd].
   const std::int64_t B = 2, H = 4, Hkv = 2, L = 600, hd = 64;
@@ -151,10 +138,6 @@ TEST_CASE("index_copy_ cuda: KV-cache appends of a decode step and a 512-token p
 
 TEST_CASE("index_copy_ cuda: a bad index is an error, dst untouched",
           "[ops][rows][cuda][index_copy][errors]") {
-  if (!have_cuda()) {
-    WARN("cuda backend not available: skipped");
-    return;
-  }
   const Tensor dst = Tensor::full({5, 3}, kSentinel).to(kGpu);
   const Tensor src = Tensor::randn({3, 3}, 1).to(kGpu);
   const std::vector<double> before = host_values(dst);
@@ -198,10 +181,6 @@ TEST_CASE(
     "index_copy_ cuda captured into a graph: replays at the device positions, skips "
     "out-of-range ones without writing",
     "[ops][rows][cuda][index_copy][graph]") {
-  if (!have_cuda()) {
-    WARN("cuda backend not available: skipped");
-    return;
-  }
   // The cache k [B, Hkv, L, hd] inside a buffer with guard elements on
   // both sides; src the new k of one decode step [B, Hkv, T, hd].
   const std::int64_t B = 2, Hkv = 3, L = 8, hd = 16, guard = 64;
