@@ -82,7 +82,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& positions, Lay
       Tensor::empty({b, t, num_heads * head_dim}, x.dtype(), x.device()),
   };
   Tensor y = Tensor::empty({b, t, out.out_features()}, x.dtype(), x.device());
-  forward_out(y, x, positions, CacheSlot{cache, cache_len, Tensor()}, s, opt);
+  forward_out(y, x, positions, CacheSlot{cache, cache_len, Tensor()}, s, overwrite(opt));
   return y;
 }
 
@@ -107,7 +107,7 @@ void MultiHeadAttention::forward_out(const Tensor& y, const Tensor& x, const Ten
     STRATA_CHECK(t == 1, "MultiHeadAttention::forward",
                  "a step at device positions appends one token, got ", t);
   }
-  qkv.forward_out(s.qkv, x, opt);
+  qkv.forward_out(s.qkv, x, overwrite(opt));
   QKVViews v = split(s.qkv);
   const std::int64_t b = x.size(0), nq = num_heads * head_dim, nkv = num_kv_heads * head_dim;
   if (rotary) {
@@ -155,7 +155,7 @@ void MultiHeadAttention::forward_out(const Tensor& y, const Tensor& x, const Ten
   // projection reads, so no transpose copy follows.
   const Tensor attn_view = s.attn.reshape({x.size(0), t, num_heads, head_dim}).transpose(1, 2);
   softmax_attention_out(attn_view, v.q, keys, values, ao);
-  out.forward_out(y, s.attn, opt);
+  out.forward_out(y, s.attn, opt);  // accumulates into y when asked (a residual)
 }
 
 void MultiHeadAttention::visit_parameters(const std::string& prefix, const ParamVisitor& fn) {

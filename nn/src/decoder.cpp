@@ -44,7 +44,6 @@ Workspace::Workspace(const ModelConfig& c, std::int64_t b, std::int64_t t, DType
   auto make = [&](std::int64_t n) { return Tensor::empty({b, t, n}, dt, dev); };
   x = make(c.hidden_size);
   h = make(c.hidden_size);
-  tmp = make(c.hidden_size);
   attn.qkv = make((c.num_heads + 2 * c.num_kv_heads) * c.head_dim);
   attn.attn = make(c.num_heads * c.head_dim);
   if (c.arch == Arch::gpt2) {
@@ -79,16 +78,18 @@ TransformerBlock::TransformerBlock(const ModelConfig& c, DType dt, Device dev)
 void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions,
                                        const CacheSlot& slot, const Workspace& ws,
                                        const MatmulOptions& opt) const {
+  // Each sublayer's last projection accumulates into x (BLAS beta = 1): the
+  // residual adds cost no op of their own.
+  MatmulOptions residual = opt;
+  residual.accumulate = true;
   norm_out(norm1, ws.h, x, opt);
-  attn.forward_out(ws.tmp, ws.h, positions, slot, ws.attn, opt);
-  add_out(x, x, ws.tmp, opt);
+  attn.forward_out(x, ws.h, positions, slot, ws.attn, residual);
   norm_out(norm2, ws.h, x, opt);
   if (const auto* m = std::get_if<MLP>(&mlp)) {
-    m->forward_out(ws.tmp, ws.h, ws.hidden, opt);
+    m->forward_out(x, ws.h, ws.hidden, residual);
   } else {
-    std::get<GatedMLP>(mlp).forward_out(ws.tmp, ws.h, ws.hidden, ws.act, opt);
+    std::get<GatedMLP>(mlp).forward_out(x, ws.h, ws.hidden, ws.act, residual);
   }
-  add_out(x, x, ws.tmp, opt);
 }
 
 void TransformerBlock::visit_parameters(const std::string& prefix, const ParamVisitor& fn) {
@@ -213,7 +214,8 @@ void DecoderLM::forward_out(const Tensor& logits, const Tensor& ids_in, KVCache*
 
 void DecoderLM::run(const Tensor& logits, const Tensor& ids, const Tensor& pos, KVCache* cache,
                     std::int64_t pos0, const Tensor& valid, const Workspace& ws,
-                    const MatmulOptions& opt) const {
+                    const MatmulOptions& model_opt) const {
+  const MatmulOptions opt = overwrite(model_opt);
   const std::int64_t t = ids.size(1);
   wte.forward_out(ws.x, ids, opt);
   if (cfg_.arch == Arch::gpt2) {

@@ -112,15 +112,15 @@ MLP::MLP(std::int64_t dim, std::int64_t hidden, bool bias, Activation a, DType d
 Tensor MLP::forward(const Tensor& x, const MatmulOptions& opt) const {
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   forward_out(out, x, Tensor::empty(with_last(x.shape(), hidden_size()), x.dtype(), x.device()),
-              opt);
+              overwrite(opt));
   return out;
 }
 
 void MLP::forward_out(const Tensor& out, const Tensor& x, const Tensor& hidden,
                       const MatmulOptions& opt) const {
-  fc.forward_out(hidden, x, opt);
+  fc.forward_out(hidden, x, overwrite(opt));
   activation_out(act, hidden, hidden, opt);
-  proj.forward_out(out, hidden, opt);
+  proj.forward_out(out, hidden, opt);  // accumulates into out when asked (a residual)
 }
 
 void MLP::visit_parameters(const std::string& prefix, const ParamVisitor& fn) {
@@ -137,14 +137,14 @@ Tensor GatedMLP::forward(const Tensor& x, const MatmulOptions& opt) const {
   const std::int64_t f = hidden_size();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   forward_out(out, x, Tensor::empty(with_last(x.shape(), 2 * f), x.dtype(), x.device()),
-              Tensor::empty(with_last(x.shape(), f), x.dtype(), x.device()), opt);
+              Tensor::empty(with_last(x.shape(), f), x.dtype(), x.device()), overwrite(opt));
   return out;
 }
 
 void GatedMLP::forward_out(const Tensor& out, const Tensor& x, const Tensor& gate_up_buf,
                            const Tensor& act_buf, const MatmulOptions& opt) const {
   const std::int64_t f = hidden_size();
-  gate_up.forward_out(gate_up_buf, x, opt);
+  gate_up.forward_out(gate_up_buf, x, overwrite(opt));
   const int last = gate_up_buf.dim() - 1;
   const Tensor gate = gate_up_buf.narrow(last, 0, f), up = gate_up_buf.narrow(last, f, f);
   if (act == Activation::silu) {
@@ -153,7 +153,7 @@ void GatedMLP::forward_out(const Tensor& out, const Tensor& x, const Tensor& gat
     activation_out(act, act_buf, gate, opt);
     mul_out(act_buf, act_buf, up, opt);
   }
-  down.forward_out(out, act_buf, opt);
+  down.forward_out(out, act_buf, opt);  // accumulates into out when asked (a residual)
 }
 
 void GatedMLP::visit_parameters(const std::string& prefix, const ParamVisitor& fn) {

@@ -98,6 +98,8 @@ class MultiHeadAttention : public Module {
   // bottom-right aligned); without one it reads this call's k and v.
   Tensor forward(const Tensor& x, const Tensor& positions, LayerCache* cache = nullptr,
                  std::int64_t cache_len = 0, const MatmulOptions& opt = {}) const;
+  // opt.accumulate: out += result (the residual add folded into the out
+  // projection).
   void forward_out(const Tensor& out, const Tensor& x, const Tensor& positions,
                    const CacheSlot& slot, const AttentionScratch& scratch,
                    const MatmulOptions& opt = {}) const;

@@ -27,7 +27,6 @@ struct Workspace {
   Workspace(const ModelConfig& cfg, std::int64_t batch, std::int64_t len, DType dt, Device dev);
   Tensor x;    // [B, T, D] the residual stream
   Tensor h;    // [B, T, D] normed input of a sublayer
-  Tensor tmp;  // [B, T, D] a sublayer's output
   AttentionScratch attn;
   Tensor hidden;  // [B, T, 2F] (gated) or [B, T, F]
   Tensor act;     // [B, T, F] (gated only)

@@ -13,6 +13,15 @@
 
 namespace strata::nn {
 
+// The options of a sublayer's inner projections, whose outputs are scratch:
+// `opt` without accumulate. A sublayer's forward_out with opt.accumulate
+// adds its result into out (x += mlp(x), the residual, with no add op: the
+// last projection's GEMM accumulates, BLAS beta = 1).
+inline MatmulOptions overwrite(MatmulOptions opt) {
+  opt.accumulate = false;
+  return opt;
+}
+
 enum class Activation { silu, gelu, gelu_tanh };
 // "silu"/"swish", "gelu", "gelu_new"/"gelu_pytorch_tanh"/"gelu_tanh"; else a strata::Error.
 Activation parse_activation(const std::string& name);
@@ -89,7 +98,7 @@ class MLP : public Module {
   std::int64_t hidden_size() const { return fc.out_features(); }
   // x [..., dim] -> [..., dim]
   Tensor forward(const Tensor& x, const MatmulOptions& opt = {}) const;
-  // hidden: scratch [..., hidden] (x's leading dims).
+  // hidden: scratch [..., hidden] (x's leading dims). opt.accumulate: out += result.
   void forward_out(const Tensor& out, const Tensor& x, const Tensor& hidden,
                    const MatmulOptions& opt = {}) const;
   void visit_parameters(const std::string& prefix, const ParamVisitor& fn) override;
@@ -111,6 +120,7 @@ class GatedMLP : public Module {
   // x [..., dim] -> [..., dim]
   Tensor forward(const Tensor& x, const MatmulOptions& opt = {}) const;
   // gate_up: scratch [..., 2 hidden]; act_buf: scratch [..., hidden].
+  // opt.accumulate: out += result.
   void forward_out(const Tensor& out, const Tensor& x, const Tensor& gate_up_buf,
                    const Tensor& act_buf, const MatmulOptions& opt = {}) const;
   void visit_parameters(const std::string& prefix, const ParamVisitor& fn) override;
