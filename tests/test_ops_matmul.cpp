@@ -4,8 +4,9 @@
 // window, negative strides, non-unit inner stride, broadcast batch, strided
 // and transposed outputs), every floating dtype, shapes that reach Eigen's
 // GEMM, GEMV, the batch-parallel loop and the skinny (decode) products split
-// over threads, 1-D operands, linear with and without bias, and bad input
-// (message, and the caller's out untouched).
+// over threads, 1-D operands, linear with and without bias, bad input
+// (message, and the caller's out untouched), and accumulate (out += a b +
+// bias, [accumulate]) on both host backends against an independent f64 sum.
 #include <omp.h>
 
 #include <cmath>

@@ -4,8 +4,10 @@
 // copied first), output layouts (row-major, column-major, through a
 // temporary), uniform and pointer-array batches, every dtype, precision
 // medium (TF32) with its tolerance, linear's bias through the cuBLASLt
-// epilogue and through the fill + beta=1 path, K = 0, 1-D operands, and an
-// error raised before anything is written. The binary skips without a GPU.
+// epilogue and through the fill + beta=1 path, K = 0, 1-D operands, an
+// error raised before anything is written, and accumulate (out += a b +
+// bias: beta = 1 on every path, [accumulate]). The binary skips without a
+// GPU.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -168,4 +170,124 @@ TEST_CASE("cuda matmul: K = 0, 1-D operands, errors before writing", "[cuda][mat
     CHECK(std::string(e.what()) == "matmul: b is on cpu but a is on cuda:0");
   }
   for (float f : out.to_vector<float>()) REQUIRE(f == 42.0f);
+}
+
+// ---- accumulate: out += a b (+ bias), beta = 1 with C = D = out -------------------
+
+namespace {
+
+// out (layout lo on the GPU, random values) += a b (+ bias) on cuda,
+// against the f64 product on the reference plus the previous out and the
+// bias, added on the host in f64 and rounded once to dt.
+void cuda_accumulate(const Shape& batch, std::int64_t M, std::int64_t K, std::int64_t N, Layout la,
+                     Layout lb, Layout lo, DType dt, std::uint64_t seed,
+                     Precision p = Precision::highest, bool bias = false,
+                     bool strided_bias = false) {
+  Shape sa = batch, sb = bias ? Shape{} : batch, so = batch;
+  sa.insert(sa.end(), {M, K});
+  sb.insert(sb.end(), {K, N});
+  so.insert(so.end(), {M, N});
+  INFO("accumulate: a " << matmul_test::name(la) << " b " << matmul_test::name(lb) << " out "
+                        << matmul_test::name(lo) << " dtype " << dtype_name(dt) << " batch "
+                        << shape_str(batch) << " M " << M << " K " << K << " N " << N << " bias "
+                        << bias << " strided bias " << strided_bias << " precision " << int(p));
+  const Tensor va = Tensor::randn(sa, seed, dt), vb = Tensor::randn(sb, seed + 1, dt);
+  const Tensor vo = Tensor::randn(so, seed + 2, dt);
+  const Tensor ga = make_view(va, la, kGpu), gb = make_view(vb, lb, kGpu);
+  const Tensor out = make_view(vo, lo, kGpu);
+  MatmulOptions opt = on("cuda", p);
+  opt.accumulate = true;
+  Tensor vbias;
+  if (bias) {
+    // A strided bias: every other element of a buffer on the GPU.
+    const Tensor vb2 = Tensor::randn({strided_bias ? 2 * N : N}, seed + 3, dt);
+    const int step = strided_bias ? 2 : 1;
+    vbias = vb2.slice(0, 0, vb2.size(0), step);
+    const Tensor gbias = vb2.to(kGpu).slice(0, 0, vb2.size(0), step);
+    linear_out(out, ga, gb.transpose(0, 1), gbias, opt);
+  } else {
+    matmul_out(out, ga, gb, opt);
+  }
+  // The product of the values the views hold (bcast_batch repeats the first matrix).
+  const Tensor ha = make_view(va, la, Device::cpu()), hb = make_view(vb, lb, Device::cpu());
+  const Tensor prod = matmul(ha.to(DType::f64), hb.to(DType::f64), on("reference"));
+  const std::vector<double> pv = prod.to_vector<double>(), ov = vo.to_vector<double>();
+  const std::vector<double> bv = bias ? vbias.to_vector<double>() : std::vector<double>();
+  std::vector<double> w(pv.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = ov[i] + pv[i] + (bias ? bv[i % static_cast<std::size_t>(N)] : 0.0);
+  require_close(out, Tensor::from_vector<double>(w, so).to(dt), K, p);
+}
+
+}  // namespace
+
+TEST_CASE("cuda matmul accumulate vs an independent sum", "[cuda][matmul][accumulate]") {
+  std::uint64_t seed = 2000;
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    // Row-major out (out^T = b^T a^T), column-major out, through a temporary
+    // (copied in first); uniform batch.
+    for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_rows,
+                      Layout::inner_step})
+      cuda_accumulate({2}, 9, 33, 7, Layout::transposed, Layout::contiguous, lo, dt, seed += 4);
+    cuda_accumulate({}, 130, 257, 90, Layout::contiguous, Layout::transposed, Layout::contiguous,
+                    dt, seed += 4);
+    cuda_accumulate({}, 1, 512, 300, Layout::contiguous, Layout::transposed, Layout::contiguous, dt,
+                    seed += 4);  // decode: x += o_proj(h)
+    // Pointer arrays (two batch dims that do not merge) and a broadcast b.
+    cuda_accumulate({4, 3}, 6, 5, 7, Layout::contiguous, Layout::bcast_batch, Layout::contiguous,
+                    dt, seed += 4);
+    cuda_accumulate({2, 3}, 6, 5, 7, Layout::sliced, Layout::transposed, Layout::sliced, dt,
+                    seed += 4);
+    // linear: the cuBLASLt epilogue with beta = 1 (row-major out, contiguous
+    // bias; f16/bf16 always, by copies), and elsewhere bias by a K = 1 GEMM
+    // then beta = 1 (f64, column-major out, strided bias).
+    cuda_accumulate({2}, 16, 64, 40, Layout::contiguous, Layout::transposed, Layout::contiguous, dt,
+                    seed += 4, Precision::highest, true);
+    cuda_accumulate({}, 1, 512, 96, Layout::contiguous, Layout::transposed, Layout::contiguous, dt,
+                    seed += 4, Precision::highest, true);
+    cuda_accumulate({}, 16, 64, 40, Layout::contiguous, Layout::contiguous, Layout::transposed, dt,
+                    seed += 4, Precision::highest, true);
+    cuda_accumulate({2}, 16, 64, 40, Layout::inner_step, Layout::contiguous, Layout::inner_step, dt,
+                    seed += 4, Precision::highest, true);
+    cuda_accumulate({3}, 4, 40, 24, Layout::contiguous, Layout::contiguous, Layout::contiguous, dt,
+                    seed += 4, Precision::highest, true, true);
+    // K = 0: out += bias (the K = 1 GEMM alone, into a layout it must
+    // stage), or out unchanged.
+    cuda_accumulate({2}, 3, 0, 5, Layout::contiguous, Layout::contiguous, Layout::neg_rows, dt,
+                    seed += 4, Precision::highest, true);
+    cuda_accumulate({2}, 3, 0, 5, Layout::contiguous, Layout::contiguous, Layout::transposed, dt,
+                    seed += 4);
+  }
+  // TF32 (precision medium): the bias GEMM of the fallback stays exact.
+  cuda_accumulate({}, 128, 1024, 96, Layout::contiguous, Layout::contiguous, Layout::contiguous,
+                  DType::f32, seed += 4, Precision::medium);
+  cuda_accumulate({}, 32, 300, 48, Layout::contiguous, Layout::transposed, Layout::transposed,
+                  DType::f32, seed += 4, Precision::medium, true);
+}
+
+TEST_CASE("cuda matmul accumulate: closed form, twice, allocating form refused",
+          "[cuda][matmul][accumulate]") {
+  const Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, kGpu);
+  const Tensor b = Tensor::from_vector<float>({7, 8, 9, 10, 11, 12}, {3, 2}, kGpu);
+  MatmulOptions opt = on("cuda");
+  opt.accumulate = true;
+  Tensor out = Tensor::from_vector<float>({1, -1, 0.5, 100}, {2, 2}, kGpu);
+  matmul_out(out, a, b, opt);
+  CHECK(out.to_vector<float>() == std::vector<float>{59, 63, 139.5, 254});
+  matmul_out(out, a, b, opt);
+  CHECK(out.to_vector<float>() == std::vector<float>{117, 127, 278.5, 408});
+  const Tensor x = Tensor::from_vector<float>({1, 2}, {1, 2}, kGpu);
+  const Tensor W = Tensor::from_vector<float>({1, 0, 0, 1, 1, 1}, {3, 2}, kGpu);
+  const Tensor bias = Tensor::from_vector<float>({10, 20, 30}, {3}, kGpu);
+  Tensor y = Tensor::from_vector<float>({100, 200, 300}, {1, 3}, kGpu);
+  linear_out(y, x, W, bias, opt);
+  CHECK(y.to_vector<float>() == std::vector<float>{111, 222, 333});
+  try {
+    (void)matmul(a, b, opt);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "matmul: accumulate = true needs an output to add into; use matmul_out");
+  }
+  CHECK(out.to_vector<float>() == std::vector<float>{117, 127, 278.5, 408});
 }

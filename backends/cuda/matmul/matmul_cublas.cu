@@ -30,6 +30,15 @@
 // bf16 always take the epilogue (copying what must be copied for it):
 // beta = 1 rounds the product to the output type before the bias is added.
 //
+// MatmulArgs::accumulate (out += a b + bias): beta = 1 with C = D = out
+// (cuBLAS and cuBLASLt read C in the compute type, so f16/bf16 add out's
+// values in f32 and round once); an out that goes through a temporary is
+// copied into it first. The bias then: cuBLASLt's epilogue with beta = 1
+// (D = a b + C + bias) where it applies (above); elsewhere it cannot be
+// filled into out, so out += ones [M, 1] bias [1, N] runs first as a K = 1
+// GEMM (beta = 1, f32 highest: exact products) and the product is added
+// after it with beta = 1. K = 0 with a bias is that K = 1 GEMM alone.
+//
 // Handles: one cuBLAS and one cuBLASLt handle per device and thread, made
 // on first use and kept; set to the call's stream each call. The GEMM
 // workspace is kept per thread, device and stream (workspace()); other
@@ -303,8 +312,9 @@ void set_lt_batch(cublasLtMatrixLayout_t l, Index count, Index stride) {
 
 // c = x y + bias (bias along c's rows) through cuBLASLt; false when Lt has
 // no algorithm for it (the caller falls back).
+// With accumulate, beta = 1 and C = D: c = x y + c + bias.
 bool lt_bias_gemm(const Handles& h, cudaStream_t st, void* ws, const Gemm& g, DType dt,
-                  cublasComputeType_t ct, const void* bias) {
+                  cublasComputeType_t ct, const void* bias, bool accumulate) {
   const cudaDataType_t t = cuda_type(dt);
   LtDescs d;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, ct, CUDA_R_32F));
@@ -339,7 +349,7 @@ bool lt_bias_gemm(const Handles& h, cudaStream_t st, void* ws, const Gemm& g, DT
           CUBLAS_STATUS_SUCCESS ||
       found == 0)
     return false;
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(h.lt, d.op, &alpha, g.x.ptr, d.x, g.y.ptr, d.y, &beta, g.c.ptr, d.c,
                               g.c.ptr, d.c, &res.algo, ws, kWorkspace, st));
   return true;
@@ -386,6 +396,33 @@ void blas_gemm(const Handles& h, cudaStream_t st, Scratch& scratch, const Gemm& 
   }
 }
 
+// n elements of `isz` bytes each set to the bit pattern `bits` (a constant
+// of the element type, e.g. 1).
+__global__ void fill_bits(void* p, Index n, int isz, unsigned long long bits) {
+  const Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if (isz == 2)
+    static_cast<std::uint16_t*>(p)[i] = static_cast<std::uint16_t>(bits);
+  else if (isz == 4)
+    static_cast<std::uint32_t*>(p)[i] = static_cast<std::uint32_t>(bits);
+  else
+    static_cast<unsigned long long*>(p)[i] = bits;
+}
+
+// The bit pattern of 1 in dt.
+unsigned long long one_bits(DType dt) {
+  switch (dt) {
+    case DType::f64:
+      return 0x3FF0000000000000ull;
+    case DType::f16:
+      return 0x3C00u;
+    case DType::bf16:
+      return 0x3F80u;
+    default:
+      return 0x3F800000u;
+  }
+}
+
 // The bias broadcast to `dst`'s shape (batch..., M, N): stride 0 but along N.
 Operand bias_broadcast(const Operand& bias, const Operand& dst) {
   Operand s = dst;
@@ -417,6 +454,47 @@ bool batch_uniform(const MatmulArgs& args, const Operand& a, const Operand& b, c
 
 }  // namespace
 
+namespace {
+
+// out [batch..., M, N] += bias[n] broadcast over rows and the batch, as the
+// GEMM out += ones [batch..., M, 1] bias [batch..., 1, N] (batch strides 0)
+// with beta = 1 (f32 highest: the products 1 * bias are exact), in out's
+// dtype; f16/bf16 add in f32 and round once. `scratch` holds the ones.
+void accumulate_bias(const MatmulArgs& args, const Operand& out, Scratch& scratch, cudaStream_t st) {
+  const DType dt = out.dtype;
+  const std::size_t isz = itemsize(dt);
+  const int br = args.batch_rank;
+  void* ones = scratch.get(std::size_t(args.M) * isz);
+  const int threads = 256;
+  fill_bits<<<static_cast<unsigned>((args.M + threads - 1) / threads), threads, 0, st>>>(
+      ones, args.M, static_cast<int>(isz), one_bits(dt));
+  CUDA_CHECK_LAUNCH();
+  MatmulArgs r;
+  r.batch_rank = br;
+  for (int d = 0; d < br; ++d) r.batch_shape[d] = args.batch_shape[d];
+  r.M = args.M;
+  r.N = args.N;
+  r.K = 1;
+  r.a = out;
+  r.a.data = ones;
+  r.a.shape[br + 1] = 1;
+  r.b = out;
+  r.b.data = args.bias.data;
+  r.b.shape[br] = 1;
+  for (int d = 0; d < br; ++d) r.a.strides[d] = r.b.strides[d] = 0;
+  r.a.strides[br] = 1;
+  r.a.strides[br + 1] = 1;
+  r.b.strides[br] = 0;
+  r.b.strides[br + 1] = args.bias.strides[0];
+  r.out = out;
+  r.precision = Precision::highest;
+  r.accumulate = true;
+  r.stream = args.stream;
+  matmul_cublas(r);
+}
+
+}  // namespace
+
 std::string matmul_cublas_supports(const MatmulArgs& a) {
   const Index batch = a.batch_count();
   if (a.M > INT_MAX || a.N > INT_MAX || a.K > INT_MAX || batch > INT_MAX)
@@ -436,7 +514,11 @@ void matmul_cublas(const MatmulArgs& args) {
   const Index M = args.M, N = args.N, K = args.K;
   const bool has_bias = args.bias.data != nullptr;
 
-  if (K == 0) {  // out = bias broadcast, or 0
+  if (K == 0) {  // out = bias broadcast, or 0 (accumulate: out += bias, or nothing)
+    if (args.accumulate) {
+      if (has_bias) accumulate_bias(args, args.out, scratch, st);
+      return;
+    }
     if (has_bias) {
       strided_copy_async(args.out, bias_broadcast(args.bias, args.out), isz, st);
     } else {
@@ -493,7 +575,10 @@ void matmul_cublas(const MatmulArgs& args) {
   const bool row_out = o_row.ok && o_row.op == CUBLAS_OP_N;
   const bool col_out = !row_out && !narrow_bias && o_col.ok && o_col.op == CUBLAS_OP_N;
   const bool temp_out = (!row_out && !col_out) || copy_all;
-  if (temp_out) O = contiguous_like(args.out, scratch.get(numel(args.out) * isz));
+  if (temp_out) {
+    O = contiguous_like(args.out, scratch.get(numel(args.out) * isz));
+    if (args.accumulate) strided_copy_async(O, args.out, isz, st);  // beta = 1 reads it
+  }
 
   Gemm g;
   const Mat am = mat_of(A, br, M, K), bm = mat_of(B, br, K, N), cm = mat_of(O, br, M, N);
@@ -556,12 +641,18 @@ void matmul_cublas(const MatmulArgs& args) {
 
   bool done = false;
   if (has_bias && !col_out && dt != DType::f64 && g.uniform && (bias_contig || narrow_bias))
-    done = lt_bias_gemm(h, st, ws, g, dt, ct, bias_ptr);
+    done = lt_bias_gemm(h, st, ws, g, dt, ct, bias_ptr, args.accumulate);
   // (Should cuBLASLt offer no algorithm for an f16/bf16 call, the fallback
   // below is right up to that double rounding.)
   if (!done) {
-    if (has_bias) strided_copy_async(O, bias_broadcast(args.bias, O), isz, st);
-    blas_gemm(h, st, scratch, g, dt, ct, has_bias);
+    if (has_bias && args.accumulate) {
+      // O += bias first (its own GEMM, on this thread's handle, which it
+      // leaves on the same stream and workspace), then O += a b.
+      accumulate_bias(args, O, scratch, st);
+    } else if (has_bias) {
+      strided_copy_async(O, bias_broadcast(args.bias, O), isz, st);
+    }
+    blas_gemm(h, st, scratch, g, dt, ct, has_bias || args.accumulate);
   }
   if (temp_out) strided_copy_async(args.out, O, isz, st);
 }
