@@ -43,6 +43,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <type_traits>
 #include <vector>
@@ -223,12 +224,22 @@ void gemm(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Inde
 // GEMM on the slice. Every piece is an Eigen product on the same maps moved along
 // (a column offset of a row-major b or c, a leading-dimension step of a
 // column-major one; rows likewise): no copy. Each slice is at least
-// kMinSliceCols columns and kMinSliceElems elements of b, so that the
+// kMinSliceCols columns and min_slice_elems() elements of b, so that the
 // region's start-up (a few microseconds) stays small against what a slice
 // streams.
 constexpr Index kSkinnyRows = 16;
 constexpr Index kMinSliceCols = 16;
-constexpr Index kMinSliceElems = Index(1) << 14;
+constexpr Index kDefaultSliceElems = Index(1) << 14;
+// STRATA_CPU_SLICE_ELEMS overrides kDefaultSliceElems (tuning: the smallest
+// slice, in elements of b, that one thread of a skinny product gets).
+Index min_slice_elems() {
+  static const Index v = [] {
+    const char* e = std::getenv("STRATA_CPU_SLICE_ELEMS");
+    const long long n = e != nullptr ? std::atoll(e) : 0;
+    return n > 0 ? static_cast<Index>(n) : kDefaultSliceElems;
+  }();
+  return v;
+}
 constexpr Index kBlockBytes = Index(128) << 10;
 constexpr Index kRowRows = 8;
 
@@ -260,13 +271,14 @@ void skinny_cols(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index 
 template <class C>
 void gemm_threaded(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index N,
                    Index K, bool acc) {
-  if (M > kSkinnyRows || N * K < kMinSliceElems) {
+  const Index min_slice = min_slice_elems();
+  if (M > kSkinnyRows || N * K < min_slice) {
     gemm(pa, la, pb, lb, pc, lc, M, N, K, acc);
     return;
   }
   const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const Index slices =
-      std::max<Index>(1, std::min({threads, N / kMinSliceCols, (N * K) / kMinSliceElems}));
+      std::max<Index>(1, std::min({threads, N / kMinSliceCols, (N * K) / min_slice}));
   if (slices == 1) {
     skinny_cols(pa, la, pb, lb, pc, lc, M, 0, N, K, acc);
     return;
