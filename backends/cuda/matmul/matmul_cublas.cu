@@ -310,8 +310,8 @@ void set_lt_batch(cublasLtMatrixLayout_t l, Index count, Index stride) {
                                                 sizeof s));
 }
 
-// c = x y + bias (bias along c's rows) through cuBLASLt; false when Lt has
-// no algorithm for it (the caller falls back).
+// c = x y + bias (bias along c's rows; none when bias is null) through
+// cuBLASLt; false when Lt has no algorithm for it (the caller falls back).
 // With accumulate, beta = 1 and C = D: c = x y + c + bias.
 bool lt_bias_gemm(const Handles& h, cudaStream_t st, void* ws, const Gemm& g, DType dt,
                   cublasComputeType_t ct, const void* bias, bool accumulate) {
@@ -319,13 +319,14 @@ bool lt_bias_gemm(const Handles& h, cudaStream_t st, void* ws, const Gemm& g, DT
   LtDescs d;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, ct, CUDA_R_32F));
   const cublasOperation_t ta = g.ox.op, tb = g.oy.op;
-  const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  const cublasLtEpilogue_t epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-  CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  if (bias)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                sizeof bias));
   const bool xn = ta == CUBLAS_OP_N, yn = tb == CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.x, t, xn ? g.m : g.k, xn ? g.k : g.m, g.ox.ld));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.y, t, yn ? g.k : g.n, yn ? g.n : g.k, g.oy.ld));
@@ -337,8 +338,12 @@ bool lt_bias_gemm(const Handles& h, cudaStream_t st, void* ws, const Gemm& g, DT
   }
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
   const std::uint64_t wsb = kWorkspace;
+  // Accumulating, a split-K reduction in place would sum partials in the
+  // output type on top of out's values: only the compute-type scheme then.
   const std::uint32_t red =
-      CUBLASLT_REDUCTION_SCHEME_INPLACE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      accumulate ? std::uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)
+                 : std::uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE |
+                                 CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -642,6 +647,11 @@ void matmul_cublas(const MatmulArgs& args) {
   bool done = false;
   if (has_bias && !col_out && dt != DType::f64 && g.uniform && (bias_contig || narrow_bias))
     done = lt_bias_gemm(h, st, ws, g, dt, ct, bias_ptr, args.accumulate);
+  // f16/bf16 accumulating without a bias: cuBLASLt too (cublasGemmEx with
+  // beta = 1 picked slower kernels for the decoder's projections).
+  if (!done && !has_bias && args.accumulate && !col_out && g.uniform &&
+      (dt == DType::f16 || dt == DType::bf16))
+    done = lt_bias_gemm(h, st, ws, g, dt, ct, nullptr, true);
   // (Should cuBLASLt offer no algorithm for an f16/bf16 call, the fallback
   // below is right up to that double rounding.)
   if (!done) {
