@@ -12,6 +12,14 @@
 // T in registers; all arithmetic, the warps' shared-memory merge and the
 // split-KV partials are in T, lse is T (f32 for half inputs), and out is
 // rounded to S once. With S = T (f32, f64) nothing changes.
+//
+// Half storage keeps the loaded k and v rows packed (two S per 32-bit
+// register, load_row_packed) and widens each pair where it is used (the dot
+// product, the P V update): no instruction reads a loaded register before
+// every load of the warp's U keys is issued, and U keys cost half the
+// registers of widened rows, so the half variants take twice the keys of
+// f32 per step (the same bytes in flight). DecodeConvertAtLoad configs
+// (tuning only) widen inside load_row as the first version did.
 #include <type_traits>
 
 #include "cuda/attention/attention_common.cuh"
@@ -28,6 +36,20 @@ struct DecodeConfig {
   static constexpr int max_d = 32 * QE, max_dv = 32 * VE;
   static constexpr std::size_t smem_bytes = std::size_t(WARPS) * (2 + 32 * VE) * sizeof(T);
 };
+
+// The first half-storage version (tuning A/B by STRATA_CUDA_VARIANT): k, v
+// widened to T inside load_row, right behind each load.
+template <class T, int WARPS_, int QCH_, int VCH_, int U_, class S>
+struct DecodeConvertAtLoad : DecodeConfig<T, WARPS_, QCH_, VCH_, U_, S> {
+  static constexpr bool convert_at_load = true;
+};
+
+// Whether config C keeps loaded k, v rows packed in S (half storage, not
+// DecodeConvertAtLoad).
+template <class C, class = void>
+struct DecodePacked : std::bool_constant<!std::is_same_v<typename C::storage, typename C::type>> {};
+template <class C>
+struct DecodePacked<C, std::void_t<decltype(C::convert_at_load)>> : std::false_type {};
 
 // Element of a head row held by (lane, chunk q, component c). Vector layouts
 // give each lane VEC adjacent elements; scalar ones interleave lanes so that
@@ -80,6 +102,129 @@ __device__ __forceinline__ void load_row(T (&r)[CH * Vec<T>::n], const S* g, std
   }
 }
 
+// Loads the lane's slice of one head row of 2-byte S into r, packed: word
+// 2q + h holds elements (q, 2h) in its low and (q, 2h + 1) in its high half
+// (the lane_elem order, as load_row widens them). Elements past n, or all of
+// them when !ok, are 0. No register of r is read here: the loads of several
+// rows stay in flight together until their first use.
+template <class S, int CH>
+__device__ __forceinline__ void load_row_packed(unsigned (&r)[CH * 2], const S* g, std::int64_t es,
+                                                std::int64_t n, bool vec, bool ok, int lane) {
+  static_assert(sizeof(S) == 2, "packed rows hold two 2-byte elements per register");
+  constexpr int VEC = 4;
+#pragma unroll
+  for (int q = 0; q < CH; ++q) {
+    if (vec) {
+      const std::int64_t e0 = std::int64_t(lane + 32 * q) * VEC;
+      uint2 w = make_uint2(0u, 0u);
+      if (ok && e0 < n) w = *reinterpret_cast<const uint2*>(g + e0);
+      r[2 * q] = w.x;
+      r[2 * q + 1] = w.y;
+    } else {
+      const unsigned short* gs = reinterpret_cast<const unsigned short*>(g);
+      unsigned h[VEC];
+#pragma unroll
+      for (int c = 0; c < VEC; ++c) {
+        const std::int64_t e = std::int64_t(q * VEC + c) * 32 + lane;
+        h[c] = (ok && e < n) ? unsigned(gs[e * es]) : 0u;
+      }
+      r[2 * q] = h[0] | (h[1] << 16);
+      r[2 * q + 1] = h[2] | (h[3] << 16);
+    }
+  }
+}
+
+// The two elements of a packed word, widened to float (exact).
+template <class S>
+__device__ __forceinline__ float2 unpack2(unsigned w);
+template <>
+__device__ __forceinline__ float2 unpack2<__nv_bfloat16>(unsigned w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+template <>
+__device__ __forceinline__ float2 unpack2<__half>(unsigned w) {
+  __half2 h;
+  static_assert(sizeof(h) == sizeof(w), "__half2 is 4 bytes");
+  memcpy(&h, &w, sizeof(w));
+  return __half22float2(h);
+}
+
+// The key loop of attn_decode_kernel for packed half rows: warp `warp`
+// takes keys jb .. jb + U - 1 of [j_begin, j_end) per step, every U rows of
+// k and v loaded (packed) before the first is read, and updates its online
+// softmax (m_run, l_run, acc). VEC_ALL: every operand takes the vector
+// path (p.q_vec, k_vec, v_vec), known at compile time.
+template <class C, bool VEC_ALL>
+__device__ __forceinline__ void decode_keys_packed(
+    const AttnParams& p, const typename C::storage* kg, const typename C::storage* vg,
+    const void* mask_head, std::int64_t row, std::int64_t j_begin, std::int64_t j_end, int warp,
+    int lane, const float (&q)[C::QE], float& m_run, float& l_run, float (&acc)[C::VE]) {
+  using T = float;
+  using S = typename C::storage;
+  static_assert(std::is_same_v<typename C::type, float>, "packed rows: f32 arithmetic");
+  constexpr int WARPS = C::WARPS, QCH = C::QCH, VCH = C::VCH, U = C::U;
+  constexpr int QE = C::QE, VE = C::VE;
+  const AttentionArgs& a = p.a;
+  [[maybe_unused]] const bool plain = p.mask_kind == kMaskNone;
+  const bool kvec = VEC_ALL || (p.k_vec && p.q_vec), vvec = VEC_ALL || p.v_vec;
+  const std::int64_t ks = attn::row_stride(a.k), vs = attn::row_stride(a.v);
+  const std::int64_t kcs = attn::col_stride(a.k), vcs = attn::col_stride(a.v);
+  for (std::int64_t jb = j_begin + std::int64_t(warp) * U; jb < j_end;
+       jb += std::int64_t(WARPS) * U) {
+    unsigned kw[U][QE / 2], vw[U][VE / 2];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t j = jb + u;
+      const bool ok = j < j_end;
+      load_row_packed<S, QCH>(kw[u], kg + (ok ? j : 0) * ks, kcs, a.d, kvec, ok, lane);
+      load_row_packed<S, VCH>(vw[u], vg + (ok ? j : 0) * vs, vcs, a.dv, vvec, ok, lane);
+    }
+    T sc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      T t = 0;
+#pragma unroll
+      for (int w = 0; w < QE / 2; ++w) {
+        const float2 f = unpack2<S>(kw[u][w]);
+        t = fma(q[2 * w], f.x, t);
+        t = fma(q[2 * w + 1], f.y, t);
+      }
+      sc[u] = t;
+    }
+#pragma unroll
+    for (int sh = 16; sh > 0; sh >>= 1)
+#pragma unroll
+      for (int u = 0; u < U; ++u) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], sh);
+    T tmax = neg_inf<T>();
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t j = jb + u;
+      T bias = 0;
+      const bool kept = j < j_end && (plain || key_kept<T, S>(p, mask_head, row, j, &bias));
+      sc[u] = kept ? sc[u] + bias : neg_inf<T>();
+      tmax = fmax_(tmax, sc[u]);
+    }
+    const T m_new = fmax_(m_run, tmax);
+    const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
+    const T alpha = fexp2(m_run - m_use);
+    m_run = m_new;
+    l_run *= alpha;
+#pragma unroll
+    for (int e = 0; e < VE; ++e) acc[e] *= alpha;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const T pu = fexp2(sc[u] - m_use);
+      l_run += pu;
+#pragma unroll
+      for (int w = 0; w < VE / 2; ++w) {
+        const float2 f = unpack2<S>(vw[u][w]);
+        acc[2 * w] = fma(pu, f.x, acc[2 * w]);
+        acc[2 * w + 1] = fma(pu, f.y, acc[2 * w + 1]);
+      }
+    }
+  }
+}
+
 template <class C>
 __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) {
   using T = typename C::type;
@@ -117,58 +262,69 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   std::int64_t j_end = min(a.N, j_begin + p.keys_per_split);
   j_begin = max(j_begin, row + a.band_lo);
   j_end = min(j_end, row + a.band_hi + 1);
-  const bool plain = p.mask_kind == kMaskNone;
+  [[maybe_unused]] const bool plain = p.mask_kind == kMaskNone;
 
   T m_run = neg_inf<T>(), l_run = 0, acc[VE];
 #pragma unroll
   for (int e = 0; e < VE; ++e) acc[e] = 0;
 
-  for (std::int64_t jb = j_begin + std::int64_t(warp) * U; jb < j_end;
-       jb += std::int64_t(WARPS) * U) {
-    T kr[U][QE], vr[U][VE];
+  if constexpr (DecodePacked<C>::value) {
+    // Vector layouts (the usual case) get a loop of their own: one basic
+    // block of 2U loads per step, no layout branch between them.
+    if (p.k_vec && p.q_vec && p.v_vec)
+      decode_keys_packed<C, true>(p, kg, vg, mask_head, row, j_begin, j_end, warp, lane, q, m_run,
+                                  l_run, acc);
+    else
+      decode_keys_packed<C, false>(p, kg, vg, mask_head, row, j_begin, j_end, warp, lane, q, m_run,
+                                   l_run, acc);
+  } else {
+    for (std::int64_t jb = j_begin + std::int64_t(warp) * U; jb < j_end;
+         jb += std::int64_t(WARPS) * U) {
+      T kr[U][QE], vr[U][VE];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t j = jb + u;
-      const bool ok = j < j_end;
-      load_row<T, S, QCH>(kr[u], kg + (ok ? j : 0) * attn::row_stride(a.k), attn::col_stride(a.k),
-                          a.d, p.k_vec && p.q_vec, ok, lane);
-      load_row<T, S, VCH>(vr[u], vg + (ok ? j : 0) * attn::row_stride(a.v), attn::col_stride(a.v),
-                          a.dv, p.v_vec, ok, lane);
-    }
-    T sc[U];
+      for (int u = 0; u < U; ++u) {
+        const std::int64_t j = jb + u;
+        const bool ok = j < j_end;
+        load_row<T, S, QCH>(kr[u], kg + (ok ? j : 0) * attn::row_stride(a.k), attn::col_stride(a.k),
+                            a.d, p.k_vec && p.q_vec, ok, lane);
+        load_row<T, S, VCH>(vr[u], vg + (ok ? j : 0) * attn::row_stride(a.v), attn::col_stride(a.v),
+                            a.dv, p.v_vec, ok, lane);
+      }
+      T sc[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      T t = 0;
+      for (int u = 0; u < U; ++u) {
+        T t = 0;
 #pragma unroll
-      for (int e = 0; e < QE; ++e) t = fma(q[e], kr[u][e], t);
-      sc[u] = t;
-    }
+        for (int e = 0; e < QE; ++e) t = fma(q[e], kr[u][e], t);
+        sc[u] = t;
+      }
 #pragma unroll
-    for (int sh = 16; sh > 0; sh >>= 1)
+      for (int sh = 16; sh > 0; sh >>= 1)
 #pragma unroll
-      for (int u = 0; u < U; ++u) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], sh);
-    T tmax = neg_inf<T>();
+        for (int u = 0; u < U; ++u) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], sh);
+      T tmax = neg_inf<T>();
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t j = jb + u;
-      T bias = 0;
-      const bool kept = j < j_end && (plain || key_kept<T, S>(p, mask_head, row, j, &bias));
-      sc[u] = kept ? sc[u] + bias : neg_inf<T>();
-      tmax = fmax_(tmax, sc[u]);
-    }
-    const T m_new = fmax_(m_run, tmax);
-    const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
-    const T alpha = fexp2(m_run - m_use);
-    m_run = m_new;
-    l_run *= alpha;
+      for (int u = 0; u < U; ++u) {
+        const std::int64_t j = jb + u;
+        T bias = 0;
+        const bool kept = j < j_end && (plain || key_kept<T, S>(p, mask_head, row, j, &bias));
+        sc[u] = kept ? sc[u] + bias : neg_inf<T>();
+        tmax = fmax_(tmax, sc[u]);
+      }
+      const T m_new = fmax_(m_run, tmax);
+      const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
+      const T alpha = fexp2(m_run - m_use);
+      m_run = m_new;
+      l_run *= alpha;
 #pragma unroll
-    for (int e = 0; e < VE; ++e) acc[e] *= alpha;
+      for (int e = 0; e < VE; ++e) acc[e] *= alpha;
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const T pu = fexp2(sc[u] - m_use);
-      l_run += pu;
+      for (int u = 0; u < U; ++u) {
+        const T pu = fexp2(sc[u] - m_use);
+        l_run += pu;
 #pragma unroll
-      for (int e = 0; e < VE; ++e) acc[e] = fma(pu, vr[u][e], acc[e]);
+        for (int e = 0; e < VE; ++e) acc[e] = fma(pu, vr[u][e], acc[e]);
+      }
     }
   }
 

@@ -1,8 +1,10 @@
 // bf16 and f16 decode variants (M <= 8): DecodeConfig<T = float, WARPS, QCH,
 // VCH, U, S> reads q, k, v (and a float mask) in S, 4 elements (8 bytes) per
-// lane per chunk, and computes in f32 (attention_decode.cuh). The same
-// shapes as the f32 decode variants: d, dv <= 128 in one chunk per lane,
-// <= 256 in two.
+// lane per chunk, keeps the k, v rows packed (two S per register) until
+// use, and computes in f32 (attention_decode.cuh). d, dv <= 128 in one chunk
+// per lane, <= 256 in two. Twice the keys per warp step of the f32 variants
+// (U 16 / 8 against 8 / 4): a half row is half the bytes, so the same bytes
+// are in flight per warp, in the same number of registers.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -11,15 +13,25 @@
 namespace strata::cuda {
 
 const std::vector<Variant>& variants_h16() {
+  using B = __nv_bfloat16;
+  using H = __half;
   static const std::vector<Variant> v = {
-      decode<DecodeConfig<float, 4, 1, 1, 8, __nv_bfloat16>>("bf16.decode.d128"),
-      decode<DecodeConfig<float, 4, 2, 2, 4, __nv_bfloat16>>("bf16.decode.d256"),
-      decode<DecodeConfig<float, 4, 1, 1, 8, __half>>("f16.decode.d128"),
-      decode<DecodeConfig<float, 4, 2, 2, 4, __half>>("f16.decode.d256"),
-      // Tuning candidates, only by STRATA_CUDA_VARIANT=name: twice the keys
-      // in flight per warp (a bf16 row is half an f32 row's bytes).
-      decode<DecodeConfig<float, 4, 1, 1, 16, __nv_bfloat16>>("bf16.decode.d128.u16", false),
-      decode<DecodeConfig<float, 4, 1, 1, 16, __half>>("f16.decode.d128.u16", false),
+      decode<DecodeConfig<float, 4, 1, 1, 16, B>>("bf16.decode.d128"),
+      decode<DecodeConfig<float, 4, 2, 2, 8, B>>("bf16.decode.d256"),
+      decode<DecodeConfig<float, 4, 1, 1, 16, H>>("f16.decode.d128"),
+      decode<DecodeConfig<float, 4, 2, 2, 8, H>>("f16.decode.d256"),
+      // Tuning candidates, only by STRATA_CUDA_VARIANT=name. Packed rows
+      // with f32's keys per step (.u8) and twice the default's (.u32); and
+      // the first version (.cvt8, .cvt4: rows widened right behind each
+      // load, U 8 / 4), for A/B against it.
+      decode<DecodeConfig<float, 4, 1, 1, 8, B>>("bf16.decode.d128.u8", false),
+      decode<DecodeConfig<float, 4, 1, 1, 32, B>>("bf16.decode.d128.u32", false),
+      decode<DecodeConvertAtLoad<float, 4, 1, 1, 8, B>>("bf16.decode.d128.cvt8", false),
+      decode<DecodeConvertAtLoad<float, 4, 2, 2, 4, B>>("bf16.decode.d256.cvt4", false),
+      decode<DecodeConfig<float, 4, 1, 1, 8, H>>("f16.decode.d128.u8", false),
+      decode<DecodeConfig<float, 4, 1, 1, 32, H>>("f16.decode.d128.u32", false),
+      decode<DecodeConvertAtLoad<float, 4, 1, 1, 8, H>>("f16.decode.d128.cvt8", false),
+      decode<DecodeConvertAtLoad<float, 4, 2, 2, 4, H>>("f16.decode.d256.cvt4", false),
   };
   return v;
 }
