@@ -22,6 +22,7 @@
 
 #include "cpu/attention/cpu_kernels.hpp"
 #include "cpu/attention/pack_rows.hpp"
+#include "cpu/threads.hpp"
 #include "cpu/workspace.hpp"
 #include "strata/error.hpp"
 
@@ -243,7 +244,7 @@ struct Driver {
       });
 
     const i64 ntasks = static_cast<i64>(tasks.size());
-    const int nthreads = static_cast<int>(std::min<i64>(max_threads, ntasks));
+    const int nthreads = region_team(ntasks);  // threads past ntasks get no task
     const std::size_t ws_bytes = isa.ws_bytes(a.dtype(), a.d, a.dv);
     const std::vector<AlignedBuffer> ws = thread_workspaces(ws_bytes, nthreads);
     const i64 slot_elems = mb * (a.dv + 2);

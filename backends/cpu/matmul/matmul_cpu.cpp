@@ -48,6 +48,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/threads.hpp"
 #include "cpu/workspace.hpp"
 #include "strata/dtype.hpp"
 #include "strata/error.hpp"
@@ -288,7 +289,7 @@ void gemm_threaded(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Inde
   const Index per = (N + slices - 1) / slices;
   const Index step = (per + kMinSliceCols - 1) / kMinSliceCols * kMinSliceCols;
   const Index count = (N + step - 1) / step;
-  const int team = static_cast<int>(count);
+  const int team = region_team(count);  // threads past `count` get no slice
   std::exception_ptr err;
 #pragma omp parallel for schedule(static) num_threads(team)
   for (Index s = 0; s < count; ++s) {
