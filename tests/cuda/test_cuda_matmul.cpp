@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -114,6 +115,31 @@ TEST_CASE("cuda matmul vs reference: dtypes, sizes, precision medium (TF32)", "[
                       DType::f32, seed += 2, p);
     cuda_vs_reference({3}, 64, 200, 64, Layout::transposed, Layout::contiguous, Layout::contiguous,
                       DType::f32, seed += 2, p);
+  }
+}
+
+// M <= 8 with a's rows and b's columns unit-stride (a decode step's
+// projections) run on cuda.matmul.skinny (matmul_skinny.cu): vector and
+// scalar paths, every row count, bias, out layouts, against the reference.
+TEST_CASE("cuda matmul: skinny products (M <= 8) vs reference", "[cuda][matmul][skinny]") {
+  std::uint64_t seed = 3000;
+  const std::pair<std::int64_t, std::int64_t> kn[] = {
+      {512, 768}, {1408, 512}, {7, 33}, {520, 24}, {64, 1}};
+  for (DType dt : {DType::f32, DType::f16, DType::bf16})
+    for (std::int64_t M : {1, 3, 8})
+      for (const auto& [K, N] : kn)
+        for (bool bias : {false, true})
+          cuda_vs_reference({}, M, K, N, Layout::contiguous, Layout::transposed,
+                            Layout::contiguous, dt, seed += 3, Precision::highest, bias);
+  for (DType dt : {DType::f32, DType::bf16}) {
+    // a a window of a wider buffer (row stride > K), out column-major or flipped.
+    cuda_vs_reference({}, 4, 100, 40, Layout::sliced, Layout::transposed, Layout::transposed, dt,
+                      seed += 3, Precision::highest, true);
+    cuda_vs_reference({}, 2, 64, 40, Layout::contiguous, Layout::transposed, Layout::neg_rows, dt,
+                      seed += 3);
+    // 9 rows: cuBLAS again.
+    cuda_vs_reference({}, 9, 64, 40, Layout::contiguous, Layout::transposed, Layout::contiguous, dt,
+                      seed += 3, Precision::highest, true);
   }
 }
 
