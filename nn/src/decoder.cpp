@@ -79,17 +79,26 @@ void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions,
                                        const CacheSlot& slot, const Workspace& ws,
                                        const MatmulOptions& opt) const {
   // Each sublayer's last projection accumulates into x (BLAS beta = 1): the
-  // residual adds cost no op of their own.
+  // residual adds cost no op of their own. STRATA_FUSED_RESIDUAL=0 writes
+  // the sublayer's output into h (read before it is written) and adds it
+  // with add_out instead, for comparison.
+  static const bool fused = [] {
+    const char* e = std::getenv("STRATA_FUSED_RESIDUAL");
+    return e == nullptr || std::string(e) != "0";
+  }();
   MatmulOptions residual = opt;
-  residual.accumulate = true;
+  residual.accumulate = fused;
+  const Tensor& y = fused ? x : ws.h;
   norm_out(norm1, ws.h, x, opt);
-  attn.forward_out(x, ws.h, positions, slot, ws.attn, residual);
+  attn.forward_out(y, ws.h, positions, slot, ws.attn, residual);
+  if (!fused) add_out(x, x, ws.h, opt);
   norm_out(norm2, ws.h, x, opt);
   if (const auto* m = std::get_if<MLP>(&mlp)) {
-    m->forward_out(x, ws.h, ws.hidden, residual);
+    m->forward_out(y, ws.h, ws.hidden, residual);
   } else {
-    std::get<GatedMLP>(mlp).forward_out(x, ws.h, ws.hidden, ws.act, residual);
+    std::get<GatedMLP>(mlp).forward_out(y, ws.h, ws.hidden, ws.act, residual);
   }
+  if (!fused) add_out(x, x, ws.h, opt);
 }
 
 void TransformerBlock::visit_parameters(const std::string& prefix, const ParamVisitor& fn) {

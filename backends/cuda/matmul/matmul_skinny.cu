@@ -8,12 +8,12 @@
 // shape at the speed of its bytes (cuBLASLt's heuristics pick few blocks for
 // M = 1).
 //
-// One warp per output column n: its lanes stream W's row n along K (16-byte
-// loads where aligned), each lane multiplying its slice into all M rows of
-// a at once (read through L1; a is small), then a shuffle reduction; lane m
+// One block per output column n (blocks striding over N): its threads
+// stream W's row n along K (16-byte loads where aligned, several in flight
+// per lane), each multiplying its slice into all M rows of a at once (read
+// through L1; a is small); shuffle and shared-memory reductions; thread m
 // writes row m of column n with the bias and, accumulating, out's old value
-// added in f32 before the one rounding. 4 warps per block, blocks striding
-// over N. Launched with PDL (pdl_launch.cuh).
+// added in f32 before the one rounding. Launched with PDL (pdl_launch.cuh).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -103,37 +103,60 @@ __device__ __forceinline__ __half from_f<__half>(float x) {
   return __float2half_rn(x);
 }
 
+// One block per output column n: its 4 warps split W's row n along K, each
+// lane keeping kUnroll 16-byte loads in flight, then the warps' partial sums
+// meet in shared memory. (A warp per column left too few loads in flight:
+// K = 2048 in f32 was 16 dependent steps per warp with one block per SM.)
+constexpr int kUnroll = 4;
+
 template <class T, bool VEC>
 __global__ void __launch_bounds__(kWarps * 32) skinny_kernel(const SkinnyParams p) {
   grid_dependency_wait();
   allow_dependents();
   constexpr int V = Lanes<T>::n;
-  const int lane = threadIdx.x % 32;
+  __shared__ float part[kWarps][kMaxRows];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const T* a = static_cast<const T*>(p.a);
   const T* b = static_cast<const T*>(p.b);
   const int M = static_cast<int>(p.M);
-  for (std::int64_t n = std::int64_t(blockIdx.x) * kWarps + threadIdx.x / 32; n < p.N;
-       n += std::int64_t(gridDim.x) * kWarps) {
+  for (std::int64_t n = blockIdx.x; n < p.N; n += gridDim.x) {
     const T* w = b + n * p.bn;
     float acc[kMaxRows];
 #pragma unroll
     for (int m = 0; m < kMaxRows; ++m) acc[m] = 0.0f;
     if constexpr (VEC) {
-      for (std::int64_t k = std::int64_t(lane) * V; k < p.K; k += 32 * V) {
-        float wv[V];
-        Lanes<T>::load(w + k, wv);
+      constexpr std::int64_t step = std::int64_t(kWarps) * 32 * V;
+      for (std::int64_t k0 = (std::int64_t(warp) * 32 + lane) * V; k0 < p.K;
+           k0 += step * kUnroll) {
+        float wv[kUnroll][V];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const std::int64_t k = k0 + u * step;
+          if (k < p.K) {
+            Lanes<T>::load(w + k, wv[u]);
+          } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j) wv[u][j] = 0.0f;
+          }
+        }
 #pragma unroll
         for (int m = 0; m < kMaxRows; ++m) {
           if (m < M) {
-            float xv[V];
-            Lanes<T>::load(a + m * p.am + k, xv);
 #pragma unroll
-            for (int j = 0; j < V; ++j) acc[m] = fmaf(xv[j], wv[j], acc[m]);
+            for (int u = 0; u < kUnroll; ++u) {
+              const std::int64_t k = k0 + u * step;
+              if (k < p.K) {
+                float xv[V];
+                Lanes<T>::load(a + m * p.am + k, xv);
+#pragma unroll
+                for (int j = 0; j < V; ++j) acc[m] = fmaf(xv[j], wv[u][j], acc[m]);
+              }
+            }
           }
         }
       }
     } else {
-      for (std::int64_t k = lane; k < p.K; k += 32) {
+      for (std::int64_t k = threadIdx.x; k < p.K; k += kWarps * 32) {
         const float wv = to_f(w[k]);
 #pragma unroll
         for (int m = 0; m < kMaxRows; ++m)
@@ -141,19 +164,23 @@ __global__ void __launch_bounds__(kWarps * 32) skinny_kernel(const SkinnyParams 
       }
     }
 #pragma unroll
-    for (int m = 0; m < kMaxRows; ++m)
+    for (int m = 0; m < kMaxRows; ++m) {
 #pragma unroll
       for (int sh = 16; sh > 0; sh >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], sh);
-    if (lane < M) {
+      if (lane == 0) part[warp][m] = acc[m];
+    }
+    __syncthreads();
+    if (threadIdx.x < M) {
+      const int m = threadIdx.x;
       float r = 0.0f;
 #pragma unroll
-      for (int m = 0; m < kMaxRows; ++m)
-        if (m == lane) r = acc[m];
+      for (int i = 0; i < kWarps; ++i) r += part[i][m];
       if (p.bias != nullptr) r += to_f(static_cast<const T*>(p.bias)[n * p.bs]);
-      T* o = static_cast<T*>(p.out) + lane * p.om + n * p.on;
+      T* o = static_cast<T*>(p.out) + m * p.om + n * p.on;
       if (p.accumulate) r += to_f(*o);
       *o = from_f<T>(r);
     }
+    __syncthreads();  // part is reused by the next column
   }
 }
 
@@ -188,8 +215,7 @@ void run(const MatmulArgs& g) {
   int sms = 0, dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const std::int64_t want = (p.N + kWarps - 1) / kWarps;
-  const int grid = static_cast<int>(std::min<std::int64_t>(want, std::int64_t(sms) * 16));
+  const int grid = static_cast<int>(std::min<std::int64_t>(p.N, std::int64_t(sms) * 16));
   const cudaStream_t st = static_cast<cudaStream_t>(g.stream);
   if (vec)
     CUDA_CHECK(launch_pdl(skinny_kernel<T, true>, grid, kWarps * 32, 0, st, p));
