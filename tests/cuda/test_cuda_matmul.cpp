@@ -119,8 +119,8 @@ TEST_CASE("cuda matmul vs reference: dtypes, sizes, precision medium (TF32)", "[
 }
 
 // M <= 8 with a's rows and b's columns unit-stride (a decode step's
-// projections) run on cuda.matmul.skinny (matmul_skinny.cu): vector and
-// scalar paths, every row count, bias, out layouts, against the reference.
+// projections): every row count, odd and aligned K, bias, out layouts,
+// against the reference.
 TEST_CASE("cuda matmul: skinny products (M <= 8) vs reference", "[cuda][matmul][skinny]") {
   std::uint64_t seed = 3000;
   const std::pair<std::int64_t, std::int64_t> kn[] = {
@@ -137,7 +137,7 @@ TEST_CASE("cuda matmul: skinny products (M <= 8) vs reference", "[cuda][matmul][
                       seed += 3, Precision::highest, true);
     cuda_vs_reference({}, 2, 64, 40, Layout::contiguous, Layout::transposed, Layout::neg_rows, dt,
                       seed += 3);
-    // 9 rows: cuBLAS again.
+    // 9 rows.
     cuda_vs_reference({}, 9, 64, 40, Layout::contiguous, Layout::transposed, Layout::contiguous, dt,
                       seed += 3, Precision::highest, true);
   }

@@ -13,9 +13,4 @@ void matmul_cublas(const MatmulArgs& a);
 // "" when matmul_cublas can run `a`, else the reason.
 std::string matmul_cublas_supports(const MatmulArgs& a);
 
-// Skinny products (1 <= M <= 8, a's rows and b's columns unit-stride: a
-// decode step's projections) in f32, f16, bf16 (matmul_skinny.cu).
-void matmul_skinny(const MatmulArgs& a);
-std::string matmul_skinny_supports(const MatmulArgs& a);
-
 }  // namespace strata::cuda
