@@ -78,14 +78,15 @@ TransformerBlock::TransformerBlock(const ModelConfig& c, DType dt, Device dev)
 void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions,
                                        const CacheSlot& slot, const Workspace& ws,
                                        const MatmulOptions& opt) const {
-  // Each sublayer's last projection accumulates into x (BLAS beta = 1): the
-  // residual adds cost no op of their own. STRATA_FUSED_RESIDUAL=0 writes
-  // the sublayer's output into h (read before it is written) and adds it
-  // with add_out instead, for comparison.
-  static const bool fused = [] {
-    const char* e = std::getenv("STRATA_FUSED_RESIDUAL");
-    return e == nullptr || std::string(e) != "0";
-  }();
+  // On cuda each sublayer's last projection accumulates into x (BLAS
+  // beta = 1): the residual adds cost no op, no launch of their own. On the
+  // host the sublayer writes into h (read before it is written) and add_out
+  // adds it: Eigen's matrix-vector product with beta = 1 measured slower
+  // than the product plus the add (docs/models.md, "Residual adds").
+  // STRATA_FUSED_RESIDUAL=0 / =1 forces either, for comparison.
+  static const char* force = std::getenv("STRATA_FUSED_RESIDUAL");
+  const bool fused = force != nullptr ? std::string(force) != "0"
+                                      : x.device().type == DeviceType::cuda;
   MatmulOptions residual = opt;
   residual.accumulate = fused;
   const Tensor& y = fused ? x : ws.h;
