@@ -236,8 +236,7 @@ TEST_CASE("nn MultiHeadAttention: a step at device positions equals an eager ste
     fill_(valid.narrow(0, 0, T + 1), 1.0);
     const AttentionScratch s{Tensor::empty({1, 1, 64}), Tensor::empty({1, 1, 32})};
     const Tensor got = Tensor::empty({1, 1, 32});
-    mha.forward_out(got, xs, pos.narrow(0, T, 1), CacheSlot{&graphed.layer(0), -1, valid}, s,
-                    opt);
+    mha.forward_out(got, xs, pos.narrow(0, T, 1), CacheSlot{&graphed.layer(0), -1, valid}, s, opt);
     CHECK(rel_err(got, want) < 1e-5);
     // The appended k and v landed at position T, as the eager copy_ put them.
     CHECK(rel_err(graphed.layer(0).kv.narrow(3, 0, T + 1), eager.layer(0).kv.narrow(3, 0, T + 1)) ==
@@ -245,10 +244,10 @@ TEST_CASE("nn MultiHeadAttention: a step at device positions equals an eager ste
 
     // Bad masks are errors naming the argument, before the cache is touched.
     const Tensor before = graphed.layer(0).kv.clone();
-    CORE_REQUIRE_ERROR(mha.forward_out(got, xs, pos.narrow(0, T, 1),
-                                       CacheSlot{&graphed.layer(0), -1, valid.narrow(0, 0, 8)},
-                                       s, opt),
-                       "valid must be bool [16]");
+    CORE_REQUIRE_ERROR(
+        mha.forward_out(got, xs, pos.narrow(0, T, 1),
+                        CacheSlot{&graphed.layer(0), -1, valid.narrow(0, 0, 8)}, s, opt),
+        "valid must be bool [16]");
     CORE_REQUIRE_ERROR(
         mha.forward_out(got, xs, pos.narrow(0, T, 1),
                         CacheSlot{&graphed.layer(0), -1, Tensor::zeros({max_len})}, s, opt),

@@ -413,7 +413,8 @@ void accumulate_case(const char* backend, const Shape& batch, std::int64_t M, st
   opt.accumulate = true;
   Tensor vbias;
   if (bias) {
-    vbias = strided_bias ? randn({2 * N}, seed + 3, dt).slice(0, 0, 2 * N, 2) : randn({N}, seed + 3, dt);
+    vbias = strided_bias ? randn({2 * N}, seed + 3, dt).slice(0, 0, 2 * N, 2)
+                         : randn({N}, seed + 3, dt);
     linear_out(out, a, b.transpose(0, 1), vbias, opt);
   } else {
     matmul_out(out, a, b, opt);
@@ -461,8 +462,8 @@ TEST_CASE("matmul accumulate: closed forms", "[ops][matmul][accumulate]") {
     CHECK(z.to_vector<float>() == std::vector<float>{11, 22, 33, 14, 25, 36});
     // 1-D operands: a dot product into a 0-d out, a matrix-vector product.
     Tensor d = Tensor::from_vector<double>({5}, {});
-    matmul_out(d, Tensor::from_vector<double>({1, 2}, {2}), Tensor::from_vector<double>({3, 4}, {2}),
-               opt);
+    matmul_out(d, Tensor::from_vector<double>({1, 2}, {2}),
+               Tensor::from_vector<double>({3, 4}, {2}), opt);
     CHECK(d.item({}) == 16.0);
     Tensor mv = Tensor::from_vector<double>({1, 1}, {2});
     matmul_out(mv, a, Tensor::from_vector<double>({1, 0, -1}, {3}), opt);

@@ -325,8 +325,8 @@ class CudaRuntime final : public DeviceRuntime {
   void begin_capture(void* s, int index) override {
     check_index(index, "Graph::capture");
     DeviceGuard g(index);
-    CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(s),
-                                      cudaStreamCaptureModeThreadLocal));
+    CUDA_CHECK(
+        cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal));
   }
   void* end_capture(void* s, int index) override {
     DeviceGuard g(index);
@@ -363,7 +363,8 @@ class CudaRuntime final : public DeviceRuntime {
     const cudaError_t err = cudaMallocHost(&p, nbytes == 0 ? 1 : nbytes);
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
-      fail("PinnedBuffer", "cudaMallocHost of ", nbytes, " bytes failed: ", cudaGetErrorString(err));
+      fail("PinnedBuffer", "cudaMallocHost of ", nbytes,
+           " bytes failed: ", cudaGetErrorString(err));
     }
     return p;
   }
@@ -373,8 +374,8 @@ class CudaRuntime final : public DeviceRuntime {
   void copy_to_device_async(void* dst, const void* src, std::size_t nbytes, void* s,
                             int index) override {
     DeviceGuard g(index);
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice,
-                               static_cast<cudaStream_t>(s)));
+    CUDA_CHECK(
+        cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(s)));
   }
   void destroy_graph(void* exec, int index) noexcept override {
     if (exec == nullptr) return;

@@ -16,8 +16,8 @@ DeviceRuntime& runtime_with_streams(Device dev, const char* op) {
   STRATA_CHECK(dev.type != DeviceType::cpu, op, "streams and graphs need a device, got ",
                dev.str());
   DeviceRuntime* rt = device_runtime(dev.type);
-  STRATA_CHECK(rt != nullptr && rt->device_count() > dev.index, op, dev.str(),
-               " is not available", rt != nullptr ? ": " + rt->unavailable_reason() : "");
+  STRATA_CHECK(rt != nullptr && rt->device_count() > dev.index, op, dev.str(), " is not available",
+               rt != nullptr ? ": " + rt->unavailable_reason() : "");
   return *rt;
 }
 
@@ -38,7 +38,8 @@ void Stream::synchronize() const {
 }
 
 PinnedBuffer::PinnedBuffer(std::size_t bytes, DeviceType kind) : size_(bytes) {
-  STRATA_CHECK(kind != DeviceType::cpu, "PinnedBuffer", "page-locked memory belongs to a device "
+  STRATA_CHECK(kind != DeviceType::cpu, "PinnedBuffer",
+               "page-locked memory belongs to a device "
                "kind's runtime, not cpu");
   DeviceRuntime* rt = device_runtime(kind);
   STRATA_CHECK(rt != nullptr, "PinnedBuffer", device_type_name(kind), " is not built in");
@@ -83,7 +84,8 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& body) {
   }
   Graph g;
   g.device_ = dev;
-  g.exec_ = std::unique_ptr<void, Deleter>(rt.end_capture(stream.handle(), dev.index), Deleter{dev});
+  g.exec_ =
+      std::unique_ptr<void, Deleter>(rt.end_capture(stream.handle(), dev.index), Deleter{dev});
   return g;
 }
 

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
@@ -85,8 +85,8 @@ void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions,
   // than the product plus the add (docs/models.md, "Residual adds").
   // STRATA_FUSED_RESIDUAL=0 / =1 forces either, for comparison.
   static const char* force = std::getenv("STRATA_FUSED_RESIDUAL");
-  const bool fused = force != nullptr ? std::string(force) != "0"
-                                      : x.device().type == DeviceType::cuda;
+  const bool fused =
+      force != nullptr ? std::string(force) != "0" : x.device().type == DeviceType::cuda;
   MatmulOptions residual = opt;
   residual.accumulate = fused;
   const Tensor& y = fused ? x : ws.h;
@@ -125,11 +125,11 @@ struct DecoderLM::DecodeGraph {
 
   Stream stream;
   Workspace ws;
-  PinnedBuffer step_host;  // i64 [B + 1], page-locked: the B token ids, then the position
-  Tensor step;             // the same on the device: the graph's first node copies it there
-  Tensor valid;      // bool [max_len]: the filled cache positions
-  Tensor one;        // bool [1], true: what the step writes into valid at its position
-  Tensor logits;     // f32 [B, 1, V]: the graph's output, copied into the caller's
+  PinnedBuffer step_host;       // i64 [B + 1], page-locked: the B token ids, then the position
+  Tensor step;                  // the same on the device: the graph's first node copies it there
+  Tensor valid;                 // bool [max_len]: the filled cache positions
+  Tensor one;                   // bool [1], true: what the step writes into valid at its position
+  Tensor logits;                // f32 [B, 1, V]: the graph's output, copied into the caller's
   std::int64_t valid_len = -1;  // valid marks [0, valid_len); -1: not yet written
   Graph graph;
 };
@@ -283,8 +283,8 @@ void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cac
     n->precision = opt_.precision;
     n->stream = Stream(device_);
     n->ws = Workspace(cfg_, b, 1, dtype_, device_);
-    n->step_host = PinnedBuffer(static_cast<std::size_t>(b + 1) * sizeof(std::int64_t),
-                                device_.type);
+    n->step_host =
+        PinnedBuffer(static_cast<std::size_t>(b + 1) * sizeof(std::int64_t), device_.type);
     n->step = Tensor::zeros({b + 1}, DType::i64, device_);
     n->valid = Tensor::zeros({cache.max_length()}, DType::boolean, device_);
     n->one = Tensor::full({1}, 1.0, DType::boolean, device_);

@@ -98,7 +98,8 @@ bool fold_rows(const Tensor& t, Tensor* folded) {
 
 // accumulate adds into the caller's out: a fresh output has no values.
 void check_no_accumulate(const char* op, const char* out_form, const MatmulOptions& opt) {
-  STRATA_CHECK(!opt.accumulate, op, "accumulate = true needs an output to add into; use ", out_form);
+  STRATA_CHECK(!opt.accumulate, op, "accumulate = true needs an output to add into; use ",
+               out_form);
 }
 
 void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptions& opt,

@@ -129,8 +129,8 @@ TEST_CASE("cuda matmul: skinny products (M <= 8) vs reference", "[cuda][matmul][
     for (std::int64_t M : {1, 3, 8})
       for (const auto& [K, N] : kn)
         for (bool bias : {false, true})
-          cuda_vs_reference({}, M, K, N, Layout::contiguous, Layout::transposed,
-                            Layout::contiguous, dt, seed += 3, Precision::highest, bias);
+          cuda_vs_reference({}, M, K, N, Layout::contiguous, Layout::transposed, Layout::contiguous,
+                            dt, seed += 3, Precision::highest, bias);
   for (DType dt : {DType::f32, DType::bf16}) {
     // a a window of a wider buffer (row stride > K), out column-major or flipped.
     cuda_vs_reference({}, 4, 100, 40, Layout::sliced, Layout::transposed, Layout::transposed, dt,

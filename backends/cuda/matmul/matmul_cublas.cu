@@ -340,10 +340,9 @@ bool lt_bias_gemm(const Handles& h, cudaStream_t st, void* ws, const Gemm& g, DT
   const std::uint64_t wsb = kWorkspace;
   // Accumulating, a split-K reduction in place would sum partials in the
   // output type on top of out's values: only the compute-type scheme then.
-  const std::uint32_t red =
-      accumulate ? std::uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)
-                 : std::uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE |
-                                 CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
+  const std::uint32_t red = accumulate ? std::uint32_t(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE)
+                                       : std::uint32_t(CUBLASLT_REDUCTION_SCHEME_INPLACE |
+                                                       CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE);
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -465,7 +464,8 @@ namespace {
 // GEMM out += ones [batch..., M, 1] bias [batch..., 1, N] (batch strides 0)
 // with beta = 1 (f32 highest: the products 1 * bias are exact), in out's
 // dtype; f16/bf16 add in f32 and round once. `scratch` holds the ones.
-void accumulate_bias(const MatmulArgs& args, const Operand& out, Scratch& scratch, cudaStream_t st) {
+void accumulate_bias(const MatmulArgs& args, const Operand& out, Scratch& scratch,
+                     cudaStream_t st) {
   const DType dt = out.dtype;
   const std::size_t isz = itemsize(dt);
   const int br = args.batch_rank;

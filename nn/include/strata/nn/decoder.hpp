@@ -25,8 +25,8 @@ using FeedForward = std::variant<MLP, GatedMLP>;
 struct Workspace {
   Workspace() = default;
   Workspace(const ModelConfig& cfg, std::int64_t batch, std::int64_t len, DType dt, Device dev);
-  Tensor x;    // [B, T, D] the residual stream
-  Tensor h;    // [B, T, D] normed input of a sublayer
+  Tensor x;  // [B, T, D] the residual stream
+  Tensor h;  // [B, T, D] normed input of a sublayer
   AttentionScratch attn;
   Tensor hidden;  // [B, T, 2F] (gated) or [B, T, F]
   Tensor act;     // [B, T, F] (gated only)
@@ -87,8 +87,8 @@ class DecoderLM : public Module {
   // written into device buffers the graph reads, and attention reads the
   // whole cache through a mask of its filled positions, so one graph serves
   // every cache length. The graph is recorded again when the batch, the
-  // cache or the options change, and after to() or visit_parameters(). On by default; STRATA_CUDA_GRAPHS=0 in the
-  // environment or graphs(false) runs every op eagerly.
+  // cache or the options change, and after to() or visit_parameters(). On by default;
+  // STRATA_CUDA_GRAPHS=0 in the environment or graphs(false) runs every op eagerly.
   void graphs(bool on);
   bool graphs() const { return graphs_; }
   // Graphs recorded so far (tests and benchmarks check that steps replay).
