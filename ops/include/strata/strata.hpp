@@ -7,6 +7,7 @@
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
 #include "strata/error.hpp"
+#include "strata/graph.hpp"
 #include "strata/index_copy.hpp"
 #include "strata/matmul.hpp"
 #include "strata/norm.hpp"
