@@ -180,6 +180,27 @@ TEST_CASE("matmul cpu vs reference: skinny products split over threads (decode)"
   }
 }
 
+TEST_CASE("matmul cpu vs reference: larger products in tiles over threads", "[ops][matmul]") {
+  // M > 16 rows: c is cut into a grid of row x column tiles, one GEMM per
+  // tile, so each tile's offset into a, b and c matters in every layout.
+  // 70 x 90 with K 50 is 315k multiply-adds: up to 6 tiles; 3, 5 and 7
+  // threads give 1 x 3, 5 x 1 or 2 x 2 and 3 x 2 or 6 x 1 grids with short
+  // last tiles (70 and 90 are no multiples of 8, 16 or the tile sides).
+  std::uint64_t seed = 1050;
+  for (int threads : {3, 5, 7}) {
+    ThreadCount tc(threads);
+    INFO("threads " << threads);
+    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::neg_rows})
+      for (Layout lb : {Layout::contiguous, Layout::transposed})
+        for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::sliced})
+          cpu_vs_reference({}, 70, 50, 90, la, lb, lo, DType::f32, seed += 2);
+    cpu_vs_reference({}, 70, 50, 90, Layout::transposed, Layout::contiguous, Layout::transposed,
+                     DType::f64, seed += 2);
+    cpu_vs_reference({2}, 40, 50, 90, Layout::contiguous, Layout::bcast_batch, Layout::neg_rows,
+                     DType::bf16, seed += 2);
+  }
+}
+
 TEST_CASE("linear cpu vs reference: decode-shaped, split over threads", "[ops][matmul]") {
   // y [B, 1, out] = x [B, 1, in] W^T + bias: W [out, in] row-major reaches
   // the product as a transposed view; the batch folds into M = B rows.

@@ -27,13 +27,14 @@
 // over the batch with one OpenMP loop, each GEMM on one thread; otherwise
 // the batch runs in order, a skinny product (M <= 16: decode) is cut into
 // one column slice per thread (each slice one matrix-vector product per
-// row, over cache-sized column blocks), and Eigen threads each larger GEMM.
+// row, over cache-sized column blocks), and a larger GEMM into a grid of
+// tiles, one single-threaded Eigen GEMM each.
 //
 // Every allocation of ours happens before any parallel region
 // (cpu/workspace.hpp: a strata::Error naming the bytes when it cannot be
 // had), and each region catches what its body throws and rethrows it after
-// the region. Eigen's threaded GEMM allocates its per-thread panel (kc x nc,
-// at most a few MB) inside Eigen's own region; that one is out of reach.
+// the region. Eigen never threads a product itself: it would allocate its
+// packing buffers inside its own region (gemm_tiles says how).
 //
 // Instruction set: Eigen picks its SIMD packets (SSE2, AVX2+FMA, AVX-512)
 // from the compiler's target, the CMake option STRATA_CPU_ARCH (default
@@ -265,16 +266,79 @@ void skinny_cols(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index 
   }
 }
 
+// Eigen's own threshold: it threads a product only from two tasks of this
+// many multiply-adds (Eigen/src/Core/products/Parallelizer.h).
+constexpr double kEigenTaskWork = 50000;
+
+// STRATA_CPU_EIGEN_THREADS=1 lets Eigen thread larger products itself (the
+// earlier behaviour, kept for one comparison on the 16-core machine).
+bool eigen_threads() {
+  static const bool v = [] {
+    const char* e = std::getenv("STRATA_CPU_EIGEN_THREADS");
+    return e != nullptr && e[0] == '1';
+  }();
+  return v;
+}
+
+// A larger product on our own team: c cut into a grid of tm x tn tiles, one
+// Eigen GEMM per tile. Eigen runs single-threaded inside a region whose team
+// has more than one thread, so the blocking buffers it allocates per call
+// are allocated here, where a bad_alloc is caught and rethrown after the
+// region; Eigen's own threaded GEMM allocates inside its region, out of
+// reach. The grid has at most one tile per thread and as many as Eigen
+// would use threads (one per kEigenTaskWork), and of those grids the one
+// with the smallest tile rows + columns: each tile packs its rows of a and
+// its columns of b, so that is the packing it repeats.
+template <class C>
+void gemm_tiles(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index N, Index K,
+                bool acc, Index tiles) {
+  auto up = [](Index x, Index m) { return (x + m - 1) / m * m; };
+  Index tm = 1, tn = 1, best = -1, cost = 0;
+  for (Index r = 1; r <= tiles; ++r) {
+    const Index c = tiles / r;
+    const Index rows = up((M + r - 1) / r, 8), cols = up((N + c - 1) / c, kMinSliceCols);
+    const Index n = ((M + rows - 1) / rows) * ((N + cols - 1) / cols);
+    if (n > best || (n == best && rows + cols < cost)) {
+      best = n;
+      cost = rows + cols;
+      tm = rows;
+      tn = cols;
+    }
+  }
+  const Index gr = (M + tm - 1) / tm, gc = (N + tn - 1) / tn;
+  std::exception_ptr err;
+#pragma omp parallel for schedule(static) num_threads(std::max(2, region_team(gr* gc)))
+  for (Index t = 0; t < gr * gc; ++t) {
+    try {
+      const Index m0 = (t / gc) * tm, n0 = (t % gc) * tn;
+      const C* a = pa + (la.kind == Kind::row ? m0 * la.ld : m0);
+      const C* b = pb + (lb.kind == Kind::row ? n0 : n0 * lb.ld);
+      C* c = pc + (lc.kind == Kind::row ? m0 * lc.ld + n0 : m0 + n0 * lc.ld);
+      gemm(a, la, b, lb, c, lc, std::min(tm, M - m0), std::min(tn, N - n0), K, acc);
+    } catch (...) {
+#pragma omp critical(strata_matmul_err)
+      if (!err) err = std::current_exception();
+    }
+  }
+  if (err) rethrow_after_region(err, "matmul");
+}
+
 // c = a b (+ c when acc), threaded: a skinny product as above (one slice
 // inside a parallel region, where the batch loop already spreads the
-// work); anything else to Eigen's GEMM, which threads itself when not
-// inside a region.
+// work); a larger one in tiles over the team; inside a region, or when
+// too small for two threads, one GEMM on this thread.
 template <class C>
 void gemm_threaded(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index N,
                    Index K, bool acc) {
   const Index min_slice = min_slice_elems();
   if (M > kSkinnyRows || N * K < min_slice) {
-    gemm(pa, la, pb, lb, pc, lc, M, N, K, acc);
+    const double work = double(M) * double(N) * double(K);
+    const Index tiles =
+        std::min<Index>(omp_get_max_threads(), static_cast<Index>(work / kEigenTaskWork));
+    if (omp_in_parallel() || tiles < 2 || eigen_threads())
+      gemm(pa, la, pb, lb, pc, lc, M, N, K, acc);
+    else
+      gemm_tiles(pa, la, pb, lb, pc, lc, M, N, K, acc, tiles);
     return;
   }
   const Index threads = omp_in_parallel() ? 1 : omp_get_max_threads();
