@@ -1,10 +1,11 @@
 // Registers the cuda backend: installs the CUDA DeviceRuntime (always, so
 // that core can report a precise reason when there is no device) and the
-// softmax_attention kernels for f32 and f64.
+// softmax_attention kernels.
 #include <memory>
 #include <string>
 
 #include "cuda/attention/flash_mma.hpp"
+#include "cuda/attention/flash_tf32.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "strata/registry.hpp"
 
@@ -29,6 +30,10 @@ void register_cuda_backend(Registry& r) {
   info.description = "streaming (FlashAttention-2 style) CUDA kernels, exact f32/f64 FFMA";
   r.add_backend(std::move(info));
 
+  // f32 precision high / medium on the tensor cores first: they accept only
+  // calls that ask for their precision; everything else falls through to
+  // the exact kernels.
+  cuda::register_cuda_flash_tf32(r);
   r.add_kernel<AttentionArgs>("softmax_attention", "cuda", DType::f32, "cuda.attention.streaming",
                               &cuda::attention_f32, &cuda::attention_supports);
   r.add_kernel<AttentionArgs>("softmax_attention", "cuda", DType::f64, "cuda.attention.streaming",

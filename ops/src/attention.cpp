@@ -36,6 +36,16 @@ bool needs_f32_detour(const detail::AttentionPlan& p, DType dt) {
          !Registry::get().has_kernel(attention_op(), p.backend, dt);
 }
 
+// The kernels' arguments; the precision reaches them for f32 only (other
+// dtypes ignore it, as matmul does).
+AttentionArgs attention_args(const detail::AttentionPlan& p, const Tensor& out, const Tensor& lse,
+                             const Tensor& q, const Tensor& k, const Tensor& v,
+                             const AttentionOptions& opt) {
+  AttentionArgs a = detail::make_attention_args(p, out, lse, q, k, v, opt.stream);
+  a.precision = q.dtype() == DType::f32 ? opt.precision : Precision::highest;
+  return a;
+}
+
 // Everything is validated by the time this runs; only the kernel lookup
 // (a backend may not support some args) can still throw, and it does so
 // before the kernel writes anything.
@@ -47,6 +57,7 @@ void dispatch(const detail::AttentionPlan& p, const Tensor& out, const Tensor& l
     co.stream = opt.stream;
     AttentionOptions o32 = opt;
     o32.backend = co.backend;
+    o32.precision = Precision::highest;  // a precision is asked of f32 inputs only
     if (opt.mask.defined() && opt.mask.dtype() != DType::boolean)
       o32.mask = cast(opt.mask, DType::f32, co);
     const Tensor q32 = cast(q, DType::f32, co), k32 = cast(k, DType::f32, co),
@@ -57,7 +68,7 @@ void dispatch(const detail::AttentionPlan& p, const Tensor& out, const Tensor& l
     copy_(out, out32, co);
     return;
   }
-  const AttentionArgs a = detail::make_attention_args(p, out, lse, q, k, v, opt.stream);
+  const AttentionArgs a = attention_args(p, out, lse, q, k, v, opt);
   Kernel run = nullptr;
   find_kernel(p, a, &run);
   if (p.empty_output()) return;  // M == 0, Hq == 0 or an empty batch: nothing to write
@@ -107,7 +118,7 @@ std::string softmax_attention_kernel(const Tensor& q, const Tensor& k, const Ten
   for (std::size_t i = strides.size(); i-- > 1;)
     strides[i - 1] = strides[i] * std::max<std::int64_t>(p.out_shape[i], 1);
   const Tensor out = Tensor::from_storage(none, p.out_shape, strides, 0, dt);
-  AttentionArgs a = detail::make_attention_args(p, out, Tensor(), q, k, v, opt.stream);
+  AttentionArgs a = attention_args(p, out, Tensor(), q, k, v, opt);
   // The detour hands the kernel f32 tensors, float masks included.
   for (Operand* x : {&a.q, &a.k, &a.v, &a.out}) x->dtype = dt;
   if (a.mask.data != nullptr && a.mask.dtype != DType::boolean) a.mask.dtype = dt;

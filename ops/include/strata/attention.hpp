@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "strata/op_options.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata {
@@ -24,6 +25,12 @@ struct AttentionOptions {
   // bool (true = keep) or float of q's dtype (added to the scaled scores),
   // broadcastable to [..., Hq, M, N]; may be any strided view.
   Tensor mask;
+  // f32 only (other dtypes ignore it), in PyTorch's words: highest = exact
+  // f32 products (the default); high = 3xTF32 on the tensor cores,
+  // f32-accurate; medium = TF32 products (10-bit mantissas). Backends
+  // without tensor-core kernels (reference, cpu), and cuda calls its TF32
+  // kernels do not serve, run highest. docs/attention.md, "Precision".
+  Precision precision = Precision::highest;
   // "auto" (the backend that matches the tensors' device), "reference",
   // "cpu" or "cuda".
   std::string backend = "auto";

@@ -32,6 +32,7 @@
 #include <limits>
 
 #include "strata/dtype.hpp"
+#include "strata/op_options.hpp"
 #include "strata/operand.hpp"
 
 #if defined(__CUDACC__)
@@ -62,6 +63,11 @@ struct AttentionArgs {
   // band_hi = kNoLimit mean no band. E.g. bottom-right causal: band_hi = N - M.
   std::int64_t band_lo = -kNoLimit;
   std::int64_t band_hi = kNoLimit;
+
+  // f32 product precision the caller asked for (AttentionOptions::precision);
+  // always highest for other dtypes. A kernel may serve only some values
+  // (its supports() says so); highest is always served.
+  Precision precision = Precision::highest;
 
   // Opaque stream handle for device backends (cudaStream_t); null = default.
   void* stream = nullptr;

@@ -1,0 +1,213 @@
+#pragma once
+// Host helpers shared by the tensor-core attention launchers
+// (flash_mma_launch.cu for bf16/f16, flash_tf32_launch.cu for f32 in TF32):
+// the conversion from AttentionArgs to FlashArgs (make_flash_args, the one
+// place that reads the front end's struct for these kernels), packing of
+// layouts that 16-byte chunks cannot read, the device scope, stream-ordered
+// scratch, the one-time shared-memory opt-in and STRATA_FLASH_VARIANT.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/attention/flash_mma_args.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/strided_copy.hpp"
+#include "strata/attention_args.hpp"
+#include "strata/error.hpp"
+
+namespace strata::cuda::flash_host {
+
+inline constexpr const char* kOp = "softmax_attention";
+
+// The conversion from the front end's struct. q, k and v must already be
+// readable in 16-byte chunks (the launchers pack them first).
+inline FlashArgs make_flash_args(const AttentionArgs& a) {
+  FlashArgs f;
+  f.q = a.q.data;
+  f.k = a.k.data;
+  f.v = a.v.data;
+  f.out = a.out.data;
+  f.lse = static_cast<float*>(a.lse.data);
+  f.mask = a.mask.data;
+  f.mask_kind = !a.mask.data ? 0 : a.mask.dtype == DType::boolean ? 1 : 2;
+  // Batch strides through attn::batch_offset (flat index of one step along
+  // dim i), so that where the operands keep their batch dims stays the
+  // front end's business.
+  f.batch_rank = a.batch_rank;
+  std::int64_t step = 1;
+  for (int i = a.batch_rank - 1; i >= 0; --i) {
+    f.batch_shape[i] = a.batch_shape[i];
+    if (a.batch_shape[i] > 1) {
+      f.q_bs[i] = attn::batch_offset(a.q, step);
+      f.k_bs[i] = attn::batch_offset(a.k, step);
+      f.v_bs[i] = attn::batch_offset(a.v, step);
+      f.o_bs[i] = attn::batch_offset(a.out, step);
+      f.l_bs[i] = attn::batch_offset(a.lse, step);
+      f.mk_bs[i] = attn::batch_offset(a.mask, step);
+    }
+    step *= a.batch_shape[i];
+  }
+  f.q_hs = attn::head_stride(a.q);
+  f.q_ms = attn::row_stride(a.q);
+  f.k_hs = attn::head_stride(a.k);
+  f.k_ns = attn::row_stride(a.k);
+  f.v_hs = attn::head_stride(a.v);
+  f.v_ns = attn::row_stride(a.v);
+  f.o_hs = attn::head_stride(a.out);
+  f.o_ms = attn::row_stride(a.out);
+  f.o_ds = attn::col_stride(a.out);
+  f.l_hs = attn::head_stride(a.lse);
+  f.l_ms = attn::row_stride(a.lse);
+  f.mk_hs = attn::head_stride(a.mask);
+  f.mk_ms = attn::row_stride(a.mask);
+  f.mk_ns = attn::col_stride(a.mask);
+  f.Hq = a.Hq;
+  f.group = a.Hq / a.Hkv;
+  f.M = a.M;
+  f.N = a.N;
+  f.d = int(a.d);
+  f.dv = int(a.dv);
+  f.has_band = a.has_band();
+  f.band_lo = a.band_lo;
+  f.band_hi = a.band_hi;
+  f.scale_log2 = float(a.scale * 1.4426950408889634);
+  return f;
+}
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+// Rows of x can be moved in 16-byte chunks of `elems` elements: aligned
+// base, unit last-dim stride, the row length and every other stride
+// multiples of `elems` (8 for bf16/f16, 4 for f32).
+inline bool chunk_ok(const Operand& x, int elems) {
+  const int r = x.rank;
+  if (!aligned16(x.data) || x.strides[r - 1] != 1 || x.shape[r - 1] % elems) return false;
+  for (int i = 0; i < r - 1; ++i)
+    if (x.shape[i] > 1 && x.strides[i] % elems) return false;
+  return true;
+}
+
+inline std::size_t round256(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// A row-major copy of operand x: broadcast (stride-0) dims stay stride 0
+// and are copied once; rows are padded to `row` elements (zeros).
+struct Pack {
+  Operand src, dst;  // dst.data set by place()
+  std::size_t bytes = 0;
+  bool zero = false;  // padding columns to zero first
+};
+inline Pack plan_pack(const Operand& x, std::size_t isz, std::int64_t row) {
+  Pack p;
+  p.src = x;
+  const int r = x.rank;
+  for (int i = 0; i < r - 1; ++i)
+    if (x.strides[i] == 0) p.src.shape[i] = 1;
+  p.dst = p.src;
+  std::int64_t step = row;
+  p.dst.strides[r - 1] = 1;
+  for (int i = r - 2; i >= 0; --i) {
+    p.dst.strides[i] = step;
+    step *= p.src.shape[i];
+  }
+  p.bytes = round256(std::size_t(step) * isz);
+  p.zero = row != x.shape[r - 1];
+  return p;
+}
+// Copies x into `at` on st and returns the operand the kernels read.
+inline Operand place(Pack& p, const Operand& x, void* at, std::size_t isz, cudaStream_t st) {
+  p.dst.data = at;
+  if (p.zero) CUDA_CHECK(cudaMemsetAsync(at, 0, p.bytes, st));
+  strided_copy_async(p.dst, p.src, isz, st);
+  Operand y = x;
+  y.data = at;
+  for (int i = 0; i < x.rank; ++i) y.strides[i] = x.strides[i] == 0 ? 0 : p.dst.strides[i];
+  return y;
+}
+
+inline int current_device_of(const void* p) {
+  static const int count = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+  }();
+  if (count == 1) return 0;
+  cudaPointerAttributes attr{};
+  CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
+}
+
+// Makes out's device current for the call and restores the caller's.
+struct DeviceScope {
+  int prev = 0, dev = 0;
+  explicit DeviceScope(const void* p) {
+    dev = current_device_of(p);
+    check(dev >= 0, kOp, "cuda: out is not device memory");
+    CUDA_CHECK(cudaGetDevice(&prev));
+    if (prev != dev) CUDA_CHECK(cudaSetDevice(dev));
+  }
+  ~DeviceScope() {
+    if (prev != dev) (void)cudaSetDevice(prev);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+};
+
+// STRATA_FLASH_VARIANT=<name>[,<name>...] (tuning runs) forces the listed
+// configurations; otherwise each launcher takes its default.
+inline bool forced(const char* name) {
+  static const std::string list = [] {
+    const char* e = std::getenv("STRATA_FLASH_VARIANT");
+    std::string l(",");
+    l += e ? e : "";
+    l += ',';
+    return l;
+  }();
+  std::string item(",");
+  item += name;
+  item += ',';
+  return list.find(item) != std::string::npos;
+}
+
+// Raises the dynamic shared-memory limit of `kernel` once per device.
+inline void prepare(const void* kernel, std::size_t smem, int dev) {
+  static std::mutex mu;
+  static std::vector<std::pair<const void*, int>> done;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& e : done)
+    if (e.first == kernel && e.second == dev) return;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  done.emplace_back(kernel, dev);
+}
+
+// Scratch from the stream-ordered pool, freed (in stream order) on scope exit.
+struct Scratch {
+  void* p = nullptr;
+  cudaStream_t st;
+  Scratch(std::size_t bytes, cudaStream_t s) : st(s) {
+    if (bytes) CUDA_CHECK(cudaMallocAsync(&p, bytes, st));
+  }
+  ~Scratch() {
+    if (p) (void)cudaFreeAsync(p, st);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  char* at(std::size_t off) const { return static_cast<char*>(p) + off; }
+};
+
+// Decode-like calls: a handful of query rows against many keys in so few
+// CTAs that most SMs idle while each CTA walks every key tile (the
+// tensor-core kernels have no split-KV yet); the split-KV kernels of
+// attention_launch.cu serve them better.
+inline bool too_few_ctas(const AttentionArgs& a) {
+  constexpr std::int64_t kMinCtas = 64, kMinKeys = 16384, kRows = 64;
+  const std::int64_t ctas = a.batch_count() * a.Hq * ((a.M + kRows - 1) / kRows);
+  return ctas < kMinCtas && a.N >= kMinKeys;
+}
+
+}  // namespace strata::cuda::flash_host

@@ -1,0 +1,20 @@
+// 3xTF32 (precision high) configurations of the f32 tensor-core attention
+// kernel. Q is read from shared memory per 8 columns at d 128 (its big and
+// small parts would take 128 registers); the defaults are the predicted
+// best (docs/cuda-tuning.md, "f32 on the tensor cores").
+#include "cuda/attention/flash_tf32_make.cuh"
+
+namespace strata::cuda {
+
+const std::vector<FlashVariant>& flash_variants_tf32x3() {
+  // <D, BM, BN, STAGES, X3, Q in registers, MIN_BLOCKS>
+  static const std::vector<FlashVariant> v = {
+      make_tf32_variant<64, 64, 64, 2, true, true, 2>("tf32x3.d64.64x64.s2", true),
+      make_tf32_variant<64, 64, 32, 3, true, true, 2>("tf32x3.d64.64x32.s3", false),
+      make_tf32_variant<128, 64, 32, 2, true, false, 2>("tf32x3.d128.64x32.s2.qs", true),
+      make_tf32_variant<128, 64, 64, 2, true, false, 1>("tf32x3.d128.64x64.s2.qs", false),
+  };
+  return v;
+}
+
+}  // namespace strata::cuda

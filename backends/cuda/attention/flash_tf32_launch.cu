@@ -1,0 +1,109 @@
+// Launcher of the f32 TF32 tensor-core attention kernel (flash_tf32.cuh):
+// packs q, k or v into scratch when their rows cannot be read in 16-byte
+// chunks, converts the arguments (flash_launch_common.hpp, shared with the
+// bf16/f16 launcher), picks the configuration by precision and head dim,
+// and registers the kernels, each for one precision.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/attention/flash_launch_common.hpp"
+#include "cuda/attention/flash_tf32.hpp"
+#include "cuda/attention/flash_tf32_variants.hpp"
+#include "strata/registry.hpp"
+
+namespace strata::cuda {
+namespace {
+
+using flash_host::chunk_ok;
+using flash_host::kOp;
+
+constexpr int kF32Chunk = 4;  // f32 elements per 16-byte chunk
+
+const FlashVariant& pick(bool x3, int D) {
+  const FlashVariant* best = nullptr;
+  for (const FlashVariant& v : x3 ? flash_variants_tf32x3() : flash_variants_tf32()) {
+    if (v.D != D) continue;
+    if (flash_host::forced(v.name)) return v;
+    if (v.is_default && !best) best = &v;
+  }
+  check(best != nullptr, kOp, "cuda: no TF32 configuration for d = ", D);
+  return *best;
+}
+
+void run(const AttentionArgs& a, bool x3, int D) {
+  const flash_host::DeviceScope scope(a.out.data);
+  const FlashVariant& v = pick(x3, D);
+  flash_host::prepare(v.kernel, v.smem, scope.dev);
+  cudaStream_t st = static_cast<cudaStream_t>(a.stream);
+
+  AttentionArgs w = a;
+  Operand* ops[3] = {&w.q, &w.k, &w.v};
+  flash_host::Pack packs[3];
+  bool need[3];
+  std::size_t total = 0;
+  for (int i = 0; i < 3; ++i) {
+    need[i] = !chunk_ok(*ops[i], kF32Chunk);
+    if (!need[i]) continue;
+    const std::int64_t cols = ops[i]->shape[ops[i]->rank - 1];
+    packs[i] = flash_host::plan_pack(*ops[i], 4, (cols + kF32Chunk - 1) / kF32Chunk * kF32Chunk);
+    total += packs[i].bytes;
+  }
+  const flash_host::Scratch scratch(total, st);
+  std::size_t off = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!need[i]) continue;
+    *ops[i] = flash_host::place(packs[i], *ops[i], scratch.at(off), 4, st);
+    off += packs[i].bytes;
+  }
+
+  FlashArgs f = flash_host::make_flash_args(w);
+  f.o_vec = chunk_ok(w.out, kF32Chunk);
+  f.m_tiles = (a.M + v.bm - 1) / v.bm;
+  const std::int64_t grid = f.m_tiles * a.batch_count() * a.Hq;
+  check(grid <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", grid, " blocks)");
+  v.launch(f, int(grid), v.smem, st);
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) throw_cuda_error(err, v.name, __FILE__, __LINE__);
+}
+
+void run_x3_d64(const AttentionArgs& a) { run(a, true, 64); }
+void run_x3_d128(const AttentionArgs& a) { run(a, true, 128); }
+void run_tf32_d64(const AttentionArgs& a) { run(a, false, 64); }
+void run_tf32_d128(const AttentionArgs& a) { run(a, false, 128); }
+
+// "" when the kernel for precision `p` and head dims <= D serves `a`.
+std::string supports(const AttentionArgs& a, Precision p, std::int64_t D) {
+  if (a.dtype() != DType::f32) return "only f32";
+  if (a.precision != p) return "another precision was asked for";
+  if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != DType::f32)
+    return "mask must be bool or f32";
+  if (flash_host::too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
+  if (a.d > D || a.dv > D) return "head dims over " + std::to_string(D);
+  return "";
+}
+std::string supports_x3_d64(const AttentionArgs& a) { return supports(a, Precision::high, 64); }
+std::string supports_x3_d128(const AttentionArgs& a) { return supports(a, Precision::high, 128); }
+std::string supports_tf32_d64(const AttentionArgs& a) { return supports(a, Precision::medium, 64); }
+std::string supports_tf32_d128(const AttentionArgs& a) {
+  return supports(a, Precision::medium, 128);
+}
+
+}  // namespace
+
+void register_cuda_flash_tf32(Registry& r) {
+  // Ahead of cuda.attention.streaming: the registry takes the first kernel
+  // whose supports() accepts, and these accept only their own precision.
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32x3_d64", &run_x3_d64,
+                              &supports_x3_d64);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32x3_d128",
+                              &run_x3_d128, &supports_x3_d128);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32_d64", &run_tf32_d64,
+                              &supports_tf32_d64);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32_d128",
+                              &run_tf32_d128, &supports_tf32_d128);
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,33 @@
+#pragma once
+// One FlashVariant per configuration of the TF32 kernel: the only place
+// that launches flash_tf32_kernel with <<<>>>.
+#include "cuda/attention/flash_tf32.cuh"
+#include "cuda/attention/flash_tf32_variants.hpp"
+
+namespace strata::cuda {
+
+template <int D, int BM, int BN, int STAGES, bool X3, bool QREG, int MINB>
+void flash_tf32_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
+  flash::flash_tf32_kernel<D, BM, BN, STAGES, X3, QREG, MINB>
+      <<<grid, flash::Tf32Config<D, BM>::kThreads, smem, st>>>(a);
+}
+
+template <int D, int BM, int BN, int STAGES, bool X3, bool QREG, int MINB>
+FlashVariant make_tf32_variant(const char* name, bool is_default) {
+  // Q, then STAGES tiles of K and of V, rows of D + 4 floats.
+  const std::size_t smem =
+      std::size_t(BM + 2 * STAGES * BN) * flash::Tf32Config<D, BM>::kPitch * sizeof(float);
+  return FlashVariant{
+      name,
+      DType::f32,
+      D,
+      BM,
+      BN,
+      flash::Tf32Config<D, BM>::kThreads,
+      smem,
+      is_default,
+      reinterpret_cast<const void*>(&flash::flash_tf32_kernel<D, BM, BN, STAGES, X3, QREG, MINB>),
+      &flash_tf32_launch<D, BM, BN, STAGES, X3, QREG, MINB>};
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,19 @@
+// TF32 (precision medium) configurations of the f32 tensor-core attention
+// kernel; the defaults are the predicted best (docs/cuda-tuning.md, "f32 on
+// the tensor cores").
+#include "cuda/attention/flash_tf32_make.cuh"
+
+namespace strata::cuda {
+
+const std::vector<FlashVariant>& flash_variants_tf32() {
+  // <D, BM, BN, STAGES, X3, Q in registers, MIN_BLOCKS>
+  static const std::vector<FlashVariant> v = {
+      make_tf32_variant<64, 64, 64, 2, false, true, 2>("tf32.d64.64x64.s2", true),
+      make_tf32_variant<64, 64, 32, 3, false, true, 2>("tf32.d64.64x32.s3", false),
+      make_tf32_variant<128, 64, 32, 2, false, true, 2>("tf32.d128.64x32.s2", true),
+      make_tf32_variant<128, 64, 32, 2, false, false, 2>("tf32.d128.64x32.s2.qs", false),
+  };
+  return v;
+}
+
+}  // namespace strata::cuda
