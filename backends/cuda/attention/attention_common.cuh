@@ -9,6 +9,7 @@
 
 #include "cuda/pdl_launch.cuh"
 #include "strata/attention_args.hpp"
+#include "strata/dtype.hpp"
 
 namespace strata::cuda {
 
@@ -61,63 +62,26 @@ __device__ __forceinline__ double vget<double>(const double2& v, int i) {
 
 // Storage types S (what q, k, v, out and a float mask hold) beside the
 // compute type T (registers, shared memory, split-KV partials, lse):
-// S = T for f32 and f64, S = __nv_bfloat16 or __half with T = float.
+// S = T for f32 and f64, S = __nv_bfloat16 or __half with T = float. The
+// CUDA half types name their dtype through the host types of the same bits.
 template <class S>
-struct StorageDType;
+struct StorageDType : dtype_of<S> {};
 template <>
-struct StorageDType<float> {
-  static constexpr DType value = DType::f32;
-};
+struct StorageDType<__nv_bfloat16> : dtype_of<strata::bfloat16> {};
 template <>
-struct StorageDType<double> {
-  static constexpr DType value = DType::f64;
-};
-template <>
-struct StorageDType<__nv_bfloat16> {
-  static constexpr DType value = DType::bf16;
-};
-template <>
-struct StorageDType<__half> {
-  static constexpr DType value = DType::f16;
-};
+struct StorageDType<__half> : dtype_of<strata::half> {};
 
-// S -> T on load (exact: every bf16/f16 value is a float).
-template <class T>
-__device__ __forceinline__ T to_compute(float x) {
+// S -> T on load and T -> S on the final store, by the types' own
+// conversions: for bf16/f16 those are __bfloat162float / __half2float
+// (exact: every bf16/f16 value is a float) and, from float,
+// __float2bfloat16 / __float2half (rounded once, to nearest even).
+template <class T, class S>
+__device__ __forceinline__ T to_compute(S x) {
   return static_cast<T>(x);
 }
-template <class T>
-__device__ __forceinline__ T to_compute(double x) {
-  return static_cast<T>(x);
-}
-template <class T>
-__device__ __forceinline__ T to_compute(__nv_bfloat16 x) {
-  return static_cast<T>(__bfloat162float(x));
-}
-template <class T>
-__device__ __forceinline__ T to_compute(__half x) {
-  return static_cast<T>(__half2float(x));
-}
-// T -> S on the final store: rounded once, to nearest even.
-template <class S>
-__device__ __forceinline__ S to_storage(float x);
-template <>
-__device__ __forceinline__ float to_storage<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_storage<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <>
-__device__ __forceinline__ __half to_storage<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <class S>
-__device__ __forceinline__ S to_storage(double x);
-template <>
-__device__ __forceinline__ double to_storage<double>(double x) {
-  return x;
+template <class S, class T>
+__device__ __forceinline__ S to_storage(T x) {
+  return static_cast<S>(x);
 }
 
 // N adjacent elements of S read with one load (N * sizeof(S) bytes, aligned

@@ -149,6 +149,72 @@ __device__ __forceinline__ float2 unpack2<__half>(unsigned w) {
   return __half22float2(h);
 }
 
+// The P V update of decode_softmax_step, acc += p_u * (key u's v row), for
+// the two ways the key loops hold v rows: widened to T, or packed in pairs
+// of 2-byte S (each pair widened where it is used). Functors, not lambdas:
+// with lambdas the f32 kernels' code changed (the order of their registers).
+template <class T, int U, int VE>
+struct AddPVWide {
+  const T (&vr)[U][VE];
+  __device__ __forceinline__ void operator()(int u, T pu, T (&acc)[VE]) const {
+#pragma unroll
+    for (int e = 0; e < VE; ++e) acc[e] = fma(pu, vr[u][e], acc[e]);
+  }
+};
+template <class S, int U, int VE>
+struct AddPVPacked {
+  const unsigned (&vw)[U][VE / 2];
+  __device__ __forceinline__ void operator()(int u, float pu, float (&acc)[VE]) const {
+#pragma unroll
+    for (int w = 0; w < VE / 2; ++w) {
+      const float2 f = unpack2<S>(vw[u][w]);
+      acc[2 * w] = fma(pu, f.x, acc[2 * w]);
+      acc[2 * w + 1] = fma(pu, f.y, acc[2 * w + 1]);
+    }
+  }
+};
+
+// One warp step of the online softmax over keys jb .. jb + U - 1, shared by
+// both key loops: reduces the lanes' partial scores sc across the warp,
+// drops the keys outside [.., j_end), the band or the mask (adding a float
+// mask's bias), rescales (m_run, l_run, acc) to the new running max, and
+// adds each key's weight p_u = 2^(sc_u - m) times its v row into acc by
+// add_pv(u, p_u, acc) (AddPVWide or AddPVPacked). plain (no mask) comes
+// from the caller, read once before its key loop: read here, once a step,
+// it changed the code of the f32 kernels.
+template <class T, class S, int U, int VE, class AddPV>
+__device__ __forceinline__ void decode_softmax_step(const AttnParams& p, const void* mask_head,
+                                                    bool plain, std::int64_t row, std::int64_t jb,
+                                                    std::int64_t j_end, T (&sc)[U], T& m_run,
+                                                    T& l_run, T (&acc)[VE], const AddPV& add_pv) {
+#pragma unroll
+  for (int sh = 16; sh > 0; sh >>= 1)
+#pragma unroll
+    for (int u = 0; u < U; ++u) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], sh);
+  T tmax = neg_inf<T>();
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const std::int64_t j = jb + u;
+    T bias = 0;
+    const bool kept = j < j_end && (plain || key_kept<T, S>(p, mask_head, row, j, &bias));
+    sc[u] = kept ? sc[u] + bias : neg_inf<T>();
+    tmax = fmax_(tmax, sc[u]);
+  }
+  const T m_new = fmax_(m_run, tmax);
+  const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
+  const T alpha = fexp2(m_run - m_use);
+  m_run = m_new;
+  l_run *= alpha;
+#pragma unroll
+  for (int e = 0; e < VE; ++e) acc[e] *= alpha;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const T pu = fexp2(sc[u] - m_use);
+    l_run += pu;
+    add_pv(u, pu, acc);
+  }
+}
+
 // The key loop of attn_decode_kernel for packed half rows: warp `warp`
 // takes keys jb .. jb + U - 1 of [j_begin, j_end) per step, every U rows of
 // k and v loaded (packed) before the first is read, and updates its online
@@ -165,7 +231,7 @@ __device__ __forceinline__ void decode_keys_packed(
   constexpr int WARPS = C::WARPS, QCH = C::QCH, VCH = C::VCH, U = C::U;
   constexpr int QE = C::QE, VE = C::VE;
   const AttentionArgs& a = p.a;
-  [[maybe_unused]] const bool plain = p.mask_kind == kMaskNone;
+  const bool plain = p.mask_kind == kMaskNone;
   const bool kvec = VEC_ALL || (p.k_vec && p.q_vec), vvec = VEC_ALL || p.v_vec;
   const std::int64_t ks = attn::row_stride(a.k), vs = attn::row_stride(a.v);
   const std::int64_t kcs = attn::col_stride(a.k), vcs = attn::col_stride(a.v);
@@ -191,37 +257,9 @@ __device__ __forceinline__ void decode_keys_packed(
       }
       sc[u] = t;
     }
-#pragma unroll
-    for (int sh = 16; sh > 0; sh >>= 1)
-#pragma unroll
-      for (int u = 0; u < U; ++u) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], sh);
-    T tmax = neg_inf<T>();
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t j = jb + u;
-      T bias = 0;
-      const bool kept = j < j_end && (plain || key_kept<T, S>(p, mask_head, row, j, &bias));
-      sc[u] = kept ? sc[u] + bias : neg_inf<T>();
-      tmax = fmax_(tmax, sc[u]);
-    }
-    const T m_new = fmax_(m_run, tmax);
-    const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
-    const T alpha = fexp2(m_run - m_use);
-    m_run = m_new;
-    l_run *= alpha;
-#pragma unroll
-    for (int e = 0; e < VE; ++e) acc[e] *= alpha;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const T pu = fexp2(sc[u] - m_use);
-      l_run += pu;
-#pragma unroll
-      for (int w = 0; w < VE / 2; ++w) {
-        const float2 f = unpack2<S>(vw[u][w]);
-        acc[2 * w] = fma(pu, f.x, acc[2 * w]);
-        acc[2 * w + 1] = fma(pu, f.y, acc[2 * w + 1]);
-      }
-    }
+    const AddPVPacked<S, U, VE> add_pv{vw};
+    decode_softmax_step<T, S, U, VE>(p, mask_head, plain, row, jb, j_end, sc, m_run, l_run, acc,
+                                     add_pv);
   }
 }
 
@@ -298,33 +336,9 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
         for (int e = 0; e < QE; ++e) t = fma(q[e], kr[u][e], t);
         sc[u] = t;
       }
-#pragma unroll
-      for (int sh = 16; sh > 0; sh >>= 1)
-#pragma unroll
-        for (int u = 0; u < U; ++u) sc[u] += __shfl_xor_sync(0xffffffffu, sc[u], sh);
-      T tmax = neg_inf<T>();
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const std::int64_t j = jb + u;
-        T bias = 0;
-        const bool kept = j < j_end && (plain || key_kept<T, S>(p, mask_head, row, j, &bias));
-        sc[u] = kept ? sc[u] + bias : neg_inf<T>();
-        tmax = fmax_(tmax, sc[u]);
-      }
-      const T m_new = fmax_(m_run, tmax);
-      const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
-      const T alpha = fexp2(m_run - m_use);
-      m_run = m_new;
-      l_run *= alpha;
-#pragma unroll
-      for (int e = 0; e < VE; ++e) acc[e] *= alpha;
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const T pu = fexp2(sc[u] - m_use);
-        l_run += pu;
-#pragma unroll
-        for (int e = 0; e < VE; ++e) acc[e] = fma(pu, vr[u][e], acc[e]);
-      }
+      const AddPVWide<T, U, VE> add_pv{vr};
+      decode_softmax_step<T, S, U, VE>(p, mask_head, plain, row, jb, j_end, sc, m_run, l_run, acc,
+                                       add_pv);
     }
   }
 
