@@ -22,7 +22,8 @@ struct AttentionCli {
   double scale = 0.0;
   bool has_scale = false;
   std::string backend = "auto";
-  int repeat = 0;  // 0: the mode's default
+  std::string precision = "highest";  // highest | high | medium (f32 only)
+  int repeat = 0;                     // 0: the mode's default
   // Built-in problem.
   std::int64_t batch = 1, heads = 8, kv_heads = 0, m = 1024, n = 1024, d = 64, dv = 0;
   // Built-in problem: f32 (default) or f64. With --q/--k/--v: f32, f64,

@@ -221,6 +221,10 @@ int run_attention_demo(const AttentionCli& cli) {
             << "rel. Frobenius <= " << fmt("%.2e", tol.rel_fro) << " (naive "
             << fmt("%.2e", tol.naive_rel) << "), max abs <= " << fmt("%.2e", tol.max_abs)
             << " (naive " << fmt("%.2e", tol.naive_abs) << ")\n";
+  if (tol.tf32)
+    std::cout << "--precision medium: the bounds add 3x the error of exact arithmetic on "
+                 "TF32-rounded inputs (rel. Frobenius "
+              << fmt("%.2e", tol.tf32_rel) << ", max abs " << fmt("%.2e", tol.tf32_abs) << ")\n";
   std::cout << (all_ok ? "all backends agree\n" : "SOME BACKENDS DISAGREE\n");
   return all_ok ? kExitOk : kExitMismatch;
 }

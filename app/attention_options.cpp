@@ -58,6 +58,15 @@ AttentionOptions make_options(const AttentionCli& cli) {
       throw Error("--scale: must be finite, got " + std::to_string(cli.scale));
     opt.scale = cli.scale;
   }
+  if (cli.precision == "highest") {
+    opt.precision = Precision::highest;
+  } else if (cli.precision == "high") {
+    opt.precision = Precision::high;
+  } else if (cli.precision == "medium") {
+    opt.precision = Precision::medium;
+  } else {
+    throw Error("--precision '" + cli.precision + "': expected highest, high or medium");
+  }
   opt.backend = cli.backend;
   return opt;
 }

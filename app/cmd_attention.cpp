@@ -84,6 +84,11 @@ void add_attention_command(CLI::App& root, int& status) {
       ->group(op);
   add_number(cmd, "--scale", cli.scale, "Score scale (default 1/sqrt(d))")->group(op);
   cmd->add_option("--backend", cli.backend, "auto, reference, cpu or cuda")->group(op);
+  cmd->add_option("--precision", cli.precision,
+                  "f32 products: highest (exact f32, default), high (3xTF32 on the tensor cores, "
+                  "f32-accurate) or medium (TF32); cuda only, other backends and dtypes run "
+                  "highest")
+      ->group(op);
   add_number(cmd, "--repeat", cli.repeat,
              "Timed runs (default 5 for the built-in problem, 1 with files)", 1, 1000000)
       ->group(op);
