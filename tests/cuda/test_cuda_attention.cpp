@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cuda/attention_layout_sweep.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
@@ -20,7 +21,6 @@ using strata::Device;
 using strata::DType;
 using strata::Tensor;
 using strata::harness::AttentionCase;
-using strata::harness::Layout;
 using strata::harness::MaskKind;
 
 namespace {
@@ -147,34 +147,12 @@ TEST_CASE("cuda attention: split-KV (few query tiles, many keys)", "[cuda][atten
 TEST_CASE("cuda attention: every layout, masks and bands", "[cuda][attention][layout]") {
   std::uint64_t seed = 4000;
   for (DType dt : {DType::f32, DType::f64}) {
-    for (Layout l : strata::harness::all_layouts()) {
-      for (std::int64_t d : {64, 100}) {
-        for (std::int64_t M : {1, 77}) {
-          AttentionCase c;
-          c.dtype = dt;
-          c.batch = {2};
-          c.Hq = 4;
-          c.Hkv = 2;
-          c.M = M;
-          c.N = l == Layout::fused_qkv ? M : 77;
-          c.d = d;
-          c.dv = d;
-          c.layout = l;
-          c.seed = ++seed;
-          INFO("layout " << strata::harness::layout_name(l) << " " << strata::dtype_name(dt));
-          require_cuda_pass(c);
-          c.mask = MaskKind::float_bcast;
-          c.causal = Causal::top_left;
-          c.seed = ++seed;
-          require_cuda_pass(c);
-          c.mask = MaskKind::bool_bcast;
-          c.causal = Causal::none;
-          c.window = std::make_pair<std::int64_t, std::int64_t>(5, 3);
-          c.seed = ++seed;
-          require_cuda_pass(c);
-        }
-      }
-    }
+    strata_test::sweep_layouts({.dtype = dt,
+                                .Hkv = 2,
+                                .N = 77,
+                                .d_M = {{64, 1}, {64, 77}, {100, 1}, {100, 77}},
+                                .steps = strata_test::bcast_masks_and_bands()},
+                               seed, [](const AttentionCase& c) { require_cuda_pass(c); });
   }
 }
 

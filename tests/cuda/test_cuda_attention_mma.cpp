@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cuda/attention_layout_sweep.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
@@ -174,31 +175,18 @@ TEST_CASE("cuda decode attention: bf16/f16 layouts and head dims",
   std::uint64_t seed = 12000;
   for (DType dt : {DType::bf16, DType::f16}) {
     const std::string want = "cuda.attention.decode_" + dt_name(dt);
-    for (Layout l : strata::harness::all_layouts()) {
-      // Each head dim with one row count (reference time); every layout sees
-      // each d and each M.
-      for (auto [d, M] : std::vector<std::array<std::int64_t, 2>>{{64, 8}, {80, 1}, {128, 5}}) {
-        AttentionCase c;
-        c.dtype = dt;
-        c.batch = {2};
-        c.Hq = 4;
-        c.Hkv = 1;
-        c.M = M;
-        c.N = l == Layout::fused_qkv ? M : 520;
-        c.d = d;
-        c.dv = d;
-        c.layout = l;
-        c.seed = ++seed;
-        INFO("layout " << strata::harness::layout_name(l) << " " << dt_name(dt) << " d " << d
-                       << " M " << M);
-        require_mma_pass(c, want);
-        c.mask = MaskKind::float_bcast;
-        c.causal = Causal::bottom_right;
-        c.masked_rows = true;
-        c.seed = ++seed;
-        require_mma_pass(c, want);
-      }
-    }
+    // Each head dim with one row count (reference time); every layout sees
+    // each d and each M.
+    strata_test::sweep_layouts({.dtype = dt,
+                                .Hkv = 1,
+                                .N = 520,
+                                .d_M = {{64, 8}, {80, 1}, {128, 5}},
+                                .steps = {[](AttentionCase& c) {
+                                  c.mask = MaskKind::float_bcast;
+                                  c.causal = Causal::bottom_right;
+                                  c.masked_rows = true;
+                                }}},
+                               seed, [&](const AttentionCase& c) { require_mma_pass(c, want); });
     for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
              {64, 128}, {128, 64}, {7, 129}, {200, 256}, {256, 8}}) {
       AttentionCase c = strata::harness::batched_case(4, 3000, d, dv, dt, ++seed);
@@ -231,40 +219,18 @@ TEST_CASE("cuda mma attention: dv differs from d", "[cuda][attention][mma]") {
 TEST_CASE("cuda mma attention: every layout, masks and bands", "[cuda][attention][mma][layout]") {
   std::uint64_t seed = 8000;
   for (DType dt : {DType::bf16, DType::f16}) {
-    for (Layout l : strata::harness::all_layouts()) {
-      for (std::int64_t d : {64, 128}) {
-        for (std::int64_t M : {1, 200}) {
-          AttentionCase c;
-          c.dtype = dt;
-          c.batch = {2};
-          c.Hq = 4;
-          c.Hkv = 2;
-          c.M = M;
-          c.N = l == Layout::fused_qkv ? M : 150;
-          c.d = d;
-          c.dv = d;
-          c.layout = l;
-          c.seed = ++seed;
-          INFO("layout " << strata::harness::layout_name(l) << " " << dt_name(dt) << " d " << d
-                         << " M " << M);
-          require_mma_pass(c);
-          c.mask = MaskKind::float_bcast;
-          c.causal = Causal::top_left;
-          c.seed = ++seed;
-          require_mma_pass(c);
-          c.mask = MaskKind::bool_bcast;
-          c.causal = Causal::none;
-          c.window = std::make_pair<std::int64_t, std::int64_t>(5, 3);
-          c.seed = ++seed;
-          require_mma_pass(c);
-          c.mask = MaskKind::float_full;
-          c.window.reset();
-          c.masked_rows = true;
-          c.seed = ++seed;
-          require_mma_pass(c);
-        }
-      }
-    }
+    std::vector<strata_test::CaseStep> steps = strata_test::bcast_masks_and_bands();
+    steps.push_back([](AttentionCase& c) {
+      c.mask = MaskKind::float_full;
+      c.window.reset();
+      c.masked_rows = true;
+    });
+    strata_test::sweep_layouts({.dtype = dt,
+                                .Hkv = 2,
+                                .N = 150,
+                                .d_M = {{64, 1}, {64, 200}, {128, 1}, {128, 200}},
+                                .steps = steps},
+                               seed, [](const AttentionCase& c) { require_mma_pass(c); });
   }
 }
 

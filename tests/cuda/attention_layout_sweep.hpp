@@ -1,0 +1,78 @@
+#pragma once
+// The layout sweep that the cuda attention tests share
+// (test_cuda_attention.cpp, test_cuda_attention_mma.cpp): every harness
+// layout with each (d, M), one case of batch {2}, Hq 4 and N keys (M for
+// fused QKV, whose q, k and v share one row count), run as built and again
+// after each step, each step changing the case further (masks, bands), every
+// run on a fresh seed.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "catch.hpp"
+#include "strata/dtype.hpp"
+#include "strata/harness.hpp"
+
+namespace strata_test {
+
+using CaseStep = std::function<void(strata::harness::AttentionCase&)>;
+
+struct LayoutSweep {
+  strata::DType dtype = strata::DType::f32;
+  std::int64_t Hkv = 1;
+  std::int64_t N = 0;                            // keys, except for fused QKV
+  std::vector<std::array<std::int64_t, 2>> d_M;  // (head dim = dv, query rows), in order
+  std::vector<CaseStep> steps;                   // applied in turn, a run after each
+};
+
+// A float [M, N] mask with top-left causal, then a bool [M, N] mask with a
+// (5, 3) window instead: the masks and bands both files sweep every layout
+// with.
+inline std::vector<CaseStep> bcast_masks_and_bands() {
+  using strata::harness::AttentionCase;
+  using strata::harness::MaskKind;
+  return {[](AttentionCase& c) {
+            c.mask = MaskKind::float_bcast;
+            c.causal = strata::Causal::top_left;
+          },
+          [](AttentionCase& c) {
+            c.mask = MaskKind::bool_bcast;
+            c.causal = strata::Causal::none;
+            c.window = std::make_pair<std::int64_t, std::int64_t>(5, 3);
+          }};
+}
+
+// Runs run(case) for every case of s; seed is advanced once per run.
+// Shape: cases [2, 4, M, d] x [2, Hkv, N, d] for each layout and (d, M).
+template <class Run>
+void sweep_layouts(const LayoutSweep& s, std::uint64_t& seed, const Run& run) {
+  using strata::harness::AttentionCase;
+  using strata::harness::Layout;
+  for (Layout l : strata::harness::all_layouts()) {
+    for (auto [d, M] : s.d_M) {
+      AttentionCase c;
+      c.dtype = s.dtype;
+      c.batch = {2};
+      c.Hq = 4;
+      c.Hkv = s.Hkv;
+      c.M = M;
+      c.N = l == Layout::fused_qkv ? M : s.N;
+      c.d = d;
+      c.dv = d;
+      c.layout = l;
+      INFO("layout " << strata::harness::layout_name(l) << " " << strata::dtype_name(s.dtype)
+                     << " d " << d << " M " << M);
+      c.seed = ++seed;
+      run(c);
+      for (const CaseStep& step : s.steps) {
+        step(c);
+        c.seed = ++seed;
+        run(c);
+      }
+    }
+  }
+}
+
+}  // namespace strata_test
