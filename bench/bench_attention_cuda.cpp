@@ -6,8 +6,9 @@
 //
 //   bench_attention_cuda --benchmark_out=cuda.json --benchmark_out_format=json
 //   STRATA_CUDA_VARIANT=<name> forces a kernel variant (tuning);
-//   STRATA_FLASH_VARIANT=<name> a bf16/f16 configuration; --benchmark_filter=bf16_
-//   times the bf16 shapes only.
+//   STRATA_FLASH_VARIANT=<name> a bf16/f16 or TF32 configuration;
+//   --benchmark_filter=bf16_ times the bf16 shapes only, f32high_ / f32medium_
+//   the f32 precision high / medium ones.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -35,7 +36,11 @@ struct Shape {
   bool two_d = false;  // q [M, d] (no batch, no head dim)
   DType dt = DType::f32;
   bool kt = false;  // k stored column-major ([d, N] transposed)
+  strata::Precision precision = strata::Precision::highest;  // f32 only
 };
+
+constexpr strata::Precision kHigh = strata::Precision::high;
+constexpr strata::Precision kMedium = strata::Precision::medium;
 
 // Kept in step with SHAPES in bench/peer_attention.py.
 const std::vector<Shape>& shapes() {
@@ -70,6 +75,24 @@ const std::vector<Shape>& shapes() {
       {"bf16_b1h32_8192_d100", 1, 32, 8192, 8192, 100, false, false, false, DType::bf16},
       {"f16_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f16},
       {"f16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f16},
+      // f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core
+      // kernel (backends/cuda/attention/flash_tf32*).
+      {"f32high_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f32, false,
+       kHigh},
+      {"f32high_b4h16_4096_d64_causal", 4, 16, 4096, 4096, 64, true, false, false, DType::f32,
+       false, kHigh},
+      {"f32high_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f32, false,
+       kHigh},
+      {"f32high_b1h32_8192_d128_causal", 1, 32, 8192, 8192, 128, true, false, false, DType::f32,
+       false, kHigh},
+      {"f32medium_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f32, false,
+       kMedium},
+      {"f32medium_b4h16_4096_d64_causal", 4, 16, 4096, 4096, 64, true, false, false, DType::f32,
+       false, kMedium},
+      {"f32medium_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f32, false,
+       kMedium},
+      {"f32medium_b1h32_8192_d128_causal", 1, 32, 8192, 8192, 128, true, false, false, DType::f32,
+       false, kMedium},
       // bf16 decode: the split-KV decode kernel (attention_decode.cuh).
       {"bf16_decode_262144_d128", 1, 1, 1, 262144, 128, false, false, true, DType::bf16},
       {"bf16_decode_b8h32_32768_d128", 8, 32, 1, 32768, 128, false, false, false, DType::bf16},
@@ -127,6 +150,7 @@ void run_shape(benchmark::State& state, const Shape& s) {
   }
   strata::AttentionOptions opt;
   opt.backend = "cuda";
+  opt.precision = s.precision;
   if (s.causal) opt.causal = strata::Causal::bottom_right;
   strata::Shape oshape = q.shape();
   oshape.back() = s.d;

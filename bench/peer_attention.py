@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Peer comparison for Strata's cuda attention (fp32 exact, TF32 off; bf16/f16).
+"""Peer comparison for Strata's cuda attention (fp32 exact, TF32 off; fp32
+precision high and medium; bf16/f16).
 
 Runs the shapes of bench/bench_attention_cuda.cpp through PyTorch's
 scaled_dot_product_attention with every backend that accepts fp32 (the
@@ -9,6 +10,13 @@ TFLOP/s (4*M*N*d per head, halved for causal) with the ratio of Strata to
 the best peer per shape.
 
     python3 bench/peer_attention.py --strata cuda.json [--out table.md]
+
+Shapes named f32high_* / f32medium_* are Strata's f32 attention with
+AttentionOptions::precision high (3xTF32) / medium (TF32). Their peers run
+as PyTorch would for that precision: for f32high the TF32 switches stay off
+(the efficient sdpa runs 3xTF32 regardless: docs/cuda-tuning.md); for
+f32medium they are on (torch.backends.cuda.matmul.allow_tf32, the math sdpa
+and the naive path then multiply in TF32).
 """
 import argparse
 import json
@@ -54,6 +62,22 @@ SHAPES = {
     "bf16_b1h32_8192_d100": (1, 32, 8192, 8192, 100, False, False, False, torch.bfloat16, False),
     "f16_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float16, False),
     "f16_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float16, False),
+    # f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core kernel.
+    "f32high_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float32, False),
+    "f32high_b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.float32,
+                                      False),
+    "f32high_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float32,
+                                False),
+    "f32high_b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False, torch.float32,
+                                       False),
+    "f32medium_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float32,
+                                 False),
+    "f32medium_b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.float32,
+                                        False),
+    "f32medium_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float32,
+                                  False),
+    "f32medium_b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False,
+                                         torch.float32, False),
     "bf16_decode_262144_d128": (1, 1, 1, 262144, 128, False, False, True, torch.bfloat16, False),
     "bf16_decode_b8h32_32768_d128": (8, 32, 1, 32768, 128, False, False, False, torch.bfloat16,
                                      False),
@@ -167,21 +191,59 @@ def flash_errors():
                 print(row)
 
 
+def set_tf32(on):
+    """PyTorch's TF32 switches: on for the f32medium shapes, off otherwise."""
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    torch.set_float32_matmul_precision("high" if on else "highest")
+
+
+def tf32_errors():
+    """||out - ref||_F / ||ref||_F of PyTorch's f32 attention against the f64
+    computation on the same inputs, N(0, 1), on the shapes that
+    tests/cuda/test_cuda_attention_tf32.cpp prints for Strata ("tf32_error"):
+    the math sdpa with TF32 on (TF32 products, what medium is compared with),
+    the efficient sdpa (3xTF32, what high is compared with) and the math sdpa
+    with TF32 off (exact f32)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for d in (64, 128):
+        for causal in (False, True):
+            g = torch.Generator(device="cuda").manual_seed(4242)
+            q, k, v = (torch.randn(2, 2, 512, d, device="cuda", generator=g) for _ in range(3))
+            with sdpa_kernel(SDPBackend.MATH):
+                ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                     is_causal=causal)
+            row = f"tf32_error f32 B2 H2 L512 d{d}{' causal' if causal else ''}"
+            for name, be, tf32 in [("math_tf32", SDPBackend.MATH, True),
+                                   ("efficient", SDPBackend.EFFICIENT_ATTENTION, False),
+                                   ("math_f32", SDPBackend.MATH, False)]:
+                set_tf32(tf32)
+                try:
+                    with sdpa_kernel(be):
+                        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    err = ((out.double() - ref).norm() / ref.norm()).item()
+                    row += f" {name} rel_fro {err:.4e}"
+                except Exception as e:  # backend does not accept these inputs
+                    row += f" {name} n/a ({str(e).splitlines()[0][:60]})"
+            set_tf32(False)
+            print(row)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", help="bench_attention_cuda JSON output")
     ap.add_argument("--out", help="write the markdown table here too")
     ap.add_argument("--only", nargs="*", help="shape names")
     ap.add_argument("--errors", action="store_true",
-                    help="print PyTorch flash/cuDNN bf16/f16 errors against f64 and exit")
+                    help="print PyTorch's bf16/f16 (flash, cuDNN) and f32 (TF32 math, "
+                         "3xTF32 efficient, exact math) errors against f64 and exit")
     args = ap.parse_args()
     if args.errors:
         flash_errors()
+        tf32_errors()
         return
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+    set_tf32(False)
 
     strata = {}
     if args.strata:
@@ -200,7 +262,9 @@ def main():
             continue
         print(f"{name} ...", file=sys.stderr, flush=True)
         q, k, v = make_inputs(B, H, M, N, d, fused, dt, kt)
+        set_tf32(name.startswith("f32medium_"))
         res = peers(q, k, v, causal)
+        set_tf32(False)
         del q, k, v
         torch.cuda.empty_cache()
         f = flops(B, H, M, N, d, causal)
@@ -220,7 +284,8 @@ def main():
                 f"{s_tf / tf[best]:.2f}x" if (best and s_tf) else "n/a"]
         lines.append("| " + " | ".join(row) + " |")
     table = "\n".join(lines)
-    print(f"\nGPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, fp32 TF32 off, "
+    print(f"\nGPU: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, fp32 TF32 off "
+          f"(on for the f32medium peers), "
           f"TFLOP/s = 4*M*N*d per head (causal halved); peers: median ms (triton do_bench)")
     print(f"FFMA ceiling, same run: cuBLAS SGEMM 8192^3 fp32 {sgemm_tflops():.2f} TFLOP/s")
     print(table)
