@@ -1,8 +1,15 @@
 // cuda unary maths (neg, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu,
 // gelu_tanh, silu) on f32, f64, f16, bf16 (f16/bf16 computed in f32).
+// gelu on f32/f16/bf16 runs GeluF32 (gelu_f32.cuh); STRATA_CUDA_GELU_OLD=1
+// (read once) runs fn::Gelu's erfcf form instead, for an A/B on the GPU.
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
 #include "common/elementwise_functors.hpp"
 #include "cuda/elementwise/elementwise_cuda.hpp"
 #include "cuda/elementwise/engine.cuh"
+#include "cuda/elementwise/gelu_f32.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -10,6 +17,25 @@ namespace {
 template <class F, class T>
 void unary(const IterArgs& a) {
   launch_elementwise<T, T>(a, UnaryOp<F, T>{F{}});
+}
+
+bool gelu_old() {
+  static const bool old = [] {
+    const char* e = std::getenv("STRATA_CUDA_GELU_OLD");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  return old;
+}
+
+// x -> gelu(x) on T: GeluF32 in f32 unless T is double or the old form is asked for.
+template <class T>
+void gelu(const IterArgs& a) {
+  if constexpr (std::is_same_v<T, double>)
+    unary<fn::Gelu, T>(a);
+  else if (gelu_old())
+    unary<fn::Gelu, T>(a);
+  else
+    launch_elementwise<T, T>(a, UnaryOp<GeluF32, T>{});
 }
 
 template <class F>
@@ -31,7 +57,9 @@ std::vector<EwEntry> ew_unary_entries() {
   add<fn::Tanh>(v, "tanh");
   add<fn::Sigmoid>(v, "sigmoid");
   add<fn::Relu>(v, "relu");
-  add<fn::Gelu>(v, "gelu");
+  for_float_dtypes([&](DType dt, auto t) {
+    v.push_back({"gelu", dt, &gelu<typename decltype(t)::type>});
+  });
   add<fn::GeluTanh>(v, "gelu_tanh");
   add<fn::Silu>(v, "silu");
   return v;
