@@ -250,10 +250,16 @@ Plan make_plan(const AttentionArgs& a, int dev) {
     slots = std::int64_t(di.sms) * occ;
   }
   // Split the keys only as far as one wave of blocks allows, and keep at
-  // least two key tiles per split.
+  // least two key tiles per split (STRATA_CUDA_DECODE_MIN_TILES=n: n per
+  // split for the decode kernels, a tuning knob).
+  static const std::int64_t decode_min_tiles = [] {
+    const char* e = std::getenv("STRATA_CUDA_DECODE_MIN_TILES");
+    return e != nullptr && std::atoi(e) > 0 ? std::int64_t(std::atoi(e)) : std::int64_t(2);
+  }();
+  const std::int64_t min_tiles = v.decode ? decode_min_tiles : 2;
   const std::int64_t key_tiles = (a.N + v.bn - 1) / v.bn;
   std::int64_t splits = rows_blocks < slots ? slots / rows_blocks : 1;
-  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, key_tiles / 2));
+  splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, key_tiles / min_tiles));
   splits = std::min<std::int64_t>(splits, kMaxSplits);
   splits = std::max<std::int64_t>(splits, 1);
   const std::int64_t tiles_per_split = (key_tiles + splits - 1) / splits;
