@@ -210,6 +210,10 @@ BENCHMARK_CAPTURE(add_transposed, f32, DType::f32)
     ->Arg(8192)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(add_transposed, bf16, DType::bf16)
+    ->Arg(8192)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(row_op, layer_norm_f32, DType::f32, 0)
     ->Args({4096, 4096})
     ->UseManualTime()

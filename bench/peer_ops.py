@@ -72,6 +72,9 @@ def cases():
     O = torch.empty_like(A)
     out.append((f"add_broadcast/f32/{m}", 4 * (2 * m * m + m), lambda: torch.add(A, r, out=O)))
     out.append((f"add_transposed/f32/{m}", 12 * m * m, lambda: torch.add(A, Bt, out=O)))
+    Ab, Btb = randn((m, m), torch.bfloat16), randn((m, m), torch.bfloat16).t()
+    Ob = torch.empty_like(Ab)
+    out.append((f"add_transposed/bf16/{m}", 6 * m * m, lambda: torch.add(Ab, Btb, out=Ob)))
     for dt, tag, sz in [(torch.float32, "f32", 4), (torch.bfloat16, "bf16", 2)]:
         X = randn((4096, 4096), dt)
         w, b = randn(4096, dt), randn(4096, dt)

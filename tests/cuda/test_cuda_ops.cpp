@@ -235,6 +235,68 @@ TEST_CASE("cuda elementwise: sizes around the vector width and the tail",
     }
 }
 
+// The engine's tiled path (ew_tiled.cuh): an input whose unit-stride dim is
+// the output's second-innermost one. Sizes that are not multiples of the
+// 32 x 32 tile, batch dims, a transposed input flipped along its unit-stride
+// dim (stride -1), a stride-0 partner, a strided output, every dtype (where,
+// cast); a swapped tile index or a lost tail row fails these.
+TEST_CASE("cuda elementwise: transposed inputs through the tiled path",
+          "[cuda][ops][elementwise][tiled]") {
+  for (const Shape& s : {Shape{33, 70}, Shape{64, 32}, Shape{130, 7}, Shape{3, 45, 67}})
+    for (DType dt : kFloats) {
+      const int r = static_cast<int>(s.size());
+      INFO("shape rank " << r << " [.., " << s[r - 2] << ", " << s[r - 1] << "] dtype "
+                         << dtype_name(dt));
+      const double t = tol(dt);
+      const Pair a = make(Layout::contiguous, s, 81, dt), bt = make(Layout::transposed, s, 82, dt);
+      require_close(add(a.dev, bt.dev, kCuda), add(a.host, bt.host, kRef), 1e-12, t);
+      require_close(sub(bt.dev, a.dev, kCuda), sub(bt.host, a.host, kRef), 1e-12, t);
+      // Both inputs transposed, the second flipped along its unit-stride dim
+      // (stride -1); a flipped along its outer dim.
+      const Pair at = make(Layout::transposed, s, 83, dt);
+      const Tensor bfh = bt.host.flip(r - 2), bfd = bt.dev.flip(r - 2);
+      require_close(mul(at.dev, bfd, kCuda), mul(at.host, bfh, kRef), 1e-12, t);
+      require_close(add(a.dev.flip(0), bfd, kCuda), add(a.host.flip(0), bfh, kRef), 1e-12, t);
+      // A stride-0 row beside a transposed input.
+      Shape rs = s;
+      for (int d = 0; d < r - 1; ++d) rs[d] = 1;
+      const Pair row = make(Layout::contiguous, rs, 84, dt);
+      require_close(add(bt.dev, row.dev, kCuda), add(bt.host, row.host, kRef), 1e-12, t);
+      // Unary (copy through the tile) and a strided, flipped output.
+      require_close(neg(bt.dev, kCuda), neg(bt.host, kRef), 0, 0);
+      const Tensor o = strided_out(s, dt);
+      add_out(o, a.dev, bfd, kCuda);
+      require_close(o, add(a.host, bfh, kRef), 1e-12, t);
+    }
+  // Every dtype: where with a transposed condition and operand, copy_ of a
+  // transposed tensor into every dtype (ops allocate contiguous outputs, so
+  // the transposed views are taken of [41, 37] tensors built on the host).
+  const Shape s{37, 41};
+  auto transposed = [](const Tensor& h) {
+    return std::pair<Tensor, Tensor>{h.transpose(0, 1), h.to(kGpu).transpose(0, 1)};
+  };
+  const auto [cond_h, cond_d] = transposed(
+      cast(relu(Tensor::randn({s[1], s[0]}, 85, DType::f64), kRef), DType::boolean, kRef));
+  const DType all[] = {DType::f32,     DType::f64, DType::f16, DType::bf16,
+                       DType::boolean, DType::i32, DType::i64};
+  for (DType dt : all) {
+    INFO("dtype " << dtype_name(dt));
+    const auto [ah, ad] =
+        transposed(cast(mul(Tensor::randn({s[1], s[0]}, 86, DType::f64), 8.0, kRef), dt, kRef));
+    const Tensor bh = cast(mul(Tensor::randn(s, 87, DType::f64), 8.0, kRef), dt, kRef);
+    const Tensor bd = bh.to(kGpu);
+    require_close(where(cond_d, ad, bd, kCuda), where(cond_h, ah, bh, kRef), 0, 0);
+    require_close(where(cond_d, bd, ad, kCuda), where(cond_h, bh, ah, kRef), 0, 0);
+    for (DType to : all) {
+      INFO("copy_ to " << dtype_name(to));
+      const Tensor o = Tensor::empty(s, to, kGpu);
+      copy_(o, ad, kCuda);
+      const double tt = to == DType::f16 || to == DType::bf16 ? tol(to) : 0;
+      require_close(o, cast(ah, to, kRef), 0, tt);
+    }
+  }
+}
+
 TEST_CASE("cuda elementwise and rows: empty tensors", "[cuda][ops]") {
   const Tensor e = Tensor::empty({0, 5}, DType::f32, kGpu);
   CHECK(add(e, e, kCuda).numel() == 0);
@@ -338,6 +400,34 @@ TEST_CASE("cuda rows: layer_norm and rms_norm vs reference on every layout", "[c
         rms_norm_out(o, x.dev, Tensor(), 1e-6, kCuda);
         require_close(o, rms_norm(x.host, Tensor(), 1e-6, kRef), atol, t);
       }
+}
+
+// Many rows per block: the pipelined 16-bit fast path (rows_fast.cuh)
+// stages each group's next rows through shared memory, which only happens
+// when there are more rows than resident groups. Row lengths for the warp
+// (512), 128- and 256-thread (1040, 4096) configurations; outer dims
+// permuted so each staged row's offset is decoded from two dims; f32 takes
+// the previous kernels on the same shapes. A row staged into the wrong slot
+// or one stage too late fails these.
+TEST_CASE("cuda rows: many rows per block (the staged fast path)", "[cuda][ops][rows]") {
+  const struct {
+    std::int64_t outer0, outer1, n;
+  } cases[] = {{97, 131, 512}, {50, 53, 1040}, {13, 101, 4096}};
+  for (const auto& c : cases)
+    for (DType dt : {DType::bf16, DType::f16, DType::f32}) {
+      INFO("rows " << c.outer0 << " x " << c.outer1 << " n " << c.n << " dtype " << dtype_name(dt));
+      // [outer1, outer0, n] viewed as [outer0, outer1, n]: rows unit-stride.
+      const Tensor base = Tensor::randn({c.outer1, c.outer0, c.n}, 91, DType::f64).to(dt);
+      const Tensor xh = base.transpose(0, 1), xd = base.to(kGpu).transpose(0, 1);
+      const Tensor w = Tensor::randn({c.n}, 92, DType::f64).to(dt);
+      const Tensor b = Tensor::randn({c.n}, 93, DType::f64).to(dt);
+      const Tensor wd = w.to(kGpu), bd = b.to(kGpu);
+      const double t = tol(dt) * 2, atol = tol(dt);
+      require_close(layer_norm(xd, wd, bd, 1e-5, kCuda), layer_norm(xh, w, b, 1e-5, kRef), atol, t);
+      require_close(rms_norm(xd, wd, 1e-6, kCuda), rms_norm(xh, w, 1e-6, kRef), atol, t);
+      require_close(softmax(xd, 2, kCuda), softmax(xh, 2, kRef), 1e-7, t);
+      require_close(log_softmax(xd, 2, kCuda), log_softmax(xh, 2, kRef), t, t);
+    }
 }
 
 TEST_CASE("cuda rows: embedding vs reference; a bad id is an error, out untouched",

@@ -11,6 +11,8 @@
 //    broadcast row, a batch of contiguous rows) needs the row length to be a
 //    multiple of VEC and decodes the vector's outer coordinates with 32-bit
 //    fast division.
+//  * ew_tiled_kernel (ew_tiled.cuh): an input transposed against the
+//    output, through 32 x 32 shared-memory tiles.
 //  * ew_strided_kernel<I>: anything else, one element per thread per step
 //    (UNROLL steps in flight), offsets decoded from the linear index with
 //    fast 32-bit division (I = int32) or plain 64-bit division (I = int64,
@@ -309,6 +311,12 @@ __global__ void __launch_bounds__(kThreads)
 // Multiprocessors of the current device (cached per device).
 int sm_count();
 
+}  // namespace strata::cuda
+
+#include "cuda/elementwise/ew_tiled.cuh"
+
+namespace strata::cuda {
+
 inline int grid_for(std::int64_t work_items, int per_block) {
   const std::int64_t want = (work_items + per_block - 1) / per_block;
   const std::int64_t wave = std::int64_t(sm_count()) * (2048 / kThreads);
@@ -380,7 +388,20 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
     CUDA_CHECK(launch_pdl(ew_vec_kernel<VEC, Op, Out, Ins...>,
                           grid_for(numel / VEC > 0 ? numel / VEC : 1, kThreads * kVecUnroll),
                           kThreads, 0, st, p, bcast, op));
-  } else if (small) {
+    return;
+  }
+  if constexpr (sizeof...(Ins) >= 1) {
+    if (const unsigned tm = tiled_mask(a, N); tm != 0) {
+      const std::int64_t rc = a.shape[a.ndim - 1] * a.shape[a.ndim - 2];
+      const std::int64_t tiles = numel / rc * ((a.shape[a.ndim - 2] + kTile - 1) / kTile) *
+                                 ((a.shape[a.ndim - 1] + kTile - 1) / kTile);
+      CUDA_CHECK(launch_pdl(ew_tiled_kernel<Op, Out, Ins...>,
+                            grid_for(tiles, kThreads / (kTile * kTileRows)), kTile * kTileRows, 0,
+                            st, make_params<N, std::int64_t>(a), tm, op));
+      return;
+    }
+  }
+  if (small) {
     CUDA_CHECK(launch_pdl(ew_strided_kernel<std::int32_t, Op, Out, Ins...>,
                           grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
                           make_params<N, std::int32_t>(a), op));

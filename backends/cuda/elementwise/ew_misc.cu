@@ -1,5 +1,8 @@
-// cuda where and fill on every dtype, and the SM count the launchers size
-// their grids by.
+// cuda where and fill on every dtype, the SM count the launchers size
+// their grids by, and the switch of the engine's tiled path.
+#include <cstdlib>
+#include <cstring>
+
 #include "cuda/elementwise/elementwise_cuda.hpp"
 #include "cuda/elementwise/engine.cuh"
 #include "cuda/elementwise/ew_types.cuh"
@@ -17,6 +20,14 @@ int sm_count() {
     cached[dev] = n;  // a benign race: every thread stores the same value
   }
   return cached[dev];
+}
+
+bool ew_tiled_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRATA_CUDA_EW_TILED");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
 }
 
 namespace {

@@ -13,6 +13,18 @@
 // shuffles plus one __syncthreads through a small shared array (two
 // alternating buffers, so consecutive reductions need no second barrier).
 // f64 and every other layout take the general kernels.
+//
+// Pipelined mode (the default for f16/bf16; STRATA_CUDA_ROWS_OLD=1, read
+// once, gives the previous kernels for an A/B): 16-bit rows of up to 1024
+// vectors take at most 2 vectors per thread (4096 bf16: 256 threads x 2 x 8,
+// as many elements per thread as the f32 case; bf16 layer_norm no longer
+// spills, see kMinBlocks); the grid is one wave of resident blocks, and each
+// thread copies its vectors of the next kStages - 1 rows into its own
+// shared-memory slots with cp.async before the current row's reductions, so
+// an 8 KB row's reduction latency hides behind the next rows' loads without
+// holding them in registers. f32 rows keep the previous kernels.
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "cuda/rows/rows.cuh"
@@ -23,6 +35,15 @@ inline constexpr int kMaxNV = 4;  // 16-byte vectors per thread
 
 template <int TPR>
 inline constexpr int kBlock = TPR < 128 ? 128 : TPR;
+
+// Minimum resident blocks for __launch_bounds__: 1024 threads per SM (64
+// registers), or 768 (80 registers) for the staged kernels that need the
+// room (layer_norm, and softmax keeping exp in f32 beside the raw row: at
+// 64 they spill); their rows ahead are in shared memory, not registers.
+template <int TPR, bool ROOMY>
+inline constexpr int kMinBlocks = (ROOMY ? 768 : 1024) / kBlock<TPR> > 0
+                                      ? (ROOMY ? 768 : 1024) / kBlock<TPR>
+                                      : 1;
 
 // Block-wide (or warp-wide when TPR == 32) reduction; every thread of the
 // row gets the same value (the shared partials are combined in one order).
@@ -63,11 +84,21 @@ __device__ __forceinline__ void load_row(const T* x, std::int64_t nvec, int lane
   }
 }
 
-// Calls launch(integral_constant<TPR>, integral_constant<NV>, block, rows
-// per block) for the configuration that fits n, or returns false when the
-// fast path does not apply (not vectorisable, f64, or too long a row).
+// True when STRATA_CUDA_ROWS_OLD=1: one row per group, NV up to 4 for every dtype.
+inline bool rows_old() {
+  static const bool old = [] {
+    const char* e = std::getenv("STRATA_CUDA_ROWS_OLD");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  return old;
+}
+
+// Calls launch(integral_constant<TPR>, integral_constant<NV>) for the
+// configuration that fits n, or returns false when the fast path does not
+// apply (not vectorisable, f64, or too long a row). `narrow`: 16-bit rows
+// of up to 1024 vectors take NV <= 2 (more threads per row, fewer registers).
 template <class T, class L>
-bool dispatch(const RowParams& p, L&& launch) {
+bool dispatch(const RowParams& p, bool narrow, L&& launch) {
   if constexpr (sizeof(T) == 8) {
     return false;
   } else {
@@ -75,6 +106,17 @@ bool dispatch(const RowParams& p, L&& launch) {
     if (!p.vec) return false;
     const std::int64_t nv = p.n / VEC;
     using std::integral_constant;
+    if constexpr (sizeof(T) == 2) {
+      if (narrow && nv > 64 && nv <= 512 * 2) {
+        if (nv <= 128 * 2)
+          launch(integral_constant<int, 128>{}, integral_constant<int, 2>{});
+        else if (nv <= 256 * 2)
+          launch(integral_constant<int, 256>{}, integral_constant<int, 2>{});
+        else
+          launch(integral_constant<int, 512>{}, integral_constant<int, 2>{});
+        return true;
+      }
+    }
     if (nv <= 32)
       launch(integral_constant<int, 32>{}, integral_constant<int, 1>{});
     else if (nv <= 64)
@@ -96,6 +138,135 @@ bool dispatch(const RowParams& p, L&& launch) {
 template <int TPR>
 inline int grid_for(std::int64_t rows) {
   return row_grid(rows, kBlock<TPR> / TPR);
+}
+
+// The pipelined grid: no more blocks than are resident at once (`per_sm`,
+// the kernel's occupancy), so that each group walks several rows.
+template <int TPR>
+inline int grid_resident(std::int64_t rows, int per_sm) {
+  const int g = grid_for<TPR>(rows);
+  const int cap = sm_count() * (per_sm > 0 ? per_sm : 1);
+  return g < cap ? g : cap;
+}
+
+// Blocks of `kernel` resident per SM at `block` threads (0 on error).
+template <class K>
+int resident_blocks(K kernel, int block) {
+  int n = 0;
+  // The staged kernels need shared memory for several resident blocks.
+  (void)cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             cudaSharedmemCarveoutMaxShared);
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+// ---- the pipelined mode's staging -------------------------------------------------
+// Rows staged ahead: kStages - 1, or none where the slots would pass 32 KB
+// of static shared memory per block (NV * block vectors of 16 bytes each).
+template <int TPR, int NV>
+inline constexpr int kStages = [] {
+  constexpr int slot = NV * kBlock<TPR> * 16;
+  return 3 * slot <= 32768 ? 3 : (2 * slot <= 32768 ? 2 : 1);
+}();
+
+// Whether the pipelined mode stages rows for this configuration: 16-bit
+// rows of the narrow dispatch (NV <= 2) whose slots fit two stages or more.
+template <class T, int TPR, int NV>
+inline constexpr bool kPipelined = sizeof(T) == 2 && NV <= 2 && kStages<TPR, NV> >= 2;
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* g) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// This thread's slots of one stage: vector i of the thread is slot[i * block
+// + threadIdx.x] (consecutive threads, consecutive 16 bytes: no bank
+// conflicts). Only the thread itself writes and reads its slots, so the
+// cp.async wait is the only synchronisation needed.
+// Stages row `row` (when < rows; an empty group otherwise, so that every
+// iteration commits exactly one group).
+template <class T, int TPR, int NV>
+__device__ __forceinline__ void stage_row(const RowParams& p, std::int64_t row, std::int64_t nvec,
+                                          int lane, Vec<T, 16 / sizeof(T)>* slot) {
+  constexpr int VEC = 16 / sizeof(T);
+  if (row < p.rows) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const std::int64_t e = lane + std::int64_t(i) * TPR;
+      if (e < nvec) cp_async16(&slot[i * kBlock<TPR> + threadIdx.x], x + e * VEC);
+    }
+  }
+  cp_async_commit();
+}
+
+// The staged row into registers (zeros past the end), as load_row.
+template <class T, int TPR, int NV>
+__device__ __forceinline__ void unstage_row(const Vec<T, 16 / sizeof(T)>* slot, std::int64_t nvec,
+                                            int lane, Vec<T, 16 / sizeof(T)> (&r)[NV]) {
+  constexpr int VEC = 16 / sizeof(T);
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    if (lane + std::int64_t(i) * TPR < nvec)
+      r[i] = slot[i * kBlock<TPR> + threadIdx.x];
+    else
+      r[i] = splat<VEC, T>(cvt<T>(0.0f));
+  }
+}
+
+// Row loop of a fast kernel: body(row, r) for each of this group's rows with
+// r the row's raw vectors. PIPE: the rows come through kStages shared slots
+// (`stage`, kStages * NV * block vectors), staged kStages - 1 rows ahead.
+template <class T, int TPR, int NV, bool PIPE, class Body>
+__device__ __forceinline__ void for_rows(const RowParams& p, Vec<T, 16 / sizeof(T)>* stage,
+                                         Body&& body) {
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int RPB = kBlock<TPR> / TPR;
+  const int lane = threadIdx.x % TPR;
+  const std::int64_t nvec = p.n / VEC;
+  const std::int64_t step = std::int64_t(gridDim.x) * RPB;
+  const std::int64_t first = std::int64_t(blockIdx.x) * RPB + threadIdx.x / TPR;
+  if constexpr (!PIPE) {
+    for (std::int64_t row = first; row < p.rows; row += step) {
+      std::int64_t off[kMaxOperands];
+      row_offsets(p, row, off);
+      Vec<T, VEC> r[NV];
+      load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[1]) + off[1], nvec, lane, r);
+      body(row, off, r);
+    }
+  } else {
+    constexpr int S = kStages<TPR, NV>;
+    constexpr int slot = NV * kBlock<TPR>;
+#pragma unroll
+    for (int k = 0; k < S - 1; ++k)
+      stage_row<T, TPR, NV>(p, first + k * step, nvec, lane, stage + k * slot);
+    int cur = 0;
+    for (std::int64_t row = first; row < p.rows; row += step) {
+      // The slot of row - step is free again: this thread read it last iteration.
+      const int ahead = cur == 0 ? S - 1 : cur - 1;
+      stage_row<T, TPR, NV>(p, row + (S - 1) * step, nvec, lane, stage + ahead * slot);
+      cp_async_wait<S - 1>();  // this row's group is complete
+      Vec<T, VEC> r[NV];
+      unstage_row<T, TPR, NV>(stage + cur * slot, nvec, lane, r);
+      std::int64_t off[kMaxOperands];
+      row_offsets(p, row, off);
+      body(row, off, r);
+      cur = cur + 1 == S ? 0 : cur + 1;
+    }
+    cp_async_wait<0>();  // nothing in flight when the block exits
+  }
 }
 
 }  // namespace strata::cuda::fastrow

@@ -85,64 +85,65 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
   }
 }
 
-template <bool RMS, class T, int TPR, int NV>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, 1024 / fastrow::kBlock<TPR>)
+// PIPE: rows staged through shared memory ahead of use (rows_fast.cuh).
+template <bool RMS, class T, int TPR, int NV, bool PIPE>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, PIPE && !RMS>)
     norm_fast(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
-  constexpr int RPB = fastrow::kBlock<TPR> / TPR;
   __shared__ C sh[2 * (TPR / 32)];
+  __shared__ Vec<T, VEC> stage[PIPE ? fastrow::kStages<TPR, NV> * NV * fastrow::kBlock<TPR> : 1];
   fastrow::Reducer<TPR, C> red{sh};
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
   const C eps = static_cast<C>(p.scalar[0]);
   const T* w = reinterpret_cast<const T*>(p.ptr[2]);
   const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
-  for (std::int64_t row = std::int64_t(blockIdx.x) * RPB + threadIdx.x / TPR; row < p.rows;
-       row += std::int64_t(gridDim.x) * RPB) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
-    Vec<T, VEC> r[NV];
-    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[1]) + off[1], nvec, lane, r);
-    C mu = 0;
-    if constexpr (!RMS) {
-      C s = 0;
+  fastrow::for_rows<T, TPR, NV, PIPE>(
+      p, stage,
+      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
+        Vec<T, VEC> r[NV];
 #pragma unroll
-      for (int i = 0; i < NV; ++i)
+        for (int i = 0; i < NV; ++i) r[i] = in[i];
+        C mu = 0;
+        if constexpr (!RMS) {
+          C s = 0;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) s += cvt<C>(r[i].v[j]);  // zeros past the end
-      mu = red(s, SumOp{}) / C(p.n);
-    }
-    C q = 0;
+          for (int i = 0; i < NV; ++i)
 #pragma unroll
-    for (int i = 0; i < NV; ++i)
-      if (lane + std::int64_t(i) * TPR < nvec)
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const C c = cvt<C>(r[i].v[j]) - mu;
-          q += c * c;
+            for (int j = 0; j < VEC; ++j) s += cvt<C>(r[i].v[j]);  // zeros past the end
+          mu = red(s, SumOp{}) / C(p.n);
         }
-    q = red(q, SumOp{});
-    const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
-    T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+        C q = 0;
 #pragma unroll
-    for (int i = 0; i < NV; ++i) {
-      const std::int64_t e = lane + std::int64_t(i) * TPR;
-      if (e < nvec) {
-        Vec<T, VEC> wv, bv, o;
-        if (w != nullptr) wv = ld_vec<T, VEC>(w + off[2] + e * VEC);
-        if (b != nullptr) bv = ld_vec<T, VEC>(b + off[3] + e * VEC);
+        for (int i = 0; i < NV; ++i)
+          if (lane + std::int64_t(i) * TPR < nvec)
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          C y = (cvt<C>(r[i].v[j]) - mu) * inv;
-          if (w != nullptr) y *= cvt<C>(wv.v[j]);
-          if (b != nullptr) y += cvt<C>(bv.v[j]);
-          o.v[j] = cvt<T>(y);
+            for (int j = 0; j < VEC; ++j) {
+              const C c = cvt<C>(r[i].v[j]) - mu;
+              q += c * c;
+            }
+        q = red(q, SumOp{});
+        const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
+        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) {
+          const std::int64_t e = lane + std::int64_t(i) * TPR;
+          if (e < nvec) {
+            Vec<T, VEC> wv, bv, o;
+            if (w != nullptr) wv = ld_vec<T, VEC>(w + off[2] + e * VEC);
+            if (b != nullptr) bv = ld_vec<T, VEC>(b + off[3] + e * VEC);
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              C y = (cvt<C>(r[i].v[j]) - mu) * inv;
+              if (w != nullptr) y *= cvt<C>(wv.v[j]);
+              if (b != nullptr) y += cvt<C>(bv.v[j]);
+              o.v[j] = cvt<T>(y);
+            }
+            st_vec<T, VEC>(out + e * VEC, o);
+          }
         }
-        st_vec<T, VEC>(out + e * VEC, o);
-      }
-    }
-  }
+      });
 }
 
 template <bool RMS, class T>
@@ -151,10 +152,19 @@ void norm(const IterArgs& a) {
   if (p.rows == 0 || p.n == 0) return;
   p.vec = rows_vectorisable(a, RMS ? 0b111 : 0b1111, 16 / sizeof(T), sizeof(T));
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  if (fastrow::dispatch<T>(p, [&](auto tpr, auto nv) {
+  const bool old = fastrow::rows_old();
+  if (fastrow::dispatch<T>(p, !old, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-        norm_fast<RMS, T, TPR, NV>
-            <<<fastrow::grid_for<TPR>(p.rows), fastrow::kBlock<TPR>, 0, st>>>(p);
+        constexpr int B = fastrow::kBlock<TPR>;
+        if constexpr (fastrow::kPipelined<T, TPR, NV>) {
+          if (!old) {
+            constexpr auto k = norm_fast<RMS, T, TPR, NV, true>;
+            static const int per_sm = fastrow::resident_blocks(k, B);
+            k<<<fastrow::grid_resident<TPR>(p.rows, per_sm), B, 0, st>>>(p);
+            return;
+          }
+        }
+        norm_fast<RMS, T, TPR, NV, false><<<fastrow::grid_for<TPR>(p.rows), B, 0, st>>>(p);
       })) {
     CUDA_CHECK_LAUNCH();
     return;

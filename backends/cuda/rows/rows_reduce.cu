@@ -158,66 +158,73 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
 }
 
 // A row of -inf: x - max is NaN everywhere, as the reference; a NaN makes
-// the sum NaN and every output NaN. f32 softmax keeps exp(x - max) in the
-// registers for the output pass; 16-bit rows recompute it (their registers
-// hold the raw inputs).
-template <bool Log, class T, int TPR, int NV>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, 1024 / fastrow::kBlock<TPR>)
+// the sum NaN and every output NaN. Softmax keeps exp(x - max) in f32
+// registers for the output pass: f32 rows in place of the inputs, 16-bit
+// rows of NV <= 2 in the pipelined mode beside them; other 16-bit rows
+// recompute it. PIPE: rows staged through shared memory ahead of use
+// (rows_fast.cuh).
+template <bool Log, class T, int TPR, int NV, bool PIPE>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, PIPE && !Log>)
     softmax_fast(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
-  constexpr int RPB = fastrow::kBlock<TPR> / TPR;
   constexpr bool kKeepExp = !Log && std::is_same_v<T, C>;
+  constexpr bool kKeepExp16 = !Log && !kKeepExp && PIPE && NV <= 2;
   __shared__ C sh[2 * (TPR / 32)];
+  __shared__ Vec<T, VEC> stage[PIPE ? fastrow::kStages<TPR, NV> * NV * fastrow::kBlock<TPR> : 1];
   fastrow::Reducer<TPR, C> red{sh};
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * RPB + threadIdx.x / TPR; row < p.rows;
-       row += std::int64_t(gridDim.x) * RPB) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
-    Vec<T, VEC> r[NV];
-    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[1]) + off[1], nvec, lane, r);
-    C m = -INFINITY;
+  fastrow::for_rows<T, TPR, NV, PIPE>(
+      p, stage,
+      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
+        Vec<T, VEC> r[NV];
 #pragma unroll
-    for (int i = 0; i < NV; ++i)
-      if (lane + std::int64_t(i) * TPR < nvec)
+        for (int i = 0; i < NV; ++i) r[i] = in[i];
+        C m = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, cvt<C>(r[i].v[j]));
-    m = red(m, MaxOp{});
-    C s = 0;
+        for (int i = 0; i < NV; ++i)
+          if (lane + std::int64_t(i) * TPR < nvec)
 #pragma unroll
-    for (int i = 0; i < NV; ++i)
-      if (lane + std::int64_t(i) * TPR < nvec)
+            for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, cvt<C>(r[i].v[j]));
+        m = red(m, MaxOp{});
+        C s = 0;
+        C kept[kKeepExp16 ? NV : 1][VEC];
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const C ex = fn::m_exp(cvt<C>(r[i].v[j]) - m);
-          if constexpr (kKeepExp) r[i].v[j] = ex;
-          s += ex;
+        for (int i = 0; i < NV; ++i)
+          if (lane + std::int64_t(i) * TPR < nvec)
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              const C ex = fn::m_exp(cvt<C>(r[i].v[j]) - m);
+              if constexpr (kKeepExp) r[i].v[j] = ex;
+              if constexpr (kKeepExp16) kept[i][j] = ex;
+              s += ex;
+            }
+        s = red(s, SumOp{});
+        const C inv = C(1) / s, lse = fn::m_log(s);
+        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) {
+          const std::int64_t e = lane + std::int64_t(i) * TPR;
+          if (e < nvec) {
+            Vec<T, VEC> o;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              C y;
+              if constexpr (kKeepExp)
+                y = r[i].v[j] * inv;
+              else if constexpr (kKeepExp16)
+                y = kept[i][j] * inv;
+              else if constexpr (Log)
+                y = cvt<C>(r[i].v[j]) - m - lse;
+              else
+                y = fn::m_exp(cvt<C>(r[i].v[j]) - m) * inv;
+              o.v[j] = cvt<T>(y);
+            }
+            st_vec<T, VEC>(out + e * VEC, o);
+          }
         }
-    s = red(s, SumOp{});
-    const C inv = C(1) / s, lse = fn::m_log(s);
-    T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
-#pragma unroll
-    for (int i = 0; i < NV; ++i) {
-      const std::int64_t e = lane + std::int64_t(i) * TPR;
-      if (e < nvec) {
-        Vec<T, VEC> o;
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          C y;
-          if constexpr (kKeepExp)
-            y = r[i].v[j] * inv;
-          else if constexpr (Log)
-            y = cvt<C>(r[i].v[j]) - m - lse;
-          else
-            y = fn::m_exp(cvt<C>(r[i].v[j]) - m) * inv;
-          o.v[j] = cvt<T>(y);
-        }
-        st_vec<T, VEC>(out + e * VEC, o);
-      }
-    }
-  }
+      });
 }
 
 template <class K>
@@ -244,10 +251,19 @@ void softmax(const IterArgs& a) {
   if (p.rows == 0 || p.n == 0) return;
   p.vec = rows_vectorisable(a, 0b11, 16 / sizeof(T), sizeof(T));
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  if (fastrow::dispatch<T>(p, [&](auto tpr, auto nv) {
+  const bool old = fastrow::rows_old();
+  if (fastrow::dispatch<T>(p, !old, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-        softmax_fast<Log, T, TPR, NV>
-            <<<fastrow::grid_for<TPR>(p.rows), fastrow::kBlock<TPR>, 0, st>>>(p);
+        constexpr int B = fastrow::kBlock<TPR>;
+        if constexpr (fastrow::kPipelined<T, TPR, NV>) {
+          if (!old) {
+            constexpr auto k = softmax_fast<Log, T, TPR, NV, true>;
+            static const int per_sm = fastrow::resident_blocks(k, B);
+            k<<<fastrow::grid_resident<TPR>(p.rows, per_sm), B, 0, st>>>(p);
+            return;
+          }
+        }
+        softmax_fast<Log, T, TPR, NV, false><<<fastrow::grid_for<TPR>(p.rows), B, 0, st>>>(p);
       })) {
     CUDA_CHECK_LAUNCH();
     return;

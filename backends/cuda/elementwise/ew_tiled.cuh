@@ -1,0 +1,135 @@
+#pragma once
+// The cuda elementwise engine's tiled path (included by engine.cuh after its
+// kernels; uses EwParams, ld and the PDL calls from there). Taken when some
+// input is transposed against the output: its stride along the iteration's
+// second-innermost dim is +-1 while its innermost stride is not 0 or +-1
+// (a + b^T). The strided kernel reads such an operand with lanes a whole
+// row apart, so every sector is fetched for one element; here each block
+// walks 32 x 32 tiles of the last two dims: a transposed input is read with
+// lanes along ITS unit-stride dim into a shared tile (coalesced), the other
+// inputs and the output with lanes along the innermost dim, as before.
+// Batch dims (the outer ones) and any strides (0 and negative included) are
+// decoded per tile in 64 bits. STRATA_CUDA_EW_TILED=0 (read once) turns the
+// path off for an A/B.
+#include <cuda/std/tuple>
+#include <utility>
+
+namespace strata::cuda {
+
+inline constexpr int kTile = 32;     // tile edge
+inline constexpr int kTileRows = 8;  // thread rows: 32 x 8 threads, 4 elements each
+inline constexpr int kTilePad =
+    kTile + 1;  // shared rows of 33: no bank conflicts on the transposed read
+
+// Byte offset of input K's tile in the block's shared memory (tiles of every
+// input, in order, each 8-byte aligned).
+template <class... Ins>
+struct TileLayout {
+  static constexpr std::size_t kSizes[sizeof...(Ins)] = {sizeof(Ins)...};
+  static constexpr std::size_t offset(std::size_t k) {
+    std::size_t o = 0;
+    for (std::size_t i = 0; i < k; ++i) o += (kTile * kTilePad * kSizes[i] + 7) / 8 * 8;
+    return o;
+  }
+  static constexpr std::size_t kBytes = offset(sizeof...(Ins));
+};
+
+// tmask: bit k set when operand k (an input) is read through its tile.
+template <class Op, class Out, class... Ins>
+__global__ void __launch_bounds__(kTile* kTileRows, 4)
+    ew_tiled_kernel(EwParams<1 + sizeof...(Ins), std::int64_t> p, unsigned tmask, Op op) {
+  constexpr int N = 1 + sizeof...(Ins);
+  constexpr int PER = kTile / kTileRows;
+  using L = TileLayout<Ins...>;
+  using Seq = std::index_sequence_for<Ins...>;
+  __shared__ alignas(16) unsigned char smem[L::kBytes];
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
+  const std::int64_t C = p.rshape[0], R = p.rshape[1];
+  const std::int64_t tc = (C + kTile - 1) / kTile, tr = (R + kTile - 1) / kTile;
+  const std::int64_t ntiles = p.numel / (R * C) * tr * tc;
+  const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
+  for (std::int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    std::int64_t q = t;
+    const std::int64_t c0 = q % tc * kTile;
+    q /= tc;
+    const std::int64_t r0 = q % tr * kTile;
+    q /= tr;
+    std::int64_t base[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) base[k] = r0 * p.stride[k][1] + c0 * p.stride[k][0];
+    for (int j = 2; j < p.ndim; ++j) {  // the batch index over the outer dims
+      const std::int64_t d = q % p.rshape[j];
+      q /= p.rshape[j];
+#pragma unroll
+      for (int k = 0; k < N; ++k) base[k] += d * p.stride[k][j];
+    }
+    // Every load of the tile first: transposed inputs into shared memory
+    // (lane tx along the tile's rows r0 + tx, their unit-stride dim), the
+    // others into registers at (r0 + ty + 8i, c0 + tx).
+    ::cuda::std::tuple<Ins...> v[PER];
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (
+          [&] {
+            using T = typename ::cuda::std::tuple_element<K, ::cuda::std::tuple<Ins...>>::type;
+            const char* src = p.ptr[K + 1];
+            const std::int64_t sr = p.stride[K + 1][1], sc = p.stride[K + 1][0];
+            if (tmask >> (K + 1) & 1) {
+              T* tile = reinterpret_cast<T*>(smem + L::offset(K));
+#pragma unroll
+              for (int i = 0; i < PER; ++i) {
+                const int cl = ty + i * kTileRows;
+                if (r0 + tx < R && c0 + cl < C)
+                  tile[cl * kTilePad + tx] = ld<T>(src, base[K + 1] + tx * sr + cl * sc);
+              }
+            } else {
+#pragma unroll
+              for (int i = 0; i < PER; ++i) {
+                const int rl = ty + i * kTileRows;
+                if (r0 + rl < R && c0 + tx < C)
+                  ::cuda::std::get<K>(v[i]) = ld<T>(src, base[K + 1] + rl * sr + tx * sc);
+              }
+            }
+          }(),
+          ...);
+    }
+    (Seq{});
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int rl = ty + i * kTileRows;
+      if (r0 + rl < R && c0 + tx < C) {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          ((tmask >> (K + 1) & 1 ? (::cuda::std::get<K>(v[i]) = reinterpret_cast<const Ins*>(
+                                        smem + L::offset(K))[tx * kTilePad + rl],
+                                    0)
+                                 : 0),
+           ...);
+        }
+        (Seq{});
+        const Out r = [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return op(::cuda::std::get<K>(v[i])...);
+        }
+        (Seq{});
+        reinterpret_cast<Out*>(p.ptr[0])[base[0] + rl * p.stride[0][1] + tx * p.stride[0][0]] = r;
+      }
+    }
+    __syncthreads();  // the tiles are refilled by the next iteration
+  }
+}
+
+// The inputs' tiled mask for the iteration, 0 when the tiled path does not
+// apply (or is turned off).
+bool ew_tiled_enabled();
+inline unsigned tiled_mask(const IterArgs& a, int n) {
+  if (a.ndim < 2 || !ew_tiled_enabled()) return 0;
+  const int in = a.ndim - 1, mid = a.ndim - 2;
+  unsigned m = 0;
+  for (int k = 1; k < n; ++k) {
+    const std::int64_t si = a.op[k].strides[in], sm = a.op[k].strides[mid];
+    if ((sm == 1 || sm == -1) && si != 0 && si != 1 && si != -1) m |= 1u << k;
+  }
+  return m;
+}
+
+}  // namespace strata::cuda
