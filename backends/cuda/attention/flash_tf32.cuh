@@ -64,16 +64,28 @@ __device__ __forceinline__ void mma_tf32(float* c, std::uint32_t a0, std::uint32
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// c += a * b for split operands: the two small cross terms first, then the
-// big product (high); the big product alone (medium).
+// c += a * b for split operands (high): the two small cross terms first,
+// then the big product, summed by the tensor core into a zeroed t that is
+// then added to c in f32 (round to nearest); the big product alone
+// (medium). The tensor core's own accumulation truncates: with the three
+// MMAs accumulating straight into c, each step cut the running sum (up to
+// the whole row of P V) to 24 bits toward zero, and high's error on the
+// H200 was 4-9x exact f32's (rel. 3.2e-6 against 4.8e-7), outside the f32
+// bound; accumulating each k-step apart and adding in f32 is how the
+// tensor-core f32 emulations recover f32 accuracy (docs/cuda-tuning.md).
 template <bool X3>
 __device__ __forceinline__ void mma_split(float* c, const Tf32<X3>* a, const Tf32<X3>& b0,
                                           const Tf32<X3>& b1) {
   if constexpr (X3) {
-    mma_tf32(c, a[0].small, a[1].small, a[2].small, a[3].small, b0.big, b1.big);
-    mma_tf32(c, a[0].big, a[1].big, a[2].big, a[3].big, b0.small, b1.small);
+    float t[4] = {0.f, 0.f, 0.f, 0.f};
+    mma_tf32(t, a[0].small, a[1].small, a[2].small, a[3].small, b0.big, b1.big);
+    mma_tf32(t, a[0].big, a[1].big, a[2].big, a[3].big, b0.small, b1.small);
+    mma_tf32(t, a[0].big, a[1].big, a[2].big, a[3].big, b0.big, b1.big);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c[i] += t[i];
+  } else {
+    mma_tf32(c, a[0].big, a[1].big, a[2].big, a[3].big, b0.big, b1.big);
   }
-  mma_tf32(c, a[0].big, a[1].big, a[2].big, a[3].big, b0.big, b1.big);
 }
 
 // Threads: BM / 16 warps, 16 query rows each. Tiles are [rows][kPitch].
