@@ -250,11 +250,14 @@ Plan make_plan(const AttentionArgs& a, int dev) {
     slots = std::int64_t(di.sms) * occ;
   }
   // Split the keys only as far as one wave of blocks allows, and keep at
-  // least two key tiles per split (STRATA_CUDA_DECODE_MIN_TILES=n: n per
-  // split for the decode kernels, a tuning knob).
+  // least two key tiles per split; one for the decode kernels, whose
+  // per-block latency dominates a short cache: the benchmark model's step
+  // (8 heads, 520 keys) ran 0.294 -> 0.278 ms in f32 and 0.300 -> 0.262 in
+  // bf16 with one (H200, docs/models.md). STRATA_CUDA_DECODE_MIN_TILES=n
+  // sets it (tuning).
   static const std::int64_t decode_min_tiles = [] {
     const char* e = std::getenv("STRATA_CUDA_DECODE_MIN_TILES");
-    return e != nullptr && std::atoi(e) > 0 ? std::int64_t(std::atoi(e)) : std::int64_t(2);
+    return e != nullptr && std::atoi(e) > 0 ? std::int64_t(std::atoi(e)) : std::int64_t(1);
   }();
   const std::int64_t min_tiles = v.decode ? decode_min_tiles : 2;
   const std::int64_t key_tiles = (a.N + v.bn - 1) / v.bn;
