@@ -8,17 +8,22 @@
 #                            shared memory (new, default)
 #   STRATA_CUDA_EW_TILED=0   a + b^T by the strided kernel (old) vs 32 x 32
 #                            shared-memory tiles (new, default)
-# The three switches touch disjoint benchmarks, so one "old" run sets all
-# three. Steps (about 2 minutes from a clean tree on the H200 machine):
+#   STRATA_CUDA_EW_WAVE=1    the flat vector path's grid: one striding wave
+#                            (old) vs one block per 512 vectors (new, default)
+# Benchmarks run three times: new (defaults), old (all four switches) and
+# wave (STRATA_CUDA_EW_WAVE=1 alone, which separates the grid change from the
+# gelu change on gelu, and is the whole change on add/cast). Steps (under
+# 150 s from a built tree on the H200 machine; a clean build adds ~1 minute):
 #   1. Release build for sm_90 of strata_cuda_tests and bench_ops_cuda
 #      (incremental when BUILD exists);
 #   2. strata_cuda_tests "[ops],[rows]" with the new paths, "[ops]~[large]"
 #      with the old ones;
 #   3. register / stack use of the kernels touched (cuobjdump -res-usage);
-#   4. bench_ops_cuda on the copy ceiling, gelu, add_transposed and row_op,
-#      new then old; bench/peer_ops.py (PyTorch eager) on the same cases;
-#   5. a compact table: new and old GB/s, % of the same run's copy, torch,
-#      new / torch and new / old.
+#   4. bench_ops_cuda on the copy ceiling, add/cast/gelu, add_transposed and
+#      row_op, new, old and wave; bench/peer_ops.py (PyTorch eager) on the
+#      same cases;
+#   5. a compact table: GB/s and % of the same run's copy for new, old and
+#      wave, torch, new / torch and new / old.
 #   scripts/gpu_ew_ab.sh OUTDIR [BUILD=build-gpu]
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_ew_ab.sh OUTDIR [BUILD]}
@@ -28,7 +33,8 @@ S="$OUT/summary.txt"
 t0=$(date +%s)
 say() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$S"; }
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
-OLD=(env STRATA_CUDA_GELU_OLD=1 STRATA_CUDA_ROWS_OLD=1 STRATA_CUDA_EW_TILED=0)
+OLD=(env STRATA_CUDA_GELU_OLD=1 STRATA_CUDA_ROWS_OLD=1 STRATA_CUDA_EW_TILED=0 STRATA_CUDA_EW_WAVE=1)
+WAVE=(env STRATA_CUDA_EW_WAVE=1)
 
 [ -f "$B/build.ninja" ] || cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DSTRATA_BUILD_APP=OFF -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1
@@ -38,11 +44,11 @@ say "build rc=$?"
 tail -2 "$OUT/build.log"
 T=$B/tests/strata_cuda_tests BE=$B/bench/bench_ops_cuda
 
-timeout 60 $T "[ops],[rows]" > "$OUT/tests_new.log" 2>&1
+timeout 75 $T "[ops],[rows]" > "$OUT/tests_new.log" 2>&1
 say "tests new [ops],[rows] rc=$?: $(grep -E 'test cases|All tests passed' "$OUT/tests_new.log" | tail -1)"
 grep -B3 -A10 -m4 'FAILED' "$OUT/tests_new.log" | head -40
-timeout 40 "${OLD[@]}" $T "[ops]~[large]" > "$OUT/tests_old.log" 2>&1
-say "tests old [ops]~[large] rc=$?: $(grep -E 'test cases|All tests passed' "$OUT/tests_old.log" | tail -1)"
+timeout 30 "${OLD[@]}" $T "[elementwise],[rows]~[large]" > "$OUT/tests_old.log" 2>&1
+say "tests old [elementwise],[rows]~[large] rc=$?: $(grep -E 'test cases|All tests passed' "$OUT/tests_old.log" | tail -1)"
 
 CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 $CUOBJ -res-usage "$B/libstrata.a" 2> /dev/null | grep -A1 -E 'norm_fast|softmax_fast|ew_tiled_kernel|GeluF32|fn4Gelu' |
@@ -51,15 +57,20 @@ $CUOBJ -res-usage "$B/libstrata.a" 2> /dev/null | grep -A1 -E 'norm_fast|softmax
 say "res-usage: $(wc -l < "$OUT/res_usage.txt") kernels; STACK > 0: $(awk '$4 > 0' "$OUT/res_usage.txt" | wc -l)"
 awk '$4 > 0' "$OUT/res_usage.txt" | cut -c1-160 | head -8
 
-F='copy_d2d|gelu_contig|add_transposed|row_op'
-timeout 40 $BE --benchmark_filter="$F" --benchmark_min_time=0.2 \
-  --benchmark_out="$OUT/bench_new.json" --benchmark_out_format=json > "$OUT/bench_new.txt" 2>&1
-say "bench new rc=$?"
-timeout 40 "${OLD[@]}" $BE --benchmark_filter="$F" --benchmark_min_time=0.2 \
-  --benchmark_out="$OUT/bench_old.json" --benchmark_out_format=json > "$OUT/bench_old.txt" 2>&1
-say "bench old rc=$?"
-PYTHONUNBUFFERED=1 timeout 60 python3 bench/peer_ops.py --strata "$OUT/bench_new.json" \
-  --only 'gelu_contig|add_transposed|row_op' --no-tiny --json "$OUT/peer_torch.json" \
+F='copy_d2d|add_contig|cast_f32|gelu_contig|add_transposed|row_op'
+for run in new old wave; do
+  case $run in
+    new) E=(env) G=$F ;;
+    old) E=("${OLD[@]}") G=$F ;;
+    wave) E=("${WAVE[@]}") G='copy_d2d|add_contig|cast_f32|gelu_contig' ;;
+  esac
+  timeout 30 "${E[@]}" $BE --benchmark_filter="$G" --benchmark_min_time=0.1 \
+    --benchmark_out="$OUT/bench_$run.json" --benchmark_out_format=json > "$OUT/bench_$run.txt" 2>&1
+  say "bench $run rc=$?"
+done
+PYTHONUNBUFFERED=1 timeout 45 python3 bench/peer_ops.py --strata "$OUT/bench_new.json" \
+  --only 'add_contig|cast_f32|gelu_contig|add_transposed|row_op' --no-tiny \
+  --json "$OUT/peer_torch.json" \
   > "$OUT/peer.txt" 2>&1
 say "peer rc=$?"
 
@@ -73,31 +84,32 @@ def load(f):
         print(f"({f}: {e})")
         return {}
     return {b["name"].split("/manual_time")[0]: b for b in bms}
-new, old = load("bench_new.json"), load("bench_old.json")
+new, old, wave = load("bench_new.json"), load("bench_old.json"), load("bench_wave.json")
 try:
     torch = json.load(open(f"{out}/peer_torch.json"))["ms"]
 except Exception:
     torch = {}
 gb = lambda b: b["bytes_per_second"] / 1e9 if b else None
-cn, co = gb(new.get("copy_d2d/67108864")), gb(old.get("copy_d2d/67108864"))
+ceil = {k: gb(r.get("copy_d2d/67108864")) for k, r in (("new", new), ("old", old), ("wave", wave))}
 tc = torch.get("copy_d2d/67108864")
 f = lambda x, p=0: "-" if x is None else f"{x:.{p}f}"
-print(f"copy ceiling GB/s: new run {f(cn)}, old run {f(co)}, torch copy "
-      f"{f(2 * 4 * (64 << 20) / (tc * 1e-3) / 1e9 if tc else None)}")
-print("| case | new GB/s | new % copy | old GB/s | old % copy | torch GB/s | new/torch | new/old |")
-print("|---|---|---|---|---|---|---|---|")
+pc = lambda g, k: f(100 * g / ceil[k], 1) if g and ceil[k] else "-"
+print(f"copy ceiling GB/s: new run {f(ceil['new'])}, old run {f(ceil['old'])}, wave run "
+      f"{f(ceil['wave'])}, torch copy {f(2 * 4 * (64 << 20) / (tc * 1e-3) / 1e9 if tc else None)}")
+print("| case | new GB/s | new % | old GB/s | old % | wave GB/s | wave % | torch GB/s | "
+      "new/torch | new/old |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for nm, b in new.items():
     if nm.startswith("copy_d2d"):
         continue
-    o = old.get(nm)
-    g, go = gb(b), gb(o)
+    g, go, gw = gb(b), gb(old.get(nm)), gb(wave.get(nm))
     by = b["bytes_per_second"] * b["real_time"] * 1e-6  # real_time in us
     tg = by / (torch[nm] * 1e-3) / 1e9 if nm in torch else None
-    print(f"| {nm} | {f(g)} | {f(100 * g / cn, 1) if cn else '-'} | {f(go)} | "
-          f"{f(100 * go / co, 1) if go and co else '-'} | {f(tg)} | "
-          f"{f(g / tg, 2) if tg else '-'} | {f(g / go, 2) if go else '-'} |")
+    print(f"| {nm} | {f(g)} | {pc(g, 'new')} | {f(go)} | {pc(go, 'old')} | {f(gw)} | "
+          f"{pc(gw, 'wave')} | {f(tg)} | {f(g / tg, 2) if tg else '-'} | "
+          f"{f(g / go, 2) if go else '-'} |")
 EOF
 say done
 # Few files come back from a device call: the logs go in one archive.
-(cd "$OUT" && tar -czf logs.tar.gz build.log tests_new.log tests_old.log bench_new.txt \
-  bench_old.txt 2> /dev/null && rm -f build.log tests_new.log tests_old.log bench_new.txt bench_old.txt)
+(cd "$OUT" && tar -czf logs.tar.gz build.log tests_new.log tests_old.log bench_*.txt \
+  2> /dev/null && rm -f build.log tests_new.log tests_old.log bench_*.txt)

@@ -19,7 +19,8 @@
 //    when numel or an operand's offset range passes 2^31 - 1).
 //
 // Launches are grid-stride with at most one full wave of blocks (8 blocks
-// of 256 threads per SM). launch_elementwise is the only code that launches
+// of 256 threads per SM), but for the flat vector path, whose grid visits
+// every vector once (grid_flat). launch_elementwise is the only code that launches
 // them, with programmatic dependent launch (pdl_launch.cuh): a small op's
 // kernel is scheduled while the previous kernel drains.
 #include <cuda_bf16.h>
@@ -323,6 +324,18 @@ inline int grid_for(std::int64_t work_items, int per_block) {
   return static_cast<int>(want < wave ? (want < 1 ? 1 : want) : wave);
 }
 
+// Blocks for the flat vector path (ndim == 1): enough to visit every vector
+// once, as PyTorch's elementwise grid (its contiguous add ran at 101-103% of
+// the copy where this engine's one striding wave ran at 94-97%, docs/ops.md);
+// STRATA_CUDA_EW_WAVE=1 (read once, ew_misc.cu) keeps the one wave for an A/B.
+bool ew_one_wave();
+inline int grid_flat(std::int64_t nvec) {
+  const std::int64_t per = kThreads * kVecUnroll;
+  if (ew_one_wave()) return grid_for(nvec > 0 ? nvec : 1, per);
+  const std::int64_t want = (nvec + per - 1) / per;
+  return static_cast<int>(want < 1 ? 1 : (want < 0x7fffffff ? want : 0x7fffffff));
+}
+
 template <int N, class I>
 EwParams<N, I> make_params(const IterArgs& a) {
   EwParams<N, I> p{};
@@ -385,9 +398,11 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
   if (vec && a.ndim > 1) vec = small && a.shape[in] % VEC == 0;
   if (vec) {
     const auto p = make_params<N, std::int32_t>(a);
-    CUDA_CHECK(launch_pdl(ew_vec_kernel<VEC, Op, Out, Ins...>,
-                          grid_for(numel / VEC > 0 ? numel / VEC : 1, kThreads * kVecUnroll),
-                          kThreads, 0, st, p, bcast, op));
+    const int grid = a.ndim == 1
+                         ? grid_flat(numel / VEC)
+                         : grid_for(numel / VEC > 0 ? numel / VEC : 1, kThreads * kVecUnroll);
+    CUDA_CHECK(
+        launch_pdl(ew_vec_kernel<VEC, Op, Out, Ins...>, grid, kThreads, 0, st, p, bcast, op));
     return;
   }
   if constexpr (sizeof...(Ins) >= 1) {
