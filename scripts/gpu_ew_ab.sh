@@ -24,6 +24,11 @@
 #      same cases;
 #   5. a compact table: GB/s and % of the same run's copy for new, old and
 #      wave, torch, new / torch and new / old.
+#   6. only with MUTANTS=1 (about 3 more minutes): two mutants, each patched
+#      into the tree, rebuilt incrementally, run on the tests that must
+#      catch it (which must FAIL), then reverted and rebuilt: tile_index
+#      (the transposed tile read as tile[r][c]), stage_slot (the first
+#      staged rows put in each other's slots).
 #   scripts/gpu_ew_ab.sh OUTDIR [BUILD=build-gpu]
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_ew_ab.sh OUTDIR [BUILD]}
@@ -109,7 +114,31 @@ for nm, b in new.items():
           f"{pc(gw, 'wave')} | {f(tg)} | {f(g / tg, 2) if tg else '-'} | "
           f"{f(g / go, 2) if go else '-'} |")
 EOF
+mutant() {  # name, file, sed expression, test spec
+  cp "$2" "$OUT/orig.tmp"
+  sed -i "$3" "$2"
+  if cmp -s "$2" "$OUT/orig.tmp"; then
+    say "mutant $1: sed did not apply"
+    return
+  fi
+  say "mutant $1: $(diff "$OUT/orig.tmp" "$2" | grep '^>' | head -1 | tr -s ' ')"
+  timeout 150 cmake --build "$B" --target strata_cuda_tests -j "$(nproc)" > "$OUT/mut_$1.log" 2>&1
+  local brc=$?
+  timeout 60 $T "$4" >> "$OUT/mut_$1.log" 2>&1
+  say "mutant $1: build rc=$brc, tests $4 rc=$? (nonzero = caught): $(grep -E 'test cases' "$OUT/mut_$1.log" | tail -1)"
+  cp "$OUT/orig.tmp" "$2" && rm -f "$OUT/orig.tmp"
+}
+if [ "${MUTANTS:-0}" = 1 ]; then
+  mutant tile_index backends/cuda/elementwise/ew_tiled.cuh \
+    's|smem + L::offset(K))\[tx \* kTilePad + rl\]|smem + L::offset(K))[rl * kTilePad + tx]|' \
+    '[tiled]'
+  mutant stage_slot backends/cuda/rows/rows_fast.cuh \
+    's|first + k \* step, nvec, lane, stage + k \* slot)|first + k * step, nvec, lane, stage + (S - 2 - k) * slot)|' \
+    '[rows]'
+  timeout 150 cmake --build "$B" --target strata_cuda_tests -j "$(nproc)" > /dev/null 2>&1
+  say "tree restored, rebuild rc=$?"
+fi
 say done
 # Few files come back from a device call: the logs go in one archive.
 (cd "$OUT" && tar -czf logs.tar.gz build.log tests_new.log tests_old.log bench_*.txt \
-  2> /dev/null && rm -f build.log tests_new.log tests_old.log bench_*.txt)
+  mut_*.log 2> /dev/null && rm -f build.log tests_new.log tests_old.log bench_*.txt mut_*.log)

@@ -140,27 +140,17 @@ inline int grid_for(std::int64_t rows) {
   return row_grid(rows, kBlock<TPR> / TPR);
 }
 
-// The pipelined grid: no more blocks than are resident at once (`per_sm`,
-// the kernel's occupancy), so that each group walks several rows.
-template <int TPR>
-inline int grid_resident(std::int64_t rows, int per_sm) {
+// The pipelined grid: no more blocks than are resident at once, so that
+// each group walks several rows. At least kMinBlocks blocks are resident
+// (the launch bounds cap the registers; the slots take <= 32 KB per block),
+// and the bf16 kernels sit at their caps (ptxas: 64 and 70-80 registers),
+// so that is their residency. No occupancy query: nothing but the launch
+// happens inside a graph capture.
+template <int TPR, bool ROOMY>
+inline int grid_resident(std::int64_t rows) {
   const int g = grid_for<TPR>(rows);
-  const int cap = sm_count() * (per_sm > 0 ? per_sm : 1);
+  const int cap = sm_count() * kMinBlocks<TPR, ROOMY>;
   return g < cap ? g : cap;
-}
-
-// Blocks of `kernel` resident per SM at `block` threads (0 on error).
-template <class K>
-int resident_blocks(K kernel, int block) {
-  int n = 0;
-  // The staged kernels need shared memory for several resident blocks.
-  (void)cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             cudaSharedmemCarveoutMaxShared);
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, 0) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
 }
 
 // ---- the pipelined mode's staging -------------------------------------------------

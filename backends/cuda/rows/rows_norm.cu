@@ -158,9 +158,8 @@ void norm(const IterArgs& a) {
         constexpr int B = fastrow::kBlock<TPR>;
         if constexpr (fastrow::kPipelined<T, TPR, NV>) {
           if (!old) {
-            constexpr auto k = norm_fast<RMS, T, TPR, NV, true>;
-            static const int per_sm = fastrow::resident_blocks(k, B);
-            k<<<fastrow::grid_resident<TPR>(p.rows, per_sm), B, 0, st>>>(p);
+            norm_fast<RMS, T, TPR, NV, true>
+                <<<fastrow::grid_resident<TPR, !RMS>(p.rows), B, 0, st>>>(p);
             return;
           }
         }

@@ -257,9 +257,8 @@ void softmax(const IterArgs& a) {
         constexpr int B = fastrow::kBlock<TPR>;
         if constexpr (fastrow::kPipelined<T, TPR, NV>) {
           if (!old) {
-            constexpr auto k = softmax_fast<Log, T, TPR, NV, true>;
-            static const int per_sm = fastrow::resident_blocks(k, B);
-            k<<<fastrow::grid_resident<TPR>(p.rows, per_sm), B, 0, st>>>(p);
+            softmax_fast<Log, T, TPR, NV, true>
+                <<<fastrow::grid_resident<TPR, !Log>(p.rows), B, 0, st>>>(p);
             return;
           }
         }
