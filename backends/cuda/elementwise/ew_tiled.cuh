@@ -34,9 +34,16 @@ struct TileLayout {
   static constexpr std::size_t kBytes = offset(sizeof...(Ins));
 };
 
+// Resident blocks asked of ptxas: 6 (40 registers; 1536 threads per SM keep
+// more loads in flight) for unary and binary ops on operands of up to 4
+// bytes, else 4 (up to 64 registers): an 8-byte operand or where's third
+// input spill at 40.
+template <class... Ts>
+inline constexpr int kTiledMinBlocks = sizeof...(Ts) <= 3 && ((sizeof(Ts) <= 4) && ...) ? 6 : 4;
+
 // tmask: bit k set when operand k (an input) is read through its tile.
 template <class Op, class Out, class... Ins>
-__global__ void __launch_bounds__(kTile* kTileRows, 4)
+__global__ void __launch_bounds__(kTile* kTileRows, kTiledMinBlocks<Out, Ins...>)
     ew_tiled_kernel(EwParams<1 + sizeof...(Ins), std::int64_t> p, unsigned tmask, Op op) {
   constexpr int N = 1 + sizeof...(Ins);
   constexpr int PER = kTile / kTileRows;
