@@ -140,5 +140,7 @@ if [ "${MUTANTS:-0}" = 1 ]; then
 fi
 say done
 # Few files come back from a device call: the logs go in one archive.
-(cd "$OUT" && tar -czf logs.tar.gz build.log tests_new.log tests_old.log bench_*.txt \
-  mut_*.log 2> /dev/null && rm -f build.log tests_new.log tests_old.log bench_*.txt mut_*.log)
+cd "$OUT" || exit 1
+L=()
+for f in build.log tests_*.log bench_*.txt mut_*.log; do [ -f "$f" ] && L+=("$f"); done
+tar -czf logs.tar.gz "${L[@]}" && rm -f "${L[@]}"
