@@ -239,10 +239,12 @@ TEST_CASE("cuda elementwise: sizes around the vector width and the tail",
 // the output's second-innermost one. Sizes that are not multiples of the
 // 32 x 32 tile, batch dims, a transposed input flipped along its unit-stride
 // dim (stride -1), a stride-0 partner, a strided output, every dtype (where,
-// cast); a swapped tile index or a lost tail row fails these.
+// cast); a swapped tile index or a lost tail row fails these. [40, 9] is
+// below the tiled path's 16-wide minimum: the strided kernel's case.
 TEST_CASE("cuda elementwise: transposed inputs through the tiled path",
           "[cuda][ops][elementwise][tiled]") {
-  for (const Shape& s : {Shape{33, 70}, Shape{64, 32}, Shape{130, 7}, Shape{3, 45, 67}})
+  for (const Shape& s :
+       {Shape{33, 70}, Shape{64, 32}, Shape{130, 17}, Shape{3, 45, 67}, Shape{40, 9}})
     for (DType dt : kFloats) {
       const int r = static_cast<int>(s.size());
       INFO("shape rank " << r << " [.., " << s[r - 2] << ", " << s[r - 1] << "] dtype "

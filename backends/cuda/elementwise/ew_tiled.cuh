@@ -131,6 +131,9 @@ bool ew_tiled_enabled();
 inline unsigned tiled_mask(const IterArgs& a, int n) {
   if (a.ndim < 2 || !ew_tiled_enabled()) return 0;
   const int in = a.ndim - 1, mid = a.ndim - 2;
+  // Tiles at least half full along both dims; narrower shapes read well
+  // enough through the strided kernel (a few rows per warp).
+  if (a.shape[in] < kTile / 2 || a.shape[mid] < kTile / 2) return 0;
   unsigned m = 0;
   for (int k = 1; k < n; ++k) {
     const std::int64_t si = a.op[k].strides[in], sm = a.op[k].strides[mid];
