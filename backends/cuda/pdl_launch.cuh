@@ -28,32 +28,20 @@ __device__ __forceinline__ void allow_dependents() {
 #endif
 }
 
-// launch_pdl in thread block clusters of `cluster` blocks along x (sm_90;
-// 1 = no cluster). grid.x must be a multiple of it.
 template <class... Params, class... Args>
-cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                               cudaStream_t st, int cluster, Args... args) {
-  cudaLaunchAttribute attr[2];
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                       cudaStream_t st, Args... args) {
+  cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  attr[1].id = cudaLaunchAttributeClusterDimension;
-  attr[1].val.clusterDim.x = unsigned(cluster);
-  attr[1].val.clusterDim.y = 1;
-  attr[1].val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = st;
   cfg.attrs = attr;
-  cfg.numAttrs = cluster > 1 ? 2 : 1;
+  cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, args...);
-}
-
-template <class... Params, class... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                       cudaStream_t st, Args... args) {
-  return launch_pdl_cluster(kernel, grid, block, smem, st, 1, args...);
 }
 
 }  // namespace strata::cuda

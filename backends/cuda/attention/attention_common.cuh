@@ -32,15 +32,7 @@ struct AttnParams {
   // in the kernel's dtype; m in base 2.
   void* part_acc = nullptr;
   void* part_ml = nullptr;
-  // Decode kernel only: > 1 when the splits of a row run as one thread
-  // block cluster of this many blocks and merge through distributed shared
-  // memory (no partials, no merge kernel); blocks of a cluster are adjacent
-  // in the grid, so the split is the fastest index of blockIdx.x.
-  int cluster = 0;
 };
-
-// Largest cluster of decode splits (the portable cluster size).
-constexpr int kMaxDecodeCluster = 8;
 
 constexpr int kMaskNone = 0, kMaskBool = 1, kMaskFloat = 2;
 

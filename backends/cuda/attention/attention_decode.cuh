@@ -20,8 +20,6 @@
 // registers of widened rows, so the half variants take twice the keys of
 // f32 per step (the same bytes in flight). DecodeConvertAtLoad configs
 // (tuning only) widen inside load_row as the first version did.
-#include <cooperative_groups.h>
-
 #include <type_traits>
 
 #include "cuda/attention/attention_common.cuh"
@@ -36,9 +34,7 @@ struct DecodeConfig {
   static constexpr int NT = WARPS * 32, VEC = Vec<T>::n;
   static constexpr int QE = QCH * VEC, VE = VCH * VEC;
   static constexpr int max_d = 32 * QE, max_dv = 32 * VE;
-  // The warps' partials, and one more slot for the block's own (the
-  // cluster merge reads it from the other blocks).
-  static constexpr std::size_t smem_bytes = std::size_t(WARPS + 1) * (2 + 32 * VE) * sizeof(T);
+  static constexpr std::size_t smem_bytes = std::size_t(WARPS) * (2 + 32 * VE) * sizeof(T);
 };
 
 // The first half-storage version (tuning A/B by STRATA_CUDA_VARIANT): k, v
@@ -267,74 +263,6 @@ __device__ __forceinline__ void decode_keys_packed(
   }
 }
 
-// The end of attn_decode_kernel when the p.cluster splits of a row form one
-// thread block cluster: each block leaves its partial (m, l, acc relative
-// to m) in its own shared memory, and block 0 of the cluster merges them by
-// log-sum-exp as attn_merge_kernel would, reading the others' through
-// distributed shared memory, and writes out and lse. wt: the block's warp
-// weights (2^(m_w - m)), sm: the warps' partials.
-template <class C>
-__device__ __forceinline__ void decode_cluster_merge(const AttnParams& p, typename C::type* sm,
-                                                     const typename C::type (&wt)[C::WARPS],
-                                                     typename C::type mx, typename C::type l,
-                                                     const HeadOffsets& off, std::int64_t row) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using T = typename C::type;
-  using S = typename C::storage;
-  constexpr int WARPS = C::WARPS, VE = C::VE, VEC = C::VEC, LDW = 2 + 32 * VE;
-  namespace cg = cooperative_groups;
-  T* const res = sm + WARPS * LDW;
-  for (int x = threadIdx.x; x < 32 * VE; x += C::NT) {
-    T s = 0;
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
-    res[2 + x] = s;
-  }
-  if (threadIdx.x == 0) {
-    res[0] = mx;
-    res[1] = l;
-  }
-  cg::cluster_group cl = cg::this_cluster();
-  cl.sync();
-  if (cl.block_rank() == 0) {
-    const int n = p.cluster;
-    const T* part[kMaxDecodeCluster];
-    T m_all = neg_inf<T>();
-#pragma unroll
-    for (int r = 0; r < kMaxDecodeCluster; ++r) {
-      part[r] = r < n ? cl.map_shared_rank(res, r) : res;
-      if (r < n) m_all = fmax_(m_all, part[r][0]);
-    }
-    const T m_use = m_all == neg_inf<T>() ? T(0) : m_all;
-    T w[kMaxDecodeCluster];
-    T l_all = 0;
-#pragma unroll
-    for (int r = 0; r < kMaxDecodeCluster; ++r) {
-      w[r] = r < n ? fexp2(part[r][0] - m_use) : T(0);
-      if (r < n) l_all += w[r] * part[r][1];
-    }
-    const T inv = l_all == T(0) ? T(0) : T(1) / l_all;
-    const AttentionArgs& a = p.a;
-    S* const out_row = static_cast<S*>(a.out.data) + off.o + row * attn::row_stride(a.out);
-    const std::int64_t cs = attn::col_stride(a.out);
-    for (int x = threadIdx.x; x < 32 * VE; x += C::NT) {
-      T t = 0;
-#pragma unroll
-      for (int r = 0; r < kMaxDecodeCluster; ++r)
-        if (r < n) t = fma(w[r], part[r][2 + x], t);
-      const int ln = x / VE, k = x % VE;
-      const std::int64_t col = lane_elem(p.v_vec, ln, k / VEC, k % VEC, VEC);
-      if (col < a.dv) out_row[col * cs] = to_storage<S>(t * inv);
-    }
-    if (threadIdx.x == 0 && a.lse.data)
-      static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
-          l_all == T(0) ? neg_inf<T>()
-                        : (m_all + flog2(l_all)) * static_cast<T>(0.6931471805599453);
-  }
-  cl.sync();  // the others' shared memory stays until block 0 has read it
-#endif
-}
-
 template <class C>
 __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) {
   using T = typename C::type;
@@ -348,18 +276,10 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
 
   const AttentionArgs& a = p.a;
   std::int64_t bid = blockIdx.x;
-  std::int64_t row, split, bh;
-  if (p.cluster > 1) {  // the splits of a row adjacent: one cluster
-    split = bid % p.splits;
-    bid /= p.splits;
-    row = bid % a.M;
-    bh = bid / a.M;
-  } else {
-    row = bid % a.M;
-    bid /= a.M;
-    split = bid % p.splits;
-    bh = bid / p.splits;
-  }
+  const std::int64_t row = bid % a.M;
+  bid /= a.M;
+  const std::int64_t split = bid % p.splits;
+  const std::int64_t bh = bid / p.splits;
   const HeadOffsets off = head_offsets(p, bh);
   const S* kg = static_cast<const S*>(a.k.data) + off.k;
   const S* vg = static_cast<const S*>(a.v.data) + off.v;
@@ -442,10 +362,6 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
   for (int w = 0; w < WARPS; ++w) {
     wt[w] = fexp2(sm[w * LDW] - m_use);
     l += wt[w] * sm[w * LDW + 1];
-  }
-  if (p.cluster > 1) {
-    decode_cluster_merge<C>(p, sm, wt, mx, l, off, row);
-    return;
   }
   const bool final_out = p.splits == 1;
   const bool vec_layout = p.v_vec;

@@ -83,7 +83,6 @@ const Variant& pick(const AttentionArgs& a) {
 
 struct DeviceInfo {
   int sms = 0;
-  int major = 0;  // compute capability
   std::size_t smem_optin = 0;
 };
 const DeviceInfo& device_info(int dev) {
@@ -94,7 +93,6 @@ const DeviceInfo& device_info(int dev) {
   DeviceInfo& di = cache[dev];
   if (di.sms == 0) {
     CUDA_CHECK(cudaDeviceGetAttribute(&di.sms, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&di.major, cudaDevAttrComputeCapabilityMajor, dev));
     int optin = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     di.smem_optin = std::size_t(optin);
@@ -266,14 +264,6 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   std::int64_t splits = rows_blocks < slots ? slots / rows_blocks : 1;
   splits = std::min<std::int64_t>(splits, std::max<std::int64_t>(1, key_tiles / min_tiles));
   splits = std::min<std::int64_t>(splits, kMaxSplits);
-  // STRATA_CUDA_DECODE_CLUSTER=1 (trial): a decode row's splits, at most
-  // kMaxDecodeCluster, run as one cluster and merge in shared memory.
-  static const bool cluster_env = [] {
-    const char* e = std::getenv("STRATA_CUDA_DECODE_CLUSTER");
-    return e != nullptr && e[0] == '1';
-  }();
-  const bool cluster = v.decode && cluster_env && di.major >= 9;
-  if (cluster) splits = std::min<std::int64_t>(splits, kMaxDecodeCluster);
   splits = std::max<std::int64_t>(splits, 1);
   const std::int64_t tiles_per_split = (key_tiles + splits - 1) / splits;
   // The kernels count a block's key tiles (times chunks per tile) in 32 bits.
@@ -281,8 +271,7 @@ Plan make_plan(const AttentionArgs& a, int dev) {
         "cuda: too many keys for one launch (N = ", a.N, ")");
   p.keys_per_split = std::max<std::int64_t>(1, tiles_per_split * v.bn);
   p.splits = a.N == 0 ? 1 : (a.N + p.keys_per_split - 1) / p.keys_per_split;
-  if (cluster && p.splits > 1) p.cluster = static_cast<int>(p.splits);
-  pl.merge = p.splits > 1 && p.cluster == 0;
+  pl.merge = p.splits > 1;
   pl.pack_k = worth_packing(v, p, p.k_vec, a.d, vec);
   pl.pack_v = worth_packing(v, p, p.v_vec, a.dv, vec);
   pl.grid = rows_blocks * p.splits;

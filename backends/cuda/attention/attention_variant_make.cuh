@@ -13,7 +13,7 @@ namespace strata::cuda {
 // block size: the one launcher every variant points to.
 template <class C, void (*K)(AttnParams)>
 void launch_variant(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
-  (void)launch_pdl_cluster(K, grid, C::NT, smem, st, p.cluster > 1 ? p.cluster : 1, p);
+  (void)launch_pdl(K, grid, C::NT, smem, st, p);
 }
 
 // The Variant entry of kernel K under configuration C: the fields every
