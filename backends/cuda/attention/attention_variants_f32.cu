@@ -17,7 +17,6 @@ const std::vector<Variant>& variants_f32() {
       tiled<TiledConfig<float, 64, 32, 128, 128, 16, 8>>("f32.tiled.64x32.d128", false, 128, 128),
       tiled<TiledConfig<float, 64, 32, 32, 64, 16, 8>>("f32.tiled.64x32.any", true, 0, 0),
       // Tuning candidates, only by STRATA_CUDA_VARIANT=name.
-      decode<DecodeConfig<float, 8, 1, 1, 4>>("f32.decode.d128.w8u4", false),
       tiled<TiledConfig<float, 128, 64, 64, 64, 16, 8, 1>>("f32.tiled.128x64.d64", false, 64, 64),
       tiled<TiledConfig<float, 64, 64, 64, 64, 8, 16>>("f32.tiled.64x64.d64.t8x4", false, 64, 64),
       tiled<TiledConfig<float, 64, 64, 128, 128, 16, 16, 1>>("f32.tiled.64x64.d128.nt256", false,

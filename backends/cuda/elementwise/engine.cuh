@@ -324,16 +324,17 @@ inline int grid_for(std::int64_t work_items, int per_block) {
   return static_cast<int>(want < wave ? (want < 1 ? 1 : want) : wave);
 }
 
-// Blocks for the flat vector path (ndim == 1): enough to visit every vector
-// once, as PyTorch's elementwise grid (its contiguous add ran at 101-103% of
-// the copy where this engine's one striding wave ran at 94-97%, docs/ops.md);
-// STRATA_CUDA_EW_WAVE=1 (read once, ew_misc.cu) keeps the one wave for an A/B.
-bool ew_one_wave();
+// Blocks for the flat vector path (ndim == 1). From 2^20 vectors on, enough
+// to visit every vector once, as PyTorch's elementwise grid: contiguous add
+// and cast of 16M-256M elements ran at 100-105% of the copy against 97-99%
+// with one striding wave. Below, the one wave: at 1M f32 elements it ran at
+// 83% against 64% (H200, docs/ops.md; the threshold lies between the two
+// measured sizes).
 inline int grid_flat(std::int64_t nvec) {
   const std::int64_t per = kThreads * kVecUnroll;
-  if (ew_one_wave()) return grid_for(nvec > 0 ? nvec : 1, per);
+  if (nvec < (std::int64_t(1) << 20)) return grid_for(nvec > 0 ? nvec : 1, per);
   const std::int64_t want = (nvec + per - 1) / per;
-  return static_cast<int>(want < 1 ? 1 : (want < 0x7fffffff ? want : 0x7fffffff));
+  return static_cast<int>(want < 0x7fffffff ? want : 0x7fffffff);
 }
 
 template <int N, class I>

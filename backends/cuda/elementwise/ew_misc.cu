@@ -1,7 +1,5 @@
 // cuda where and fill on every dtype, the SM count the launchers size
 // their grids by, and the engine's A/B switches (tiled path, flat grid).
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/elementwise/elementwise_cuda.hpp"
 #include "cuda/elementwise/engine.cuh"
@@ -20,22 +18,6 @@ int sm_count() {
     cached[dev] = n;  // a benign race: every thread stores the same value
   }
   return cached[dev];
-}
-
-bool ew_one_wave() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRATA_CUDA_EW_WAVE");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  return on;
-}
-
-bool ew_tiled_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRATA_CUDA_EW_TILED");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
-  return on;
 }
 
 namespace {

@@ -14,8 +14,8 @@
 // alternating buffers, so consecutive reductions need no second barrier).
 // f64 and every other layout take the general kernels.
 //
-// Pipelined mode (the default for f16/bf16; STRATA_CUDA_ROWS_OLD=1, read
-// once, gives the previous kernels for an A/B): 16-bit rows of up to 1024
+// Pipelined mode (layer_norm's 16-bit rows; rms_norm and softmax measured
+// faster without it, docs/ops.md): 16-bit rows of up to 1024
 // vectors take at most 2 vectors per thread (4096 bf16: 256 threads x 2 x 8,
 // as many elements per thread as the f32 case; bf16 layer_norm no longer
 // spills, see kMinBlocks); the grid is one wave of resident blocks, and each
@@ -38,8 +38,8 @@ inline constexpr int kBlock = TPR < 128 ? 128 : TPR;
 
 // Minimum resident blocks for __launch_bounds__: 1024 threads per SM (64
 // registers), or 768 (80 registers) for the staged kernels that need the
-// room (layer_norm, and softmax keeping exp in f32 beside the raw row: at
-// 64 they spill); their rows ahead are in shared memory, not registers.
+// room (layer_norm: at 64 it spills); their rows ahead are in shared
+// memory, not registers.
 template <int TPR, bool ROOMY>
 inline constexpr int kMinBlocks = (ROOMY ? 768 : 1024) / kBlock<TPR> > 0
                                       ? (ROOMY ? 768 : 1024) / kBlock<TPR>
@@ -82,15 +82,6 @@ __device__ __forceinline__ void load_row(const T* x, std::int64_t nvec, int lane
     else
       r[i] = splat<VEC, T>(cvt<T>(0.0f));
   }
-}
-
-// True when STRATA_CUDA_ROWS_OLD=1: one row per group, NV up to 4 for every dtype.
-inline bool rows_old() {
-  static const bool old = [] {
-    const char* e = std::getenv("STRATA_CUDA_ROWS_OLD");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  return old;
 }
 
 // Calls launch(integral_constant<TPR>, integral_constant<NV>) for the

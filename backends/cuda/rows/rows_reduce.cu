@@ -159,23 +159,21 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
 
 // A row of -inf: x - max is NaN everywhere, as the reference; a NaN makes
 // the sum NaN and every output NaN. Softmax keeps exp(x - max) in f32
-// registers for the output pass: f32 rows in place of the inputs, 16-bit
-// rows of NV <= 2 in the pipelined mode beside them; other 16-bit rows
-// recompute it. PIPE: rows staged through shared memory ahead of use
-// (rows_fast.cuh).
-template <bool Log, class T, int TPR, int NV, bool PIPE>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, PIPE && !Log>)
+// registers for the output pass in place of f32 inputs; 16-bit rows
+// recompute it (keeping it beside them, with the rows staged ahead through
+// shared memory, measured slower: rows_norm.cu).
+template <bool Log, class T, int TPR, int NV>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, false>)
     softmax_fast(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
   constexpr bool kKeepExp = !Log && std::is_same_v<T, C>;
-  constexpr bool kKeepExp16 = !Log && !kKeepExp && PIPE && NV <= 2;
   __shared__ C sh[2 * (TPR / 32)];
-  __shared__ Vec<T, VEC> stage[PIPE ? fastrow::kStages<TPR, NV> * NV * fastrow::kBlock<TPR> : 1];
+  __shared__ Vec<T, VEC> stage[1];
   fastrow::Reducer<TPR, C> red{sh};
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
-  fastrow::for_rows<T, TPR, NV, PIPE>(
+  fastrow::for_rows<T, TPR, NV, false>(
       p, stage,
       [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
         Vec<T, VEC> r[NV];
@@ -189,7 +187,6 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
             for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, cvt<C>(r[i].v[j]));
         m = red(m, MaxOp{});
         C s = 0;
-        C kept[kKeepExp16 ? NV : 1][VEC];
 #pragma unroll
         for (int i = 0; i < NV; ++i)
           if (lane + std::int64_t(i) * TPR < nvec)
@@ -197,7 +194,6 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
             for (int j = 0; j < VEC; ++j) {
               const C ex = fn::m_exp(cvt<C>(r[i].v[j]) - m);
               if constexpr (kKeepExp) r[i].v[j] = ex;
-              if constexpr (kKeepExp16) kept[i][j] = ex;
               s += ex;
             }
         s = red(s, SumOp{});
@@ -213,8 +209,6 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
               C y;
               if constexpr (kKeepExp)
                 y = r[i].v[j] * inv;
-              else if constexpr (kKeepExp16)
-                y = kept[i][j] * inv;
               else if constexpr (Log)
                 y = cvt<C>(r[i].v[j]) - m - lse;
               else
@@ -251,18 +245,12 @@ void softmax(const IterArgs& a) {
   if (p.rows == 0 || p.n == 0) return;
   p.vec = rows_vectorisable(a, 0b11, 16 / sizeof(T), sizeof(T));
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  const bool old = fastrow::rows_old();
-  if (fastrow::dispatch<T>(p, !old, [&](auto tpr, auto nv) {
+  // One row per group: the staged 16-bit mode measured slower here (bf16
+  // 4096 x 4096: 55.1% of copy against 62.5; rows_norm.cu).
+  if (fastrow::dispatch<T>(p, false, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
         constexpr int B = fastrow::kBlock<TPR>;
-        if constexpr (fastrow::kPipelined<T, TPR, NV>) {
-          if (!old) {
-            softmax_fast<Log, T, TPR, NV, true>
-                <<<fastrow::grid_resident<TPR, !Log>(p.rows), B, 0, st>>>(p);
-            return;
-          }
-        }
-        softmax_fast<Log, T, TPR, NV, false><<<fastrow::grid_for<TPR>(p.rows), B, 0, st>>>(p);
+        softmax_fast<Log, T, TPR, NV><<<fastrow::grid_for<TPR>(p.rows), B, 0, st>>>(p);
       })) {
     CUDA_CHECK_LAUNCH();
     return;
