@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench_model_config.hpp"
 #include "strata/nn/decoder.hpp"
 
 namespace {
@@ -24,33 +25,8 @@ using strata::Tensor;
 using namespace strata::nn;
 using i64 = std::int64_t;
 
-ModelConfig bench_config(Arch arch) {
-  ModelConfig c;
-  c.arch = arch;
-  c.vocab_size = 256;
-  c.hidden_size = 512;
-  c.num_layers = 6;
-  c.num_heads = 8;
-  c.head_dim = 64;
-  c.max_position_embeddings = 2048;
-  if (arch == Arch::llama) {
-    c.num_kv_heads = 2;
-    c.intermediate_size = 1408;
-    c.hidden_act = "silu";
-    c.norm_eps = 1e-5;
-  } else {
-    c.num_kv_heads = 8;
-    c.intermediate_size = 2048;
-    c.hidden_act = "gelu_new";
-    c.tie_word_embeddings = true;
-    c.attention_bias = true;
-    c.mlp_bias = true;
-  }
-  return c;
-}
-
 DecoderLM bench_model(Arch arch) {
-  DecoderLM m(bench_config(arch));
+  DecoderLM m(strata::bench::model_config(arch));
   init_normal(m, 1, 0.02);
   m.options().backend = "cpu";
   return m;

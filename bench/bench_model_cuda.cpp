@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_model_config.hpp"
 #include "strata/nn/decoder.hpp"
 #include "strata/nn/module.hpp"
 
@@ -25,23 +26,6 @@ using strata::Device;
 using strata::DType;
 using strata::Tensor;
 namespace nn = strata::nn;
-
-nn::ModelConfig bench_config(nn::Arch arch) {
-  nn::ModelConfig c;
-  c.arch = arch;
-  c.vocab_size = 256;
-  c.hidden_size = 512;
-  c.num_layers = 6;
-  c.num_heads = 8;
-  c.num_kv_heads = arch == nn::Arch::llama ? 2 : 8;
-  c.head_dim = 64;
-  c.intermediate_size = arch == nn::Arch::llama ? 1408 : 2048;
-  c.max_position_embeddings = 2048;
-  c.tie_word_embeddings = arch == nn::Arch::gpt2;
-  c.attention_bias = c.mlp_bias = arch == nn::Arch::gpt2;
-  c.hidden_act = arch == nn::Arch::llama ? "silu" : "gelu_new";
-  return c;
-}
 
 void sync() { cudaDeviceSynchronize(); }
 
@@ -56,7 +40,7 @@ void BM_decode(benchmark::State& st) {
   const auto arch = st.range(0) == 0 ? nn::Arch::llama : nn::Arch::gpt2;
   const DType dt = st.range(1) == 0 ? DType::f32 : DType::bf16;
   const std::int64_t B = st.range(2), pos = 512;
-  nn::DecoderLM m(bench_config(arch), dt, Device::cuda(0));
+  nn::DecoderLM m(strata::bench::model_config(arch), dt, Device::cuda(0));
   nn::init_normal(m, 1, 0.02);
   m.graphs(st.range(3) != 0);
   nn::KVCache cache = m.make_cache(B, pos + 8);
@@ -84,7 +68,7 @@ void BM_prefill(benchmark::State& st) {
   const auto arch = st.range(0) == 0 ? nn::Arch::llama : nn::Arch::gpt2;
   const DType dt = st.range(1) == 0 ? DType::f32 : DType::bf16;
   const std::int64_t T = 512;
-  nn::DecoderLM m(bench_config(arch), dt, Device::cuda(0));
+  nn::DecoderLM m(strata::bench::model_config(arch), dt, Device::cuda(0));
   nn::init_normal(m, 1, 0.02);
   nn::KVCache cache = m.make_cache(1, T);
   const Tensor ids = Tensor::zeros({1, T}, DType::i64, Device::cuda(0));
