@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/attention_device.hpp"
 #include "cuda/attention/attention_merge.cuh"
 #include "cuda/attention/attention_variants.hpp"
 #include "cuda/cuda_check.hpp"
@@ -142,18 +143,6 @@ bool vec_ok(const Operand& x, int unit, bool whole, int vec, std::size_t vec_byt
   for (int i = 0; i < x.rank; ++i)
     if (i != unit && x.shape[i] > 1 && x.strides[i] % vec) return false;
   return true;
-}
-
-int device_of(const void* p) {
-  // One device (the usual case): no per-call pointer query.
-  static const int count = [] {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-  }();
-  if (count == 1) return 0;
-  cudaPointerAttributes attr{};
-  CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
 }
 
 // The operand's layout without its padding batch slots, broadcast (stride-0)
@@ -282,19 +271,8 @@ Plan make_plan(const AttentionArgs& a, int dev) {
 
 template <class T, class S = T>
 void run(const AttentionArgs& a) {
-  int dev = device_of(a.out.data);
-  check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
-  int prev = 0;
-  CUDA_CHECK(cudaGetDevice(&prev));
-  if (prev != dev) CUDA_CHECK(cudaSetDevice(dev));
-  struct Restore {
-    int prev, dev;
-    ~Restore() {
-      if (prev != dev) (void)cudaSetDevice(prev);
-    }
-  } restore{prev, dev};
-
-  Plan pl = make_plan<T, S>(a, dev);
+  const AttentionDeviceScope scope(a.out.data);
+  Plan pl = make_plan<T, S>(a, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   const auto round256 = [](std::size_t n) { return (n + 255) / 256 * 256; };
   // Scratch: split-KV partials (in T), then packed K and V (in S) where they
@@ -379,7 +357,7 @@ std::string attention_supports(const AttentionArgs& a) {
 }
 
 std::string attention_plan(const AttentionArgs& a) {
-  const int dev = device_of(a.out.data);
+  const int dev = attention_device_of(a.out.data);
   check(dev >= 0, "softmax_attention", "cuda: out is not device memory");
   const DType dt = a.dtype();
   const Plan pl = dt == DType::f64    ? make_plan<double, double>(a, dev)

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/attention/attention_device.hpp"
 #include "cuda/attention/flash_mma_args.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
@@ -131,32 +132,8 @@ inline Operand place(Pack& p, const Operand& x, void* at, std::size_t isz, cudaS
   return y;
 }
 
-inline int current_device_of(const void* p) {
-  static const int count = [] {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-  }();
-  if (count == 1) return 0;
-  cudaPointerAttributes attr{};
-  CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
-  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
-}
-
 // Makes out's device current for the call and restores the caller's.
-struct DeviceScope {
-  int prev = 0, dev = 0;
-  explicit DeviceScope(const void* p) {
-    dev = current_device_of(p);
-    check(dev >= 0, kOp, "cuda: out is not device memory");
-    CUDA_CHECK(cudaGetDevice(&prev));
-    if (prev != dev) CUDA_CHECK(cudaSetDevice(dev));
-  }
-  ~DeviceScope() {
-    if (prev != dev) (void)cudaSetDevice(prev);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-};
+using DeviceScope = AttentionDeviceScope;
 
 // STRATA_FLASH_VARIANT=<name>[,<name>...] (tuning runs) forces the listed
 // configurations; otherwise each launcher takes its default.
