@@ -17,6 +17,7 @@
 
 #include "cuda/attention/attention_device.hpp"
 #include "cuda/attention/flash_mma_args.hpp"
+#include "cuda/attention/flash_mma_variants.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
@@ -134,6 +135,18 @@ inline Operand place(Pack& p, const Operand& x, void* at, std::size_t isz, cudaS
 
 // Makes out's device current for the call and restores the caller's.
 using DeviceScope = AttentionDeviceScope;
+
+// Launches v with one block per (query tile of v.bm rows, batch, head) and
+// reports a launch error under v's name.
+inline void launch_query_tiles(const FlashVariant& v, FlashArgs f, const AttentionArgs& a,
+                               cudaStream_t st) {
+  f.m_tiles = (a.M + v.bm - 1) / v.bm;
+  const std::int64_t grid = f.m_tiles * a.batch_count() * a.Hq;
+  check(grid <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", grid, " blocks)");
+  v.launch(f, int(grid), v.smem, st);
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) throw_cuda_error(err, v.name, __FILE__, __LINE__);
+}
 
 // STRATA_FLASH_VARIANT=<name>[,<name>...] (tuning runs) forces the listed
 // configurations; otherwise each launcher takes its default.

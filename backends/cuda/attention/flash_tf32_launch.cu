@@ -61,12 +61,7 @@ void run(const AttentionArgs& a, bool x3, int D) {
 
   FlashArgs f = flash_host::make_flash_args(w);
   f.o_vec = chunk_ok(w.out, kF32Chunk);
-  f.m_tiles = (a.M + v.bm - 1) / v.bm;
-  const std::int64_t grid = f.m_tiles * a.batch_count() * a.Hq;
-  check(grid <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", grid, " blocks)");
-  v.launch(f, int(grid), v.smem, st);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) throw_cuda_error(err, v.name, __FILE__, __LINE__);
+  flash_host::launch_query_tiles(v, f, a, st);
 }
 
 void run_x3_d64(const AttentionArgs& a) { run(a, true, 64); }
