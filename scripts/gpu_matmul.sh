@@ -18,7 +18,7 @@ say() { echo "[$(date -u +%FT%TZ)] $*" | tee -a "$S"; }
 say "host $(hostname) $(nproc) cores; $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 say "configure"
 timeout 60 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_APP=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 > "$L/configure.log" 2>&1 ||
+  -DCMAKE_CUDA_ARCHITECTURES=90a > "$L/configure.log" 2>&1 ||
   { say "configure FAILED"; tail -30 "$L/configure.log"; exit 1; }
 say "build"
 timeout 200 cmake --build "$BUILD" --target strata_cuda_tests bench_matmul_cuda bench_matmul_cpu \

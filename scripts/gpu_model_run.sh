@@ -23,7 +23,7 @@ has() { [[ " $PHASES " == *" $1 "* ]]; }
 B=${BUILD:-build-gpu}
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>&1); $(nproc) cores; $(lscpu | grep 'Model name' | sed 's/ \+/ /g')"
 if has build; then
-  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
     -DSTRATA_WERROR=${WERROR:-ON} ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} > "$L/configure.log" 2>&1 &&
     timeout ${BUILD_TIMEOUT:-300} ninja -C "$B" -j"$(nproc)" strata_tests bench_model_cuda bench_model_cpu strata_cli \
       ${EXTRA_TARGETS:-} \

@@ -25,7 +25,7 @@ if [ $ok = 1 ]; then
 else
   say "carried binaries failed ($(head -c 300 "$OUT/carry_err.txt")); building"
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_APP=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 &&
+    -DCMAKE_CUDA_ARCHITECTURES=90a > "$OUT/build.log" 2>&1 &&
     timeout 280 cmake --build build-gpu --target strata_cuda_tests bench_ops_cuda -j 16 >> "$OUT/build.log" 2>&1
   say "build rc=$?"; tail -5 "$OUT/build.log"
   T=build-gpu/tests/strata_cuda_tests; BE=build-gpu/bench/bench_ops_cuda

@@ -20,7 +20,7 @@ t0=$(date +%s)
 say() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$S"; }
 left() { echo $((${BUDGET:-285} - ($(date +%s) - t0))); }
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
-CFG=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_APP=OFF -DCMAKE_CUDA_ARCHITECTURES=90)
+CFG=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_APP=OFF -DCMAKE_CUDA_ARCHITECTURES=90a)
 
 # Patched copies of the source for the mutants (before the build dirs exist).
 mutant_src() {  # name, file, sed expression

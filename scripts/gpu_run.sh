@@ -37,7 +37,7 @@ nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
 if has build; then
   say "configure"
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DSTRATA_WERROR=ON -DCMAKE_CUDA_FLAGS="-Xptxas=-v" \
+    -DCMAKE_CUDA_ARCHITECTURES=90a -DSTRATA_WERROR=ON -DCMAKE_CUDA_FLAGS="-Xptxas=-v" \
     > "$LOGS/configure.log" 2>&1 ||
     { say "configure FAILED"; tail -30 "$LOGS/configure.log"; pack; exit 1; }
   say "build (-j$JOBS)"
