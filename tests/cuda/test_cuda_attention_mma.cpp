@@ -1,5 +1,6 @@
-// bf16/f16 softmax_attention on the cuda backend's tensor-core kernel
-// (backends/cuda/attention/flash_mma*) and, for M <= 8 query rows, its
+// bf16/f16 softmax_attention on the cuda backend's tensor-core kernels
+// (backends/cuda/attention/flash_wgmma* in an sm_90a build, flash_mma* on
+// mma.sync otherwise or when STRATA_FLASH_VARIANT forces one) and, for M <= 8 query rows, its
 // native split-KV decode kernel (attention_decode.cuh with bf16/f16 storage,
 // "cuda.attention.decode_<dt>"), through the cross-backend harness:
 // every case against the f64 reference of the same rounded inputs, outputs
@@ -9,6 +10,7 @@
 // first, masks on any strides, fully masked rows, N = 0.
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -30,14 +32,35 @@ namespace {
 
 std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
 
-// The kernel a bf16/f16 call with head dims up to 256 is registered to
-// reach: the decode kernel for M <= 8, else a tensor-core one.
-std::string expected_prefix(const AttentionCase& c) {
-  return c.M <= 8 ? "cuda.attention.decode_" + dt_name(c.dtype) : "cuda.attention.mma_";
+// The tensor-core kernel for head dims up to D (64 or 128): wgmma in an
+// sm_90a build, unless STRATA_FLASH_VARIANT names an mma.sync configuration
+// of that head dim ("d64.", "d128."; the wgmma ones are "wg.d64." ...).
+std::string tile_kernel(DType dt, int D) {
+  std::string name = "cuda.attention.mma_";
+#if defined(STRATA_CUDA_WGMMA)
+  const char* e = std::getenv("STRATA_FLASH_VARIANT");
+  std::string forced(",");
+  forced += e ? e : "";
+  std::string key(",d");
+  key += std::to_string(D);
+  key += '.';
+  if (forced.find(key) == std::string::npos) name = "cuda.attention.wgmma_";
+#endif
+  name += dt_name(dt);
+  name += "_d";
+  name += std::to_string(D);
+  return name;
+}
+
+// The kernels a bf16/f16 call with head dims up to 256 may reach: the
+// decode kernel for M <= 8, else a tensor-core one or the f32 route.
+bool expected_kernel(const AttentionCase& c, const std::string& name) {
+  if (c.M <= 8) return name.rfind("cuda.attention.decode_" + dt_name(c.dtype), 0) == 0;
+  return name.rfind("cuda.attention.mma_", 0) == 0 || name.rfind("cuda.attention.wgmma_", 0) == 0;
 }
 
 // Runs the case; requires the cuda result to pass and to come from `kernel`
-// (a prefix of the registry name; by default expected_prefix).
+// (a prefix of the registry name; by default any expected_kernel).
 void require_mma_pass(const AttentionCase& c, const std::string& kernel = "") {
   const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
   INFO(r.summary());
@@ -46,7 +69,7 @@ void require_mma_pass(const AttentionCase& c, const std::string& kernel = "") {
     if (b.backend != "cuda") continue;
     saw_cuda = true;
     CHECK(b.error.empty());
-    CHECK(b.kernel.rfind(kernel.empty() ? expected_prefix(c) : kernel, 0) == 0);
+    CHECK((kernel.empty() ? expected_kernel(c, b.kernel) : b.kernel.rfind(kernel, 0) == 0));
     CHECK(b.fully_written);
     CHECK(b.guard_intact);
     CHECK(b.nan_mismatch == 0);
@@ -75,8 +98,8 @@ TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma
         c.seed = ++seed;
         INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
         const std::string want = M <= 8     ? "cuda.attention.decode_" + dt_name(dt)
-                                 : d <= 64  ? "cuda.attention.mma_" + dt_name(dt) + "_d64"
-                                 : d <= 128 ? "cuda.attention.mma_" + dt_name(dt) + "_d128"
+                                 : d <= 64  ? tile_kernel(dt, 64)
+                                 : d <= 128 ? tile_kernel(dt, 128)
                                             : "cuda.attention.mma_" + dt_name(dt) + "_via_f32";
         require_mma_pass(c, want);
       }
@@ -100,7 +123,7 @@ TEST_CASE("cuda mma attention: decode-like calls", "[cuda][attention][mma]") {
   c.batch = {8};
   c.Hq = 8;
   c.seed = 7401;
-  require_mma_pass(c, "cuda.attention.mma_bf16_d64");
+  require_mma_pass(c, tile_kernel(DType::bf16, 64));
   c.M = 1;
   c.seed = 7403;
   require_mma_pass(c, "cuda.attention.decode_bf16");

@@ -39,26 +39,36 @@ using flash_host::round256;
 using flash_host::Scratch;
 using flash_host::too_few_ctas;
 
-const std::vector<FlashVariant>& table(DType dt) {
+const std::vector<FlashVariant>& mma_table(DType dt) {
   return dt == DType::bf16 ? flash_variants_bf16() : flash_variants_f16();
+}
+const std::vector<FlashVariant>& wgmma_table(DType dt) {
+  return dt == DType::bf16 ? wgmma_variants_bf16() : wgmma_variants_f16();
 }
 
 // STRATA_FLASH_VARIANT (flash_host::forced) picks a configuration of the
-// call's head dim; otherwise the default one.
-const FlashVariant& pick(DType dt, int D) {
+// call's head dim; otherwise the default one. nullptr: none in the table.
+const FlashVariant* pick(const std::vector<FlashVariant>& table, int D) {
   const FlashVariant* best = nullptr;
-  for (const FlashVariant& v : table(dt)) {
+  for (const FlashVariant& v : table) {
     if (v.D != D) continue;
-    if (forced(v.name)) return v;
+    if (forced(v.name)) return &v;
     if (v.is_default && !best) best = &v;
   }
-  check(best != nullptr, kOp, "cuda: no tensor-core configuration for d = ", D);
-  return *best;
+  return best;
 }
 
-void run_mma(const AttentionArgs& a, int D) {
+bool any_forced(const std::vector<FlashVariant>& table, int D) {
+  for (const FlashVariant& v : table)
+    if (v.D == D && forced(v.name)) return true;
+  return false;
+}
+
+void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, int D) {
   const DeviceScope scope(a.out.data);
-  const FlashVariant& v = pick(a.dtype(), D);
+  const FlashVariant* found = pick(table, D);
+  check(found != nullptr, kOp, "cuda: no tensor-core configuration for d = ", D);
+  const FlashVariant& v = *found;
   flash_host::prepare(v.kernel, v.smem, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
 
@@ -157,8 +167,10 @@ void run_via_f32(const AttentionArgs& a) {
   CUDA_CHECK_LAUNCH();
 }
 
-void run_d64(const AttentionArgs& a) { run_mma(a, 64); }
-void run_d128(const AttentionArgs& a) { run_mma(a, 128); }
+void run_d64(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 64); }
+void run_d128(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 128); }
+void run_wg_d64(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 64); }
+void run_wg_d128(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 128); }
 void run_f32(const AttentionArgs& a) {
   if (a.dtype() == DType::bf16)
     run_via_f32<__nv_bfloat16>(a);
@@ -166,14 +178,22 @@ void run_f32(const AttentionArgs& a) {
     run_via_f32<__half>(a);
 }
 
-std::string supports_d64(const AttentionArgs& a) {
+std::string supports_tiles(const AttentionArgs& a, int D) {
   if (too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
-  return a.d <= 64 && a.dv <= 64 ? "" : "head dims over 64";
+  return a.d <= D && a.dv <= D ? "" : "head dims over " + std::to_string(D);
 }
-std::string supports_d128(const AttentionArgs& a) {
-  if (too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
-  return a.d <= 128 && a.dv <= 128 ? "" : "head dims over 128";
+std::string supports_d64(const AttentionArgs& a) { return supports_tiles(a, 64); }
+std::string supports_d128(const AttentionArgs& a) { return supports_tiles(a, 128); }
+
+// The wgmma kernel takes a call its head dim serves, unless this build has
+// none (not sm_90a) or STRATA_FLASH_VARIANT forces an mma.sync configuration.
+std::string supports_wgmma(const AttentionArgs& a, int D) {
+  if (pick(wgmma_table(a.dtype()), D) == nullptr) return "not built (needs sm_90a)";
+  if (any_forced(mma_table(a.dtype()), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
+  return supports_tiles(a, D);
 }
+std::string supports_wg_d64(const AttentionArgs& a) { return supports_wgmma(a, 64); }
+std::string supports_wg_d128(const AttentionArgs& a) { return supports_wgmma(a, 128); }
 
 }  // namespace
 
@@ -183,12 +203,20 @@ void register_cuda_flash_mma(Registry& r) {
                               &attention_bf16_decode, &attention_decode_supports);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.decode_f16",
                               &attention_f16_decode, &attention_decode_supports);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.wgmma_bf16_d64",
+                              &run_wg_d64, &supports_wg_d64);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.wgmma_bf16_d128",
+                              &run_wg_d128, &supports_wg_d128);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d64", &run_d64,
                               &supports_d64);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d128", &run_d128,
                               &supports_d128);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_via_f32",
                               &run_f32);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.wgmma_f16_d64", &run_wg_d64,
+                              &supports_wg_d64);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.wgmma_f16_d128",
+                              &run_wg_d128, &supports_wg_d128);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_d64", &run_d64,
                               &supports_d64);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_d128", &run_d128,

@@ -1,6 +1,6 @@
 #pragma once
-// The compiled configurations of the tensor-core attention kernel
-// (flash_mma.cuh) that the launcher (flash_mma_launch.cu) chooses from. The
+// The compiled configurations of the tensor-core attention kernels
+// (flash_mma.cuh on mma.sync, flash_wgmma.cuh on wgmma) that the launcher (flash_mma_launch.cu) chooses from. The
 // bf16 and f16 tables compile in files of their own, in parallel.
 #include <cuda_runtime.h>
 
@@ -26,5 +26,8 @@ struct FlashVariant {
 
 const std::vector<FlashVariant>& flash_variants_bf16();
 const std::vector<FlashVariant>& flash_variants_f16();
+// The wgmma kernel's (flash_wgmma.cuh, sm_90a builds; empty otherwise).
+const std::vector<FlashVariant>& wgmma_variants_bf16();
+const std::vector<FlashVariant>& wgmma_variants_f16();
 
 }  // namespace strata::cuda

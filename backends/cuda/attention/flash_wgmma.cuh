@@ -1,0 +1,297 @@
+#pragma once
+// bf16/f16 softmax attention on Hopper's warpgroup MMA (wgmma, sm_90a), the
+// FlashAttention-2 algorithm with FlashAttention-3's instructions
+// (docs/cuda-tuning.md, "bf16/f16 on wgmma"):
+//
+// - one CTA per (batch, q head, 64 * WG query rows); each warpgroup (4
+//   warps) owns 64 rows; its scores, probabilities and output accumulator
+//   stay in registers;
+// - Q, and K and V tiles of BN keys (STAGES deep, cp.async), sit in shared
+//   memory as 64-column panels of 128-byte rows, 128-byte swizzled: the
+//   layout wgmma reads directly, K-major for Q and K, MN-major (transposed
+//   by the instruction) for V;
+// - S = Q K^T is wgmma with both operands in shared memory; O += P V takes P
+//   from the score registers rounded to T (the accumulator layout is the A
+//   fragment layout, as in the mma.sync kernel);
+// - online softmax in base 2, masks, bands and partial tiles exactly as in
+//   flash_mma.cuh, whose argument struct (FlashArgs) this kernel shares.
+//
+// Fully masked rows end with l = 0: out = 0, lse = -inf.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/attention/flash_mma.cuh"
+#include "cuda/attention/wgmma_ops.cuh"
+
+namespace strata::cuda::flash {
+
+// Copies rows [0, rows) x chunks [0, cols / 8) of a [ROWS][D] tile from
+// global (row stride rs elements) into D / 64 swizzled panels of ROWS rows
+// of 128 bytes; the rest of the tile is zeroed. A thread copies one chunk
+// column every THREADS / (D / 8) rows (a multiple of 8: one swizzle).
+template <class T, int D, int ROWS, int THREADS>
+__device__ __forceinline__ void load_panels(std::uint32_t dst, const T* src, std::int64_t rs,
+                                            int rows, int cols, int tid) {
+  constexpr int kChunks = D / 8;
+  constexpr int kStep = THREADS / kChunks;
+  static_assert(kStep % 8 == 0, "a thread's rows must share one swizzle");
+  const int cc = tid % kChunks, r0 = tid / kChunks;
+  const bool col_ok = cc * 8 < cols;
+  const T* p = src + r0 * rs + cc * 8;
+  const std::uint32_t d0 = dst + (cc >> 3) * ROWS * 128 + r0 * 128 + (((cc & 7) ^ (r0 & 7)) << 4);
+#pragma unroll
+  for (int i = 0; i < (ROWS + kStep - 1) / kStep; ++i) {
+    if (ROWS % kStep != 0 && r0 + i * kStep >= ROWS) break;
+    const bool ok = col_ok && r0 + i * kStep < rows;
+    cp_async16(d0 + i * kStep * 128, ok ? p : src, ok ? 16 : 0);
+    p += kStep * rs;
+  }
+}
+
+template <class T, int D, int WG, int BN, int STAGES>
+struct WgmmaConfig {
+  static constexpr int kBM = 64 * WG;
+  static constexpr int kThreads = 128 * WG;
+  static constexpr int kPanels = D / 64;
+  // 1024 bytes of slack: the swizzle atoms must start 1024-byte aligned.
+  static constexpr std::size_t kSmem = 1024 + std::size_t(kBM + 2 * STAGES * BN) * D * sizeof(T);
+};
+
+template <class T, int D, int WG, int BN, int STAGES>
+__global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = WgmmaConfig<T, D, WG, BN, STAGES>;
+  using Mma = MmaType<T>;
+  constexpr int BM = C::kBM, kThreads = C::kThreads;
+  constexpr int kTileBytes = BN * D * int(sizeof(T));
+  const float kNegInf = -__int_as_float(0x7f800000);
+  constexpr float kLog2e = 1.4426950408889634f;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const std::uint32_t raw_u = smem_u32(smem_raw);
+  const std::uint32_t sQ_u = (raw_u + 1023u) & ~1023u;
+  const std::uint32_t sK_u = sQ_u + BM * D * int(sizeof(T));
+  const std::uint32_t sV_u = sK_u + STAGES * kTileBytes;
+  T* sQ = reinterpret_cast<T*>(smem_raw + (sQ_u - raw_u));
+
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int wrow = wg * 64 + ((tid & 127) >> 5) * 16;  // this warp's first row
+
+  const std::int64_t bid = blockIdx.x;
+  std::int64_t mt = bid % a.m_tiles;
+  const std::int64_t bh = bid / a.m_tiles;
+  if (a.has_band) mt = a.m_tiles - 1 - mt;
+  const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
+  const std::int64_t m0 = mt * BM;
+  const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
+
+  const T* q = static_cast<const T*>(a.q) + batch_off(a, b, a.q_bs) + h * a.q_hs + m0 * a.q_ms;
+  const T* k = static_cast<const T*>(a.k) + batch_off(a, b, a.k_bs) + hk * a.k_hs;
+  const T* v = static_cast<const T*>(a.v) + batch_off(a, b, a.v_bs) + hk * a.v_hs;
+
+  std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi): keys this tile of rows can keep
+  if (a.has_band) {
+    const std::int64_t lo = m0 + a.band_lo, hi = m0 + rows + a.band_hi;
+    kv_lo = lo > kv_lo ? lo : kv_lo;
+    kv_hi = hi < kv_hi ? hi : kv_hi;
+  }
+  const std::int64_t t_begin = kv_lo / BN;
+  const std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
+
+  auto load_kv = [&](std::int64_t t, int stage) {
+    const std::int64_t n0 = t * BN;
+    const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
+    load_panels<T, D, BN, kThreads>(sK_u + stage * kTileBytes, k + n0 * a.k_ns, a.k_ns, nrows, a.d,
+                                    tid);
+    load_panels<T, D, BN, kThreads>(sV_u + stage * kTileBytes, v + n0 * a.v_ns, a.v_ns, nrows,
+                                    a.dv, tid);
+  };
+
+  load_panels<T, D, BM, kThreads>(sQ_u, q, a.q_ms, rows, a.d, tid);
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (t_begin + s < t_end) load_kv(t_begin + s, s);
+    cp_async_commit();
+  }
+
+  float o[D / 2], s[BN / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) s[i] = 0.f;
+  float row_m[2] = {kNegInf, kNegInf}, row_l[2] = {0.f, 0.f};
+
+  // Descriptors: Q rows of this warpgroup and K are K-major (a k-step of 16
+  // columns is 32 bytes into the row, a panel every 4 steps); V is MN-major,
+  // its 64-column panels BN * 128 bytes apart, a k-step 16 rows (2048 bytes).
+  const std::uint64_t q_desc = wgmma::desc_sw128(sQ_u + wg * 64 * 128, 16, 1024);
+  const std::uint64_t k_desc = wgmma::desc_sw128(sK_u, 16, 1024);
+  const std::uint64_t v_desc = wgmma::desc_sw128(sV_u, BN * 128, 1024);
+  auto step_qk = [](int kk, int panel_rows) {
+    return std::uint64_t(((kk >> 2) * panel_rows * 128 + (kk & 3) * 32) >> 4);
+  };
+
+  const bool bool_mask = a.mask_kind == 1, float_mask = a.mask_kind == 2;
+  const unsigned char* mk_b = nullptr;
+  const T* mk_f = nullptr;
+  if (a.mask_kind) {
+    const std::int64_t off = batch_off(a, b, a.mk_bs) + h * a.mk_hs;
+    mk_b = static_cast<const unsigned char*>(a.mask) + off;
+    mk_f = static_cast<const T*>(a.mask) + off;
+  }
+  const std::int64_t i0 = m0 + wrow + g;  // this thread's rows: i0 and i0 + 8
+
+  for (std::int64_t t = t_begin; t < t_end; ++t) {
+    const int it = int(t - t_begin);
+    const int stage = it % STAGES;
+    if (t + STAGES - 1 < t_end) load_kv(t + STAGES - 1, (it + STAGES - 1) % STAGES);
+    cp_async_commit();
+    cp_async_wait<STAGES - 1>();
+    wgmma::fence_proxy_async();
+    __syncthreads();
+
+    // S = Q K^T: 64 rows of this warpgroup x BN keys.
+    const std::uint64_t kst = k_desc + std::uint64_t((stage * kTileBytes) >> 4);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma::Wgmma<BN, T>::ss(s, q_desc + step_qk(kk, BM), kst + step_qk(kk, BN), kk > 0);
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::touch_regs<BN / 2>(s);
+
+    const std::int64_t n0 = t * BN;
+    const bool inside_band =
+        !a.has_band || (n0 >= m0 + BM - 1 + a.band_lo && n0 + BN - 1 <= m0 + a.band_hi);
+    const bool need_mask = a.mask_kind != 0 || n0 + BN > a.N || !inside_band;
+    const float c = a.scale_log2;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) s[i] *= c;
+    if (need_mask) {
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const std::int64_t i = i0 + (e >> 1) * 8;
+          const std::int64_t jj = n0 + j * 8 + 2 * t4 + (e & 1);
+          bool keep = jj < a.N && i < a.M;
+          if (a.has_band) keep = keep && jj >= i + a.band_lo && jj <= i + a.band_hi;
+          if (keep && bool_mask) keep = mk_b[i * a.mk_ms + jj * a.mk_ns] != 0;
+          if (keep && float_mask) s[4 * j + e] += Mma::to_float(mk_f[i * a.mk_ms + jj * a.mk_ns]) * kLog2e;
+          if (!keep) s[4 * j + e] = kNegInf;
+        }
+      }
+    }
+
+    // Online softmax for rows g (r = 0) and g + 8 (r = 1), in base 2.
+    float alpha[2];
+    bool rescale = false;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = kNegInf;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx = fmaxf(mx, row_m[r]);
+      const float m_use = mx == kNegInf ? 0.f : mx;  // a row with nothing kept yet
+      alpha[r] = ex2(row_m[r] - m_use);
+      rescale = rescale || alpha[r] != 1.f;
+      row_m[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        s[4 * j + 2 * r] = ex2(s[4 * j + 2 * r] - m_use);
+        s[4 * j + 2 * r + 1] = ex2(s[4 * j + 2 * r + 1] - m_use);
+        sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+      }
+      row_l[r] = row_l[r] * alpha[r] + sum;
+    }
+    if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        o[4 * n + 0] *= alpha[0];
+        o[4 * n + 1] *= alpha[0];
+        o[4 * n + 2] *= alpha[1];
+        o[4 * n + 3] *= alpha[1];
+      }
+    }
+
+    // O += P V: P is the score accumulator rounded to T, 16 keys per step.
+    std::uint32_t pf[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pf[kk][0] = Mma::pack(s[8 * kk + 0], s[8 * kk + 1]);
+      pf[kk][1] = Mma::pack(s[8 * kk + 2], s[8 * kk + 3]);
+      pf[kk][2] = Mma::pack(s[8 * kk + 4], s[8 * kk + 5]);
+      pf[kk][3] = Mma::pack(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+    const std::uint64_t vst = v_desc + std::uint64_t((stage * kTileBytes) >> 4);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+      wgmma::Wgmma<D, T>::rs(o, pf[kk], vst + std::uint64_t((kk * 16 * 128) >> 4), 1);
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::touch_regs<D / 2>(o);
+    __syncthreads();  // this stage is refilled by the next iteration's load
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_l[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    row_l[r] = l;
+    inv[r] = l > 0.f ? 1.f / l : (l == 0.f ? 0.f : l);  // NaN stays NaN
+  }
+  if (a.lse && t4 == 0) {
+    float* lse = a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const std::int64_t i = i0 + 8 * r;
+      if (i < a.M) {
+        const float l = row_l[r];
+        lse[i * a.l_ms] = l == 0.f ? kNegInf
+                                   : float((double(row_m[r]) + log2(double(l))) * 0.6931471805599453);
+      }
+    }
+  }
+
+  // Stage the rounded output row-major (swizzled) over sQ, then store whole
+  // rows: 16-byte vectors where the layout allows, elements otherwise.
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = wrow + g + 8 * r;
+      *reinterpret_cast<std::uint32_t*>(sQ + swz<D>(row, n) + 2 * t4) =
+          Mma::pack(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+    }
+  __syncthreads();
+  T* out = static_cast<T*>(a.out) + batch_off(a, b, a.o_bs) + h * a.o_hs + m0 * a.o_ms;
+  constexpr int kChunks = D / 8;
+  for (int i = tid; i < BM * kChunks; i += kThreads) {
+    const int r = i / kChunks, cc = i % kChunks;
+    if (r >= rows || cc * 8 >= a.dv) continue;
+    const T* src = sQ + swz<D>(r, cc);
+    T* dst = out + r * a.o_ms + cc * 8 * a.o_ds;
+    if (a.o_vec) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+      for (int e = 0; e < 8 && cc * 8 + e < a.dv; ++e) dst[e * a.o_ds] = src[e];
+    }
+  }
+#else
+  (void)a;  // built without sm_90a: never launched (the registry offers it only with STRATA_CUDA_WGMMA)
+#endif
+}
+
+}  // namespace strata::cuda::flash

@@ -1,0 +1,56 @@
+#pragma once
+// One FlashVariant per configuration of the wgmma attention kernel
+// (flash_wgmma.cuh): the only place that launches it with <<<>>>.
+#include "cuda/attention/flash_mma_variants.hpp"
+#include "cuda/attention/flash_wgmma.cuh"
+
+namespace strata::cuda {
+
+template <class T, int D, int WG, int BN, int STAGES>
+void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
+  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES>
+      <<<grid, flash::WgmmaConfig<T, D, WG, BN, STAGES>::kThreads, smem, st>>>(a);
+}
+
+template <class T, int D, int WG, int BN, int STAGES>
+FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default) {
+  using C = flash::WgmmaConfig<T, D, WG, BN, STAGES>;
+  return FlashVariant{name,
+                      dt,
+                      D,
+                      C::kBM,
+                      BN,
+                      C::kThreads,
+                      C::kSmem,
+                      is_default,
+                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES>),
+                      &wgmma_launch<T, D, WG, BN, STAGES>};
+}
+
+}  // namespace strata::cuda
+
+namespace strata::cuda {
+
+// The compiled wgmma configurations for T (bf16 or f16); names leave the
+// dtype out so STRATA_FLASH_VARIANT=<name> forces one for both. Defaults:
+// the measured best per head dim (docs/cuda-tuning.md). Empty without
+// sm_90a (STRATA_CUDA_WGMMA).
+template <class T>
+std::vector<FlashVariant> wgmma_table(DType dt) {
+#if defined(STRATA_CUDA_WGMMA)
+  // <T, D, warpgroups (64 rows each), BN, STAGES>
+  return {
+      make_wgmma_variant<T, 64, 2, 128, 2>("wg.d64.128x128.s2", dt, true),
+      make_wgmma_variant<T, 64, 3, 128, 2>("wg.d64.192x128.s2", dt, false),
+      make_wgmma_variant<T, 64, 2, 64, 3>("wg.d64.128x64.s3", dt, false),
+      make_wgmma_variant<T, 128, 2, 128, 2>("wg.d128.128x128.s2", dt, true),
+      make_wgmma_variant<T, 128, 2, 64, 2>("wg.d128.128x64.s2", dt, false),
+      make_wgmma_variant<T, 128, 3, 64, 2>("wg.d128.192x64.s2", dt, false),
+  };
+#else
+  (void)dt;
+  return {};
+#endif
+}
+
+}  // namespace strata::cuda
