@@ -88,6 +88,19 @@ __device__ __forceinline__ void mma_split(float* c, const Tf32<X3>* a, const Tf3
   }
 }
 
+// c += a * b with every MMA of a split product accumulated straight into c
+// (truncating): the inside of a group that mma_split's zeroed quad, or the
+// kernel's group accumulators, sum apart (flash_tf32_kernel's GS and GP).
+template <bool X3>
+__device__ __forceinline__ void mma_chain(float* c, const Tf32<X3>* a, const Tf32<X3>& b0,
+                                          const Tf32<X3>& b1) {
+  if constexpr (X3) {
+    mma_tf32(c, a[0].small, a[1].small, a[2].small, a[3].small, b0.big, b1.big);
+    mma_tf32(c, a[0].big, a[1].big, a[2].big, a[3].big, b0.small, b1.small);
+  }
+  mma_tf32(c, a[0].big, a[1].big, a[2].big, a[3].big, b0.big, b1.big);
+}
+
 // Threads: BM / 16 warps, 16 query rows each. Tiles are [rows][kPitch].
 template <int D, int BM>
 struct Tf32Config {
@@ -119,9 +132,17 @@ __device__ __forceinline__ void load_tile_f32(std::uint32_t dst, const float* sr
   }
 }
 
-template <int D, int BM, int BN, int STAGES, bool X3, bool QREG, int MINB>
+// GS and GP (high only): how many k-steps of S = Q K^T and of P V are summed
+// by the tensor core (truncating) before the f32 add into the running sum.
+// GS = 1, GP = 1 sums every k-step apart (mma_split); GS = D / 8 accumulates
+// S straight; GP = BN / 8 sums P V per key tile, output block by output
+// block (one group quad live instead of D / 8). Their errors against
+// register and FADD cost: docs/cuda-tuning.md, "Summation groups of high".
+template <int D, int BM, int BN, int STAGES, bool X3, bool QREG, int MINB, int GS, int GP>
 __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
     flash_tf32_kernel(const FlashArgs a) {
+  static_assert(GS >= 1 && (D / 8) % GS == 0, "S groups split the k-steps of d");
+  static_assert(GP == 1 || GP == BN / 8, "P V sums every k-step or every tile apart");
   using C = Tf32Config<D, BM>;
   using Op = Tf32<X3>;
   constexpr int kThreads = C::kThreads, kP = C::kPitch;
@@ -243,10 +264,20 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
     const std::uint32_t kst = sK_u + stage * kTileBytes + k_off;
+    // Groups of GS k-steps (high with 1 < GS < D / 8) sum into sg first.
+    constexpr bool kGroupS = X3 && GS > 1 && GS < D / 8;
+    float sg[kGroupS ? BN / 8 : 1][4];
 #pragma unroll
     for (int kk = 0; kk < D / 8; ++kk) {
       if (!QREG) load_q(kk, qf[0]);
       const Op* qa = qf[QREG ? kk : 0];
+      if constexpr (kGroupS) {
+        if (kk % GS == 0)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sg[j][e] = 0.f;
+      }
 #pragma unroll
       for (int jp = 0; jp < BN / 16; ++jp) {
         std::uint32_t r[4];
@@ -254,8 +285,23 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
         Op bf[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) bf[e].set_bits(r[e]);
-        mma_split<X3>(s[2 * jp], qa, bf[0], bf[1]);
-        mma_split<X3>(s[2 * jp + 1], qa, bf[2], bf[3]);
+        if constexpr (kGroupS) {
+          mma_chain<X3>(sg[2 * jp], qa, bf[0], bf[1]);
+          mma_chain<X3>(sg[2 * jp + 1], qa, bf[2], bf[3]);
+        } else if constexpr (GS == 1) {
+          mma_split<X3>(s[2 * jp], qa, bf[0], bf[1]);
+          mma_split<X3>(s[2 * jp + 1], qa, bf[2], bf[3]);
+        } else {
+          mma_chain<X3>(s[2 * jp], qa, bf[0], bf[1]);
+          mma_chain<X3>(s[2 * jp + 1], qa, bf[2], bf[3]);
+        }
+      }
+      if constexpr (kGroupS) {
+        if (kk % GS == GS - 1)
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[j][e] += sg[j][e];
       }
     }
 
@@ -325,19 +371,45 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
     // O += P V, 8 keys per step. The A operand's k = t4 is key 2 t4 and
     // k = t4 + 4 is key 2 t4 + 1: (c0, c2, c1, c3) of the score block.
     const float* vst = sV + stage * BN * kP + v_off;
+    if constexpr (X3 && GP == BN / 8 && GP > 1) {
+      // The tile's sum per output block: P split once, then each block's
+      // 3 BN / 8 MMAs chained into one zeroed quad and added in f32.
+      Op pf[BN / 8][4];
 #pragma unroll
-    for (int kk = 0; kk < BN / 8; ++kk) {
-      Op pf[4];
-      pf[0].set(s[kk][0]);
-      pf[1].set(s[kk][2]);
-      pf[2].set(s[kk][1]);
-      pf[3].set(s[kk][3]);
+      for (int kk = 0; kk < BN / 8; ++kk) {
+        pf[kk][0].set(s[kk][0]);
+        pf[kk][1].set(s[kk][2]);
+        pf[kk][2].set(s[kk][1]);
+        pf[kk][3].set(s[kk][3]);
+      }
 #pragma unroll
       for (int n = 0; n < D / 8; ++n) {
-        Op b0, b1;
-        b0.set(vst[kk * 8 * kP + n * 8]);
-        b1.set(vst[kk * 8 * kP + kP + n * 8]);
-        mma_split<X3>(o[n], pf, b0, b1);
+        float tq[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int kk = 0; kk < BN / 8; ++kk) {
+          Op b0, b1;
+          b0.set(vst[kk * 8 * kP + n * 8]);
+          b1.set(vst[kk * 8 * kP + kP + n * 8]);
+          mma_chain<X3>(tq, pf[kk], b0, b1);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[n][e] += tq[e];
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < BN / 8; ++kk) {
+        Op pf[4];
+        pf[0].set(s[kk][0]);
+        pf[1].set(s[kk][2]);
+        pf[2].set(s[kk][1]);
+        pf[3].set(s[kk][3]);
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          Op b0, b1;
+          b0.set(vst[kk * 8 * kP + n * 8]);
+          b1.set(vst[kk * 8 * kP + kP + n * 8]);
+          mma_split<X3>(o[n], pf, b0, b1);
+        }
       }
     }
     __syncthreads();  // this stage is refilled by the next iteration's load
