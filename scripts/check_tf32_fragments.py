@@ -136,10 +136,65 @@ def accuracy(rng):
               f"TF32 model {err(attn(tf32(q), tf32(k), tf32(v), exact, sc)):.2e}")
 
 
+def rz(x):
+    """f64 to f32 toward zero: the tensor core's accumulation truncates."""
+    f = x.astype(np.float32)
+    over = np.abs(f.astype(np.float64)) > np.abs(x)
+    f[over] = np.nextafter(f[over], np.float32(0))
+    return f
+
+
+def mm_groups(a, b, G):
+    """3xTF32 product with the three MMAs of each k-step summed by the tensor
+    core (truncating) into a quad that is added to the running sum in f32
+    every G k-steps (flash_tf32_kernel's GS / GP); G None: all straight."""
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    ab, bb = tf32(a), tf32(b)
+    pairs = [(tf32(a - ab), bb), (ab, tf32(b - bb)), (ab, bb)]
+    t = None
+    for i, k0 in enumerate(range(0, a.shape[1], 8)):
+        if G is not None and i % G == 0:
+            t = np.zeros_like(acc)
+        for x, y in pairs:
+            prod = x[:, k0:k0 + 8].astype(np.float64) @ y[k0:k0 + 8]
+            if G is None:
+                acc = rz(acc + prod)
+            else:
+                t = rz(t + prod)
+        if G is not None and (i % G == G - 1 or k0 + 8 >= a.shape[1]):
+            acc = (acc.astype(np.float64) + t).astype(np.float32)
+    return acc
+
+
+def summation_groups(rng):
+    """Errors of high's summation groups (docs/cuda-tuning.md, "Session 10
+    trials") with truncating tensor-core accumulation, against naive f32."""
+    for d, xs, N in ((64, 1.0, 400), (128, 1.0, 400), (128, 8.0, 512)):
+        q = (rng.standard_normal((128, d)) * xs).astype(np.float32)
+        k, v = (rng.standard_normal((N, d)).astype(np.float32) for _ in range(2))
+        sc = 1 / np.sqrt(d)
+        S = q.astype(np.float64) @ k.T.astype(np.float64) * sc
+        P = np.exp(S - S.max(1, keepdims=True))
+        ref = P @ v / P.sum(1, keepdims=True)
+
+        def attn(gs, gp):
+            s = mm_groups(q, k.T, gs) * np.float32(sc)
+            p = np.exp(s - s.max(1, keepdims=True)).astype(np.float32)
+            o = mm_groups(p, v, gp) / p.sum(1, keepdims=True)
+            return np.linalg.norm(o.astype(np.float32) - ref) / np.linalg.norm(ref)
+
+        rows = {"S 1 / PV 1": (1, 1), "1 / 4 (.pvt BN 32)": (1, 4), "1 / 8 (.pvt BN 64)": (1, 8),
+                "2 / 4 (.g2.pvt)": (2, 4), "straight / 1": (None, 1),
+                "straight / straight": (None, None)}
+        print(f"d {d} logits x{xs} N {N}, 3xTF32 truncating, k-steps per f32 sum: " +
+              ", ".join(f"{n} {attn(*g):.2e}" for n, g in rows.items()))
+
+
 def main():
     rng = np.random.default_rng(1)
     good = all([check_plumbing(D, BN, rng) for D, BN in ((64, 64), (64, 32), (128, 32))])
     accuracy(rng)
+    summation_groups(np.random.default_rng(1))
     sys.exit(0 if good else 1)
 
 
