@@ -19,6 +19,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/elementwise/engine.cuh"
+#include "cuda/pdl_launch.cuh"
 #include "strata/iter_args.hpp"
 
 namespace strata::cuda {
@@ -78,6 +79,11 @@ inline bool rows_vectorisable(const IterArgs& a, unsigned walked, int vec, std::
 
 __device__ __forceinline__ void row_offsets(const RowParams& p, std::int64_t row,
                                             std::int64_t (&off)[kMaxOperands]) {
+  if (p.nouter == 1) {  // [rows, n]: no 64-bit division per row
+#pragma unroll
+    for (int k = 0; k < kMaxOperands; ++k) off[k] = row * p.ostride[k][0];
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < kMaxOperands; ++k) off[k] = 0;
   for (int j = 0; j < p.nouter; ++j) {
@@ -169,6 +175,16 @@ __device__ __forceinline__ C group_reduce(C v, Op op, C* sh) {
     for (int k = 1; k < G / 32; ++k) v = op(v, sh[k]);
   }
   return v;
+}
+
+// Launches a row kernel with programmatic dependent launch (pdl_launch.cuh):
+// in a stream or a CUDA graph it is scheduled while the previous kernel
+// drains; every row kernel calls grid_dependency_wait() before touching
+// global memory and allow_dependents() right after.
+template <class... Params, class... Args>
+void launch_row_kernel(void (*kernel)(Params...), int grid, int block, cudaStream_t st,
+                       Args... args) {
+  CUDA_CHECK(launch_pdl(kernel, grid, block, 0, st, args...));
 }
 
 inline int row_grid(std::int64_t rows, int rows_per_block) {

@@ -32,6 +32,8 @@ struct Table {
 
 template <class T, class I>
 __global__ void __launch_bounds__(kRowThreads) gather_kernel(RowParams p, Table t) {
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
   const int lane = threadIdx.x % 32;
   for (std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
        row < p.rows; row += std::int64_t(gridDim.x) * kWarpsPerBlock) {
@@ -70,8 +72,7 @@ void embedding_as(const IterArgs& a) {
           reinterpret_cast<std::uintptr_t>(t.data) % 16 == 0 &&
           reinterpret_cast<std::uintptr_t>(p.ptr[0]) % 16 == 0;
   for (int j = 0; j < p.nouter && p.vec; ++j) p.vec = p.ostride[0][j] % VEC == 0;
-  gather_kernel<T, I><<<row_grid(p.rows, kWarpsPerBlock), kRowThreads, 0, st>>>(p, t);
-  CUDA_CHECK_LAUNCH();
+  launch_row_kernel(gather_kernel<T, I>, row_grid(p.rows, kWarpsPerBlock), kRowThreads, st, p, t);
 }
 
 template <class T>
@@ -86,6 +87,8 @@ void embedding(const IterArgs& a) {
 template <class T, class I>
 __global__ void __launch_bounds__(kRowThreads) rotary_kernel(RowParams p) {
   using C = compute_t<T>;
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
   const int lane = threadIdx.x % 32;
   const std::int64_t r = p.iparam[0], half = r / 2;
   const bool inter = p.iparam[1] == 1;
@@ -125,10 +128,9 @@ void rotary(const IterArgs& a) {
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   const int grid = row_grid(p.rows, kWarpsPerBlock);
   if (a.op[2].dtype == DType::i32)
-    rotary_kernel<T, std::int32_t><<<grid, kRowThreads, 0, st>>>(p);
+    launch_row_kernel(rotary_kernel<T, std::int32_t>, grid, kRowThreads, st, p);
   else
-    rotary_kernel<T, std::int64_t><<<grid, kRowThreads, 0, st>>>(p);
-  CUDA_CHECK_LAUNCH();
+    launch_row_kernel(rotary_kernel<T, std::int64_t>, grid, kRowThreads, st, p);
 }
 
 }  // namespace

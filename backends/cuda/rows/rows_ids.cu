@@ -8,6 +8,8 @@ namespace {
 template <class I>
 __global__ void __launch_bounds__(kRowThreads)
     check_ids_kernel(RowParams p, int k, std::int64_t limit, unsigned long long* bad) {
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
   for (std::int64_t row = std::int64_t(blockIdx.x) * kRowThreads + threadIdx.x; row < p.rows;
        row += std::int64_t(gridDim.x) * kRowThreads) {
     std::int64_t off[kMaxOperands];
@@ -30,11 +32,11 @@ BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cuda
   if (err == cudaSuccess) {
     const std::int64_t want = (p.rows + kRowThreads - 1) / kRowThreads;
     const int grid = static_cast<int>(want < std::int64_t(sm_count()) * 8 ? want : sm_count() * 8);
+    // PDL: the kernel waits for the memset (and whatever ran before) first.
     if (dt == DType::i32)
-      check_ids_kernel<std::int32_t><<<grid, kRowThreads, 0, st>>>(p, k, limit, bad);
+      err = launch_pdl(check_ids_kernel<std::int32_t>, grid, kRowThreads, 0, st, p, k, limit, bad);
     else
-      check_ids_kernel<std::int64_t><<<grid, kRowThreads, 0, st>>>(p, k, limit, bad);
-    err = cudaGetLastError();
+      err = launch_pdl(check_ids_kernel<std::int64_t>, grid, kRowThreads, 0, st, p, k, limit, bad);
   }
   if (err == cudaSuccess)
     err = cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, st);

@@ -28,6 +28,8 @@ constexpr int kWarpsPerBlock = kRowThreads / 32;
 template <class U, class I>
 __global__ void __launch_bounds__(kRowThreads)
     index_copy_kernel(RowParams p, std::int64_t step, std::int64_t size) {
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
   const int lane = threadIdx.x % 32;
   for (std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
        row < p.rows; row += std::int64_t(gridDim.x) * kWarpsPerBlock) {
@@ -84,10 +86,9 @@ void index_copy(const IterArgs& a) {
   p.vec = p.rstride[2] == 0 && step % VEC == 0 && rows_vectorisable(a, 0b011, VEC, sizeof(U));
   const int grid = row_grid(p.rows, kWarpsPerBlock);
   if (a.op[2].dtype == DType::i32)
-    index_copy_kernel<U, std::int32_t><<<grid, kRowThreads, 0, st>>>(p, step, size);
+    launch_row_kernel(index_copy_kernel<U, std::int32_t>, grid, kRowThreads, st, p, step, size);
   else
-    index_copy_kernel<U, std::int64_t><<<grid, kRowThreads, 0, st>>>(p, step, size);
-  CUDA_CHECK_LAUNCH();
+    launch_row_kernel(index_copy_kernel<U, std::int64_t>, grid, kRowThreads, st, p, step, size);
 }
 
 }  // namespace
