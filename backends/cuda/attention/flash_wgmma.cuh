@@ -60,7 +60,7 @@ struct WgmmaConfig {
   static constexpr std::size_t kSmem = 1024 + std::size_t(kBM + 2 * STAGES * BN) * D * sizeof(T);
 };
 
-template <class T, int D, int WG, int BN, int STAGES>
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP>
 __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WgmmaConfig<T, D, WG, BN, STAGES>;
@@ -102,23 +102,25 @@ __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArg
   const std::int64_t t_begin = kv_lo / BN;
   const std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
 
-  auto load_kv = [&](std::int64_t t, int stage) {
-    const std::int64_t n0 = t * BN;
+  const int n_tiles = int(t_end - t_begin);
+  // K and V of tile `it` (counted from t_begin) go to slot it % STAGES.
+  auto load_k = [&](int it) {
+    const std::int64_t n0 = (t_begin + it) * BN;
+    if (it >= n_tiles) return;
     const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
-    load_panels<T, D, BN, kThreads>(sK_u + stage * kTileBytes, k + n0 * a.k_ns, a.k_ns, nrows, a.d,
-                                    tid);
-    load_panels<T, D, BN, kThreads>(sV_u + stage * kTileBytes, v + n0 * a.v_ns, a.v_ns, nrows,
-                                    a.dv, tid);
+    load_panels<T, D, BN, kThreads>(sK_u + (it % STAGES) * kTileBytes, k + n0 * a.k_ns, a.k_ns,
+                                    nrows, a.d, tid);
+  };
+  auto load_v = [&](int it) {
+    const std::int64_t n0 = (t_begin + it) * BN;
+    if (it >= n_tiles) return;
+    const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
+    load_panels<T, D, BN, kThreads>(sV_u + (it % STAGES) * kTileBytes, v + n0 * a.v_ns, a.v_ns,
+                                    nrows, a.dv, tid);
   };
 
-  load_panels<T, D, BM, kThreads>(sQ_u, q, a.q_ms, rows, a.d, tid);
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (t_begin + s < t_end) load_kv(t_begin + s, s);
-    cp_async_commit();
-  }
-
   float o[D / 2], s[BN / 2];
+  std::uint32_t pf[BN / 16][4];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
 #pragma unroll
@@ -134,6 +136,24 @@ __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArg
   auto step_qk = [](int kk, int panel_rows) {
     return std::uint64_t(((kk >> 2) * panel_rows * 128 + (kk & 3) * 32) >> 4);
   };
+  // S = Q K^T (64 rows of this warpgroup x BN keys of tile it), issued.
+  auto issue_s = [&](int it) {
+    const std::uint64_t kst = k_desc + std::uint64_t(((it % STAGES) * kTileBytes) >> 4);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma::Wgmma<BN, T>::ss(s, q_desc + step_qk(kk, BM), kst + step_qk(kk, BN), kk > 0);
+    wgmma::commit();
+  };
+  // O += P V over tile it, P from pf, issued.
+  auto issue_pv = [&](int it) {
+    const std::uint64_t vst = v_desc + std::uint64_t(((it % STAGES) * kTileBytes) >> 4);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+      wgmma::Wgmma<D, T>::rs(o, pf[kk], vst + std::uint64_t((kk * 16 * 128) >> 4), 1);
+    wgmma::commit();
+  };
 
   const bool bool_mask = a.mask_kind == 1, float_mask = a.mask_kind == 2;
   const unsigned char* mk_b = nullptr;
@@ -145,26 +165,12 @@ __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArg
   }
   const std::int64_t i0 = m0 + wrow + g;  // this thread's rows: i0 and i0 + 8
 
-  for (std::int64_t t = t_begin; t < t_end; ++t) {
-    const int it = int(t - t_begin);
-    const int stage = it % STAGES;
-    if (t + STAGES - 1 < t_end) load_kv(t + STAGES - 1, (it + STAGES - 1) % STAGES);
-    cp_async_commit();
-    cp_async_wait<STAGES - 1>();
-    wgmma::fence_proxy_async();
-    __syncthreads();
-
-    // S = Q K^T: 64 rows of this warpgroup x BN keys.
-    const std::uint64_t kst = k_desc + std::uint64_t((stage * kTileBytes) >> 4);
-    wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma::Wgmma<BN, T>::ss(s, q_desc + step_qk(kk, BM), kst + step_qk(kk, BN), kk > 0);
-    wgmma::commit();
-    wgmma::wait<0>();
-    wgmma::touch_regs<BN / 2>(s);
-
-    const std::int64_t n0 = t * BN;
+  // The scores of tile it (complete in s) to probabilities, in base 2:
+  // scale, masks where the tile needs them, online softmax for rows g
+  // (r = 0) and g + 8 (r = 1). alpha: the factor O must take; returns
+  // whether any of this warp's alphas is not 1.
+  auto softmax = [&](int it, float* alpha) {
+    const std::int64_t n0 = (t_begin + it) * BN;
     const bool inside_band =
         !a.has_band || (n0 >= m0 + BM - 1 + a.band_lo && n0 + BN - 1 <= m0 + a.band_hi);
     const bool need_mask = a.mask_kind != 0 || n0 + BN > a.N || !inside_band;
@@ -181,15 +187,13 @@ __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArg
           bool keep = jj < a.N && i < a.M;
           if (a.has_band) keep = keep && jj >= i + a.band_lo && jj <= i + a.band_hi;
           if (keep && bool_mask) keep = mk_b[i * a.mk_ms + jj * a.mk_ns] != 0;
-          if (keep && float_mask) s[4 * j + e] += Mma::to_float(mk_f[i * a.mk_ms + jj * a.mk_ns]) * kLog2e;
+          if (keep && float_mask)
+            s[4 * j + e] += Mma::to_float(mk_f[i * a.mk_ms + jj * a.mk_ns]) * kLog2e;
           if (!keep) s[4 * j + e] = kNegInf;
         }
       }
     }
-
-    // Online softmax for rows g (r = 0) and g + 8 (r = 1), in base 2.
-    float alpha[2];
-    bool rescale = false;
+    bool moved = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float mx = kNegInf;
@@ -200,7 +204,7 @@ __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArg
       mx = fmaxf(mx, row_m[r]);
       const float m_use = mx == kNegInf ? 0.f : mx;  // a row with nothing kept yet
       alpha[r] = ex2(row_m[r] - m_use);
-      rescale = rescale || alpha[r] != 1.f;
+      moved = moved || alpha[r] != 1.f;
       row_m[r] = mx;
       float sum = 0.f;
 #pragma unroll
@@ -211,18 +215,20 @@ __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArg
       }
       row_l[r] = row_l[r] * alpha[r] + sum;
     }
-    if (__any_sync(0xffffffffu, rescale)) {
+    return __any_sync(0xffffffffu, moved);
+  };
+  // Once the row maxima settle, alpha is exactly 1 for the whole warp.
+  auto rescale = [&](const float* alpha) {
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[4 * n + 0] *= alpha[0];
-        o[4 * n + 1] *= alpha[0];
-        o[4 * n + 2] *= alpha[1];
-        o[4 * n + 3] *= alpha[1];
-      }
+    for (int n = 0; n < D / 8; ++n) {
+      o[4 * n + 0] *= alpha[0];
+      o[4 * n + 1] *= alpha[0];
+      o[4 * n + 2] *= alpha[1];
+      o[4 * n + 3] *= alpha[1];
     }
-
-    // O += P V: P is the score accumulator rounded to T, 16 keys per step.
-    std::uint32_t pf[BN / 16][4];
+  };
+  // P (the A fragment of P V) = the probabilities rounded to T.
+  auto pack_p = [&] {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       pf[kk][0] = Mma::pack(s[8 * kk + 0], s[8 * kk + 1]);
@@ -230,15 +236,93 @@ __global__ void __launch_bounds__(128 * WG, 1) flash_wgmma_kernel(const FlashArg
       pf[kk][2] = Mma::pack(s[8 * kk + 4], s[8 * kk + 5]);
       pf[kk][3] = Mma::pack(s[8 * kk + 6], s[8 * kk + 7]);
     }
-    const std::uint64_t vst = v_desc + std::uint64_t((stage * kTileBytes) >> 4);
-    wgmma::fence();
+  };
+  // cp.async writes reach wgmma (the async proxy) through the fence and a barrier.
+  auto landed = [] {
+    wgmma::fence_proxy_async();
+    __syncthreads();
+  };
+
+  load_panels<T, D, BM, kThreads>(sQ_u, q, a.q_ms, rows, a.d, tid);
+  if constexpr (!OVERLAP) {
+    // Each tile in turn: S, softmax, P V; K and V of STAGES - 1 tiles ahead
+    // load meanwhile.
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-      wgmma::Wgmma<D, T>::rs(o, pf[kk], vst + std::uint64_t((kk * 16 * 128) >> 4), 1);
-    wgmma::commit();
-    wgmma::wait<0>();
-    wgmma::touch_regs<D / 2>(o);
-    __syncthreads();  // this stage is refilled by the next iteration's load
+    for (int st = 0; st < STAGES - 1; ++st) {
+      load_k(st);
+      load_v(st);
+      cp_async_commit();
+    }
+    for (int it = 0; it < n_tiles; ++it) {
+      load_k(it + STAGES - 1);
+      load_v(it + STAGES - 1);
+      cp_async_commit();
+      cp_async_wait<STAGES - 1>();
+      landed();
+      issue_s(it);
+      wgmma::wait<0>();
+      wgmma::touch_regs<BN / 2>(s);
+      float alpha[2];
+      if (softmax(it, alpha)) rescale(alpha);
+      pack_p();
+      issue_pv(it);
+      wgmma::wait<0>();
+      wgmma::touch_regs<D / 2>(o);
+      __syncthreads();  // the slot is refilled by the next iteration's load
+    }
+  } else {
+    // FlashAttention-3's in-warpgroup overlap: while the tensor cores run
+    // P V of tile it, the softmax of tile it + 1 (whose S was issued just
+    // before) runs on the other units. K runs one tile ahead of V: the
+    // group committed after iteration it holds K of it + 3 and V of it + 2,
+    // so every load has a whole iteration to land.
+    static_assert(STAGES == 2, "the overlapped loop keeps two K and two V slots");
+    load_k(0);
+    cp_async_commit();  // Q, K0
+    load_k(1);
+    load_v(0);
+    cp_async_commit();  // K1, V0
+    cp_async_wait<1>();
+    landed();
+    if (n_tiles > 0) {
+      issue_s(0);
+      wgmma::wait<0>();
+      wgmma::touch_regs<BN / 2>(s);
+      float alpha[2];
+      (void)softmax(0, alpha);  // O is still 0
+      pack_p();
+    }
+    __syncthreads();  // K slot 0 is free
+    load_k(2);
+    load_v(1);
+    cp_async_commit();
+    // Every iteration but the last has a next tile (no branch around an
+    // issue: ptxas serializes wgmma across such branches).
+    for (int it = 0; it + 1 < n_tiles; ++it) {
+      cp_async_wait<1>();  // K of it + 1, V of it
+      landed();
+      issue_s(it + 1);
+      issue_pv(it);
+      wgmma::wait<1>();
+      wgmma::touch_regs<BN / 2>(s);
+      float alpha[2];
+      const bool moved = softmax(it + 1, alpha);
+      wgmma::wait<0>();
+      wgmma::touch_regs<D / 2>(o);
+      if (moved) rescale(alpha);
+      pack_p();
+      __syncthreads();  // K slot of it + 1 and V slot of it are free
+      load_k(it + 3);
+      load_v(it + 2);
+      cp_async_commit();
+    }
+    if (n_tiles > 0) {
+      cp_async_wait<1>();
+      landed();
+      issue_pv(n_tiles - 1);
+      wgmma::wait<0>();
+      wgmma::touch_regs<D / 2>(o);
+    }
   }
   cp_async_wait<0>();
   __syncthreads();

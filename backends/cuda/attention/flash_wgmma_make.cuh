@@ -6,13 +6,13 @@
 
 namespace strata::cuda {
 
-template <class T, int D, int WG, int BN, int STAGES>
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP>
 void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
-  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES>
+  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP>
       <<<grid, flash::WgmmaConfig<T, D, WG, BN, STAGES>::kThreads, smem, st>>>(a);
 }
 
-template <class T, int D, int WG, int BN, int STAGES>
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP>
 FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default) {
   using C = flash::WgmmaConfig<T, D, WG, BN, STAGES>;
   return FlashVariant{name,
@@ -23,8 +23,8 @@ FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default) {
                       C::kThreads,
                       C::kSmem,
                       is_default,
-                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES>),
-                      &wgmma_launch<T, D, WG, BN, STAGES>};
+                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP>),
+                      &wgmma_launch<T, D, WG, BN, STAGES, OVERLAP>};
 }
 
 }  // namespace strata::cuda
@@ -38,14 +38,14 @@ namespace strata::cuda {
 template <class T>
 std::vector<FlashVariant> wgmma_table(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
-  // <T, D, warpgroups (64 rows each), BN, STAGES>
+  // <T, D, warpgroups (64 rows each), BN, STAGES, overlap P V with the next softmax>
   return {
-      make_wgmma_variant<T, 64, 2, 128, 2>("wg.d64.128x128.s2", dt, true),
-      make_wgmma_variant<T, 64, 3, 128, 2>("wg.d64.192x128.s2", dt, false),
-      make_wgmma_variant<T, 64, 2, 64, 3>("wg.d64.128x64.s3", dt, false),
-      make_wgmma_variant<T, 128, 2, 128, 2>("wg.d128.128x128.s2", dt, true),
-      make_wgmma_variant<T, 128, 2, 64, 2>("wg.d128.128x64.s2", dt, false),
-      make_wgmma_variant<T, 128, 3, 64, 2>("wg.d128.192x64.s2", dt, false),
+      make_wgmma_variant<T, 64, 2, 128, 2, true>("wg.d64.128x128.ov", dt, true),
+      make_wgmma_variant<T, 64, 2, 128, 2, false>("wg.d64.128x128.s2", dt, false),
+      make_wgmma_variant<T, 64, 2, 64, 2, true>("wg.d64.128x64.ov", dt, false),
+      make_wgmma_variant<T, 128, 2, 128, 2, true>("wg.d128.128x128.ov", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 2, false>("wg.d128.128x128.s2", dt, false),
+      make_wgmma_variant<T, 128, 2, 64, 2, true>("wg.d128.128x64.ov", dt, false),
   };
 #else
   (void)dt;
