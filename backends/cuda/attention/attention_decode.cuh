@@ -3,8 +3,11 @@
 // owns one query row and one split of the keys; each warp takes U keys at a
 // time, every lane holding a slice of q, k and v in registers (16-byte loads
 // when the layout allows), dot products reduced by xor shuffles, and an
-// online softmax per warp. The warps of a block merge through shared memory;
-// the splits of a row are merged by attn_merge_kernel.
+// online softmax per warp. The warps of a block merge through shared memory.
+// With several splits each block writes its partial (acc, m, l); given
+// ticket counters, the block that finishes a row's splits last merges them
+// in place (merge_splits, attention_merge.cuh), else attn_merge_kernel runs
+// after the kernel (attention_launch.cu, "merge_counters").
 //
 // Storage S (q, k, v, out, a float mask) may be narrower than the compute
 // type T: bf16/f16 inputs are read VEC (= Vec<T>::n, 4) elements per lane
@@ -23,6 +26,7 @@
 #include <type_traits>
 
 #include "cuda/attention/attention_common.cuh"
+#include "cuda/attention/attention_merge.cuh"
 
 namespace strata::cuda {
 
@@ -263,8 +267,11 @@ __device__ __forceinline__ void decode_keys_packed(
   }
 }
 
+// merge_count: one ticket counter per row group (bh x M), all 0 on entry
+// and left 0; null when the splits are merged by a separate kernel.
 template <class C>
-__global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) {
+__global__ void __launch_bounds__(C::NT)
+    attn_decode_kernel(const AttnParams p, unsigned* merge_count) {
   using T = typename C::type;
   using S = typename C::storage;
   constexpr int WARPS = C::WARPS, QCH = C::QCH, VCH = C::VCH, U = C::U, VEC = C::VEC;
@@ -416,6 +423,29 @@ __global__ void __launch_bounds__(C::NT) attn_decode_kernel(const AttnParams p) 
       static_cast<T*>(p.part_ml)[2 * r + 1] = l;
     }
   }
+  if (final_out || merge_count == nullptr) return;
+
+  // The row's last split to finish merges them all: each thread's partial
+  // stores are made visible device-wide before thread 0 takes the block's
+  // ticket; the block with the last ticket sees every other block's
+  // partials (their fences came before their tickets), and puts the
+  // counter back to 0 for the next launch or graph replay (no other block
+  // of this launch touches it again).
+  const std::int64_t rid = bh * a.M + row;
+  __threadfence();
+  __syncthreads();
+  bool last = false;
+  if (threadIdx.x == 0) {
+    last = atomicAdd(merge_count + rid, 1u) == unsigned(p.splits - 1);
+    if (last) {
+      merge_count[rid] = 0;
+      __threadfence();
+    }
+  }
+  // Also orders the warp merge's reads of sm before merge_splits reuses it.
+  if (!__syncthreads_or(last)) return;
+  static_assert(merge_smem_elems<C::NT, VE>() <= WARPS * (2 + 32 * VE), "merge fits in sm");
+  merge_splits<T, S, C::NT, VE>(p, rid, 0, sm);
 }
 
 }  // namespace strata::cuda

@@ -2,6 +2,8 @@
 // argument, picks the kernel variant (decode or tiled, tile sizes by head
 // dims), decides the split of the keys so that small problems still fill
 // every SM, and allocates split-KV scratch from the stream-ordered pool.
+// The decode kernel merges its own splits (ticket counters, merge_counters
+// below); the streaming kernels' splits go to a merge kernel.
 // run<T, S>: T the compute type (kernel arithmetic, split-KV partials, lse),
 // S the storage type of q, k, v, out and a float mask (S = T for f32 and
 // f64; bf16/f16 with T = float on the decode variants).
@@ -269,6 +271,52 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   return pl;
 }
 
+// The decode kernel's ticket counters for `rows` row groups on (device,
+// stream), kept per thread as matmul_cublas.cu keeps its workspace: calls
+// on one stream run in order and every launch leaves its counters at 0, so
+// they share one buffer; calls on other streams, which may overlap, have
+// their own. Allocated and zeroed (on the stream) at the first call, grown
+// geometrically; an outgrown buffer is kept until the thread ends, since a
+// recorded graph may still point at it. While the stream is capturing
+// nothing is allocated: null when there is no buffer large enough yet
+// (the separate merge kernel then runs; docs/graphs.md asks for an eager
+// first call on the stream before a capture anyway).
+unsigned* merge_counters(int dev, cudaStream_t st, std::int64_t rows) {
+  struct Entry {
+    int dev;
+    cudaStream_t st;
+    unsigned* p;
+    std::int64_t n;
+  };
+  struct Cache {
+    std::vector<Entry> entries;
+    std::vector<void*> owned;
+    ~Cache() {
+      for (void* p : owned) (void)cudaFree(p);  // errors ignored at exit
+    }
+  };
+  thread_local Cache cache;
+  Entry* e = nullptr;
+  for (Entry& x : cache.entries)
+    if (x.dev == dev && x.st == st) e = &x;
+  if (e && e->n >= rows) return e->p;
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(st, &cs));
+  if (cs != cudaStreamCaptureStatusNone) return nullptr;
+  const std::int64_t n = std::max<std::int64_t>(rows, e ? 2 * e->n : 1024);
+  void* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, std::size_t(n) * sizeof(unsigned)));
+  cache.owned.push_back(p);
+  CUDA_CHECK(cudaMemsetAsync(p, 0, std::size_t(n) * sizeof(unsigned), st));
+  if (!e) {
+    cache.entries.push_back({dev, st, nullptr, 0});
+    e = &cache.entries.back();
+  }
+  e->p = static_cast<unsigned*>(p);
+  e->n = n;
+  return e->p;
+}
+
 template <class T, class S = T>
 void run(const AttentionArgs& a) {
   const AttentionDeviceScope scope(a.out.data);
@@ -310,16 +358,18 @@ void run(const AttentionArgs& a) {
     pl.p.part_acc = scratch;
     pl.p.part_ml = static_cast<char*>(scratch) + acc_bytes;
   }
-  pl.v->launch(pl.p, int(pl.grid), pl.v->smem, st);
+  unsigned* counters =
+      pl.merge && pl.v->decode ? merge_counters(scope.dev, st, pl.p.bh * a.M) : nullptr;
+  pl.v->launch(pl.p, counters, int(pl.grid), pl.v->smem, st);
   const cudaError_t launch_err = cudaGetLastError();
-  if (launch_err == cudaSuccess && pl.merge) {
+  if (launch_err == cudaSuccess && pl.merge && !counters) {
     const std::int64_t blocks = pl.p.bh * a.M * ((a.dv + kMergeCols - 1) / kMergeCols);
     if (blocks > 0x7fffffff) {
       if (scratch) (void)cudaFreeAsync(scratch, st);
       fail("softmax_attention", "cuda: too many rows for the merge launch (", blocks, ")");
     }
     if (pl.p.splits <= kMergeSmallSplits) {
-      // Few splits (tiled kernel): one thread per output element.
+      // Few splits: one thread per output element.
       const std::int64_t n = pl.p.bh * a.M * a.dv;
       (void)launch_pdl(attn_merge_small_kernel<T, S>, int((n + kMergeThreads - 1) / kMergeThreads),
                        kMergeThreads, 0, st, pl.p);
@@ -364,8 +414,11 @@ std::string attention_plan(const AttentionArgs& a) {
                   : dt == DType::bf16 ? make_plan<float, __nv_bfloat16>(a, dev)
                   : dt == DType::f16  ? make_plan<float, __half>(a, dev)
                                       : make_plan<float, float>(a, dev);
+  // merge=in_kernel: the decode kernel's last block per row merges (a
+  // capture on a stream without counters yet runs merge=kernel instead).
+  const char* merge = !pl.merge ? "" : pl.v->decode ? " merge=in_kernel" : " merge=kernel";
   return std::string(pl.v->name) + " grid=" + std::to_string(pl.grid) +
-         " splits=" + std::to_string(pl.p.splits) + (pl.pack_k ? " pack_k" : "") +
+         " splits=" + std::to_string(pl.p.splits) + merge + (pl.pack_k ? " pack_k" : "") +
          (pl.pack_v ? " pack_v" : "");
 }
 

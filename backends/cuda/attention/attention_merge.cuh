@@ -4,6 +4,12 @@
 // lse = (m* + log2 l) ln 2. Splits with no kept key carry m_s = -inf, l_s = 0.
 // Partials and lse are in the compute type T; out is in the storage type S
 // (bf16/f16 beside T = float; S = T for f32 and f64), rounded once.
+//
+// merge_splits is the one copy of the many-splits merge: the decode kernel's
+// last block of a row runs it in place (attention_decode.cuh), and
+// attn_merge_kernel runs it as a kernel of its own behind the streaming
+// kernels (attention_launch.cu). attn_merge_small_kernel is the few-splits
+// form for the streaming kernels.
 #include "cuda/attention/attention_common.cuh"
 
 namespace strata::cuda {
@@ -12,78 +18,97 @@ constexpr int kMergeThreads = 256;
 constexpr int kMergeCols = 32;  // output columns per merge block
 constexpr int kMaxSplits = 1024;
 
-template <class T, class S = T>
-__global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnParams p) {
-  __shared__ T wts[kMaxSplits];
-  __shared__ T red[kMergeThreads / 32][33];
-  grid_dependency_wait();  // launched with PDL right behind the split kernel
+// Shared memory merge_splits<T, S, NT, CH> needs, in elements of T.
+template <int NT, int CH>
+constexpr int merge_smem_elems() {
+  return (NT / 32) * (32 * CH + 1);
+}
+
+// Merges the splits of row group rid (= bh * M + row) into out columns
+// c0 .. c0 + 32 * CH - 1 (those below dv), and writes lse when c0 == 0:
+// every thread of the NT-thread block calls it. Warp w takes splits w,
+// w + W, ... (W = NT / 32), its lanes 32 adjacent columns per chunk; the
+// warps' sums meet in red (merge_smem_elems<NT, CH>() elements of shared
+// memory that no thread still reads when it is called). Partials are read
+// through L2 (ld.global.cg): in the decode kernel other blocks of the same
+// grid wrote them, and this SM's L1 is not coherent with theirs.
+template <class T, class S, int NT, int CH>
+__device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t rid, std::int64_t c0,
+                                             T* red) {
+  constexpr int W = NT / 32, LD = 32 * CH + 1;
   const AttentionArgs& a = p.a;
-  // One block per (bh, row, 32-column chunk): a row with many splits (decode)
-  // is merged by several SMs at once.
-  const std::int64_t cchunks = (a.dv + kMergeCols - 1) / kMergeCols;
-  const std::int64_t rid = blockIdx.x / cchunks;  // (bh, row)
-  const std::int64_t c0 = (blockIdx.x % cchunks) * kMergeCols;
-  const std::int64_t bh = rid / a.M, row = rid % a.M;
-  const std::int64_t sstride = p.bh * a.M;
+  const std::int64_t sstride = p.bh * a.M;  // partial rows per split
   const T* ml = static_cast<const T*>(p.part_ml);
   const T* acc = static_cast<const T*>(p.part_acc);
   const int nsplit = static_cast<int>(p.splits);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  constexpr int W = kMergeThreads / 32;
 
   T mx = neg_inf<T>();
-  for (int s = threadIdx.x; s < nsplit; s += kMergeThreads)
-    mx = fmax_(mx, ml[2 * (s * sstride + rid)]);
+  for (int s = threadIdx.x; s < nsplit; s += NT)
+    mx = fmax_(mx, __ldcg(ml + 2 * (s * sstride + rid)));
 #pragma unroll
   for (int sh = 16; sh > 0; sh >>= 1) mx = fmax_(mx, __shfl_xor_sync(0xffffffffu, mx, sh));
-  if (lane == 0) red[warp][0] = mx;
+  if (lane == 0) red[warp * LD] = mx;
   __syncthreads();
-  mx = red[0][0];
+  mx = red[0];
 #pragma unroll
-  for (int w = 1; w < W; ++w) mx = fmax_(mx, red[w][0]);
+  for (int w = 1; w < W; ++w) mx = fmax_(mx, red[w * LD]);
   const T m_use = mx == neg_inf<T>() ? T(0) : mx;
-  __syncthreads();
+  __syncthreads();  // red is written again below
 
-  T l = 0;
-  for (int s = threadIdx.x; s < nsplit; s += kMergeThreads) {
-    const T w = fexp2(ml[2 * (s * sstride + rid)] - m_use);
-    wts[s] = w;
-    l += w * ml[2 * (s * sstride + rid) + 1];
+  // Each warp weighs its splits once and sums l (the same in every lane)
+  // and its lanes' columns.
+  T l = 0, s[CH];
+#pragma unroll
+  for (int k = 0; k < CH; ++k) s[k] = 0;
+#pragma unroll 4
+  for (int sp = warp; sp < nsplit; sp += W) {
+    const std::int64_t r = sp * sstride + rid;
+    const T w = fexp2(__ldcg(ml + 2 * r) - m_use);
+    l = fma(w, __ldcg(ml + 2 * r + 1), l);
+#pragma unroll
+    for (int k = 0; k < CH; ++k) {
+      const std::int64_t c = c0 + 32 * k + lane;
+      if (c < a.dv) s[k] = fma(w, __ldcg(acc + r * a.dv + c), s[k]);
+    }
   }
 #pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1) l += __shfl_xor_sync(0xffffffffu, l, sh);
-  if (lane == 0) red[warp][1] = l;
+  for (int k = 0; k < CH; ++k) red[warp * LD + 32 * k + lane] = s[k];
+  if (lane == 0) red[warp * LD + 32 * CH] = l;
   __syncthreads();
   l = 0;
 #pragma unroll
-  for (int w = 0; w < W; ++w) l += red[w][1];
-  __syncthreads();
+  for (int w = 0; w < W; ++w) l += red[w * LD + 32 * CH];
   const T inv = l == T(0) ? T(0) : T(1) / l;
 
-  S* out = static_cast<S*>(a.out.data);
+  const std::int64_t bh = rid / a.M, row = rid % a.M;
   const HeadOffsets off = head_offsets(p, bh);
-  // Warp w sums splits w, w+W, ...; lanes take 32 adjacent columns.
-  {
-    const std::int64_t c = c0 + lane;
-    T s = 0;
-    if (c < a.dv)
-      for (int sp = warp; sp < nsplit; sp += W)
-        s = fma(wts[sp], acc[(sp * sstride + rid) * a.dv + c], s);
-    red[warp][lane] = s;
-    __syncthreads();
-    if (warp == 0) {
-      T t = 0;
+  S* out = static_cast<S*>(a.out.data) + off.o + row * attn::row_stride(a.out);
+  for (int x = threadIdx.x; x < 32 * CH; x += NT) {
+    const std::int64_t c = c0 + x;
+    if (c >= a.dv) break;
+    T t = 0;
 #pragma unroll
-      for (int w = 0; w < W; ++w) t += red[w][lane];
-      if (c < a.dv)
-        out[off.o + row * attn::row_stride(a.out) + c * attn::col_stride(a.out)] =
-            to_storage<S>(t * inv);
-    }
-    __syncthreads();
+    for (int w = 0; w < W; ++w) t += red[w * LD + x];
+    out[c * attn::col_stride(a.out)] = to_storage<S>(t * inv);
   }
   if (threadIdx.x == 0 && c0 == 0 && a.lse.data)
     static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
         l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
+}
+
+// Many splits (the streaming kernels with more than kMergeSmallSplits, and
+// the decode kernel when it had no ticket counters): one block per
+// (bh, row, 32-column chunk), so a row with many splits is merged by
+// several SMs at once.
+template <class T, class S = T>
+__global__ void __launch_bounds__(kMergeThreads) attn_merge_kernel(const AttnParams p) {
+  __shared__ T red[merge_smem_elems<kMergeThreads, 1>()];
+  grid_dependency_wait();  // launched with PDL right behind the split kernel
+  const std::int64_t cchunks = (p.a.dv + kMergeCols - 1) / kMergeCols;
+  const std::int64_t rid = blockIdx.x / cchunks;  // (bh, row)
+  const std::int64_t c0 = (blockIdx.x % cchunks) * kMergeCols;
+  merge_splits<T, S, kMergeThreads, 1>(p, rid, c0, red);
 }
 
 // Few splits: one thread per output element (row, column) loops over the

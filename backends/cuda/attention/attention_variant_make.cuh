@@ -10,30 +10,36 @@
 namespace strata::cuda {
 
 // Launches kernel K (one instance per configuration C) with PDL and C's
-// block size: the one launcher every variant points to.
+// block size: the launcher of the streaming variants (their splits are
+// merged by a separate kernel, so merge_count is not theirs).
 template <class C, void (*K)(AttnParams)>
-void launch_variant(const AttnParams& p, int grid, std::size_t smem, cudaStream_t st) {
+void launch_variant(const AttnParams& p, unsigned* /*merge_count*/, int grid, std::size_t smem,
+                    cudaStream_t st) {
   (void)launch_pdl(K, grid, C::NT, smem, st, p);
 }
 
-// The Variant entry of kernel K under configuration C: the fields every
-// kernel family sets the same way (threads, shared memory, kernel, launcher).
+// The decode kernel's launcher: it merges its own splits given the ticket
+// counters.
+template <class C>
+void launch_decode(const AttnParams& p, unsigned* merge_count, int grid, std::size_t smem,
+                   cudaStream_t st) {
+  (void)launch_pdl(attn_decode_kernel<C>, grid, C::NT, smem, st, p, merge_count);
+}
+
+// The Variant entry of configuration C's kernel (launched by `launch`): the
+// fields every kernel family sets the same way (threads, shared memory).
+template <class C>
+Variant variant_of(const char* name, DType dtype, bool decode, bool dflt, std::int64_t max_d,
+                   std::int64_t max_dv, int bm, int bn, int dv_tile, const void* kernel,
+                   LaunchFn launch) {
+  return Variant{name, dtype,   decode, dflt,          max_d,  max_dv, bm,
+                 bn,   dv_tile, C::NT,  C::smem_bytes, kernel, launch};
+}
 template <class C, void (*K)(AttnParams)>
 Variant variant_of(const char* name, DType dtype, bool decode, bool dflt, std::int64_t max_d,
                    std::int64_t max_dv, int bm, int bn, int dv_tile) {
-  return Variant{name,
-                 dtype,
-                 decode,
-                 dflt,
-                 max_d,
-                 max_dv,
-                 bm,
-                 bn,
-                 dv_tile,
-                 C::NT,
-                 C::smem_bytes,
-                 reinterpret_cast<const void*>(K),
-                 &launch_variant<C, K>};
+  return variant_of<C>(name, dtype, decode, dflt, max_d, max_dv, bm, bn, dv_tile,
+                       reinterpret_cast<const void*>(K), &launch_variant<C, K>);
 }
 
 template <class C>
@@ -62,9 +68,9 @@ Variant dmma(const char* name, bool dflt) {
 // f32 compute type, else the compute type itself).
 template <class C>
 Variant decode(const char* name, bool dflt = true) {
-  return variant_of<C, attn_decode_kernel<C>>(name, StorageDType<typename C::storage>::value, true,
-                                              dflt, C::max_d, C::max_dv, 1, C::WARPS * C::U,
-                                              C::max_dv);
+  return variant_of<C>(name, StorageDType<typename C::storage>::value, true, dflt, C::max_d,
+                       C::max_dv, 1, C::WARPS * C::U, C::max_dv,
+                       reinterpret_cast<const void*>(&attn_decode_kernel<C>), &launch_decode<C>);
 }
 
 // Restricts a variant to calls of at most `work` scores (batch x heads x M x

@@ -12,6 +12,12 @@
 
 namespace strata::cuda {
 
+// Launches a variant's kernel: its argument, the decode kernel's ticket
+// counters (null: the splits are merged by a separate kernel; the
+// streaming kernels ignore it), grid, dynamic shared memory, stream.
+using LaunchFn = void (*)(const AttnParams&, unsigned* merge_count, int grid, std::size_t smem,
+                          cudaStream_t);
+
 struct Variant {
   const char* name;
   DType dtype;
@@ -22,7 +28,7 @@ struct Variant {
   int threads;
   std::size_t smem;
   const void* kernel;
-  void (*launch)(const AttnParams&, int grid, std::size_t smem, cudaStream_t);
+  LaunchFn launch;
   std::int64_t max_work = 0;  // serves only calls with at most this many scores; 0 = any
   // Reads K and V fast only with 16-byte loads along the head dim (the
   // pipelined kernel): the launcher repacks other K/V layouts first.
