@@ -284,10 +284,14 @@ inline bool row_invariant(const RowParams& p, int k) {
   return true;
 }
 
-// Resident blocks per SM asked of ptxas by the pipelined kernels: 4 blocks
-// of 256 (64 registers) one row ahead, 3 (80 registers) two rows ahead.
+// Resident blocks per SM asked of ptxas by the pipelined kernels: 768
+// threads (80 registers) one row ahead, 512 (128 registers) two rows
+// ahead; at 1024 / 768 threads ptxas spilled 72-198 bytes (rows of the row
+// loop, weight, bias and the f32 row all live at once).
 template <int TPR, int AHEAD>
-inline constexpr int kPipeMinBlocks = (AHEAD == 1 ? 1024 : 768) / kBlock<TPR>;
+inline constexpr int kPipeMinBlocks = (AHEAD == 1 ? 768 : 512) / kBlock<TPR> > 0
+                                          ? (AHEAD == 1 ? 768 : 512) / kBlock<TPR>
+                                          : 1;
 
 // One wave of resident blocks, every block given the same number of groups
 // of rows (4096 rows on 132 SMs x 4: 512 blocks of 8 rows, not 528 of 7-8).
