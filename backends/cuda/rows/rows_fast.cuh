@@ -294,7 +294,7 @@ inline constexpr int kPipeMinBlocks = (AHEAD == 1 ? 768 : 512) / kBlock<TPR> > 0
                                           : 1;
 
 // One wave of resident blocks, every block given the same number of groups
-// of rows (4096 rows on 132 SMs x 4: 512 blocks of 8 rows, not 528 of 7-8).
+// of rows (pipe1, 4096 rows on 132 SMs x 3: 373 blocks of 11 rows, not 396 of 10-11).
 template <int TPR, int AHEAD>
 inline int grid_pipe(std::int64_t rows) {
   const std::int64_t want = (rows + kBlock<TPR> / TPR - 1) / (kBlock<TPR> / TPR);
