@@ -59,7 +59,8 @@ std::int64_t splits_in(const std::string& plan) {
 
 // Key counts whose plans have 1, 2 and 7 splits (the decode kernels take 32
 // keys per tile and one tile per split at least) and the most (40000 keys
-// fill a wave of blocks: twice as many keys give no more splits).
+// fill a wave of blocks: twice as many keys give no more splits, but for
+// the rounding of keys per split).
 std::vector<std::int64_t> split_sweep(DType dt, std::int64_t M) {
   std::vector<std::int64_t> Ns;
   for (std::int64_t want : {1, 2, 7}) {
@@ -74,7 +75,7 @@ std::vector<std::int64_t> split_sweep(DType dt, std::int64_t M) {
   const std::string most = plan_for(dt, {M, 40000});
   INFO(most);
   REQUIRE(splits_in(most) > 7);
-  REQUIRE(splits_in(most) == splits_in(plan_for(dt, {M, 80000})));
+  REQUIRE(std::abs(splits_in(most) - splits_in(plan_for(dt, {M, 80000}))) <= 1);
   REQUIRE(most.find("merge=in_kernel") != std::string::npos);
   Ns.push_back(40000);
   return Ns;
