@@ -6,13 +6,13 @@
 
 namespace strata::cuda {
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP>
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW>
 void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
-  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP>
+  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW>
       <<<grid, flash::WgmmaConfig<T, D, WG, BN, STAGES>::kThreads, smem, st>>>(a);
 }
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP>
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW>
 FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default) {
   using C = flash::WgmmaConfig<T, D, WG, BN, STAGES>;
   return FlashVariant{name,
@@ -23,8 +23,8 @@ FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default) {
                       C::kThreads,
                       C::kSmem,
                       is_default,
-                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP>),
-                      &wgmma_launch<T, D, WG, BN, STAGES, OVERLAP>};
+                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW>),
+                      &wgmma_launch<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW>};
 }
 
 }  // namespace strata::cuda
@@ -38,14 +38,18 @@ namespace strata::cuda {
 template <class T>
 std::vector<FlashVariant> wgmma_table(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
-  // <T, D, warpgroups (64 rows each), BN, STAGES, overlap P V with the next softmax>
+  // <T, D, warpgroups (64 rows each), BN, STAGES, overlap P V with the next
+  // softmax, CTAs per SM the registers must allow, raw scores in unmasked tiles>
   return {
-      make_wgmma_variant<T, 64, 2, 128, 2, true>("wg.d64.128x128.ov", dt, true),
-      make_wgmma_variant<T, 64, 2, 128, 2, false>("wg.d64.128x128.s2", dt, false),
-      make_wgmma_variant<T, 64, 2, 64, 2, true>("wg.d64.128x64.ov", dt, false),
-      make_wgmma_variant<T, 128, 2, 128, 2, true>("wg.d128.128x128.ov", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 2, false>("wg.d128.128x128.s2", dt, false),
-      make_wgmma_variant<T, 128, 2, 64, 2, true>("wg.d128.128x64.ov", dt, false),
+      make_wgmma_variant<T, 64, 2, 128, 2, true, 1, false>("wg.d64.128x128.ov", dt, true),
+      make_wgmma_variant<T, 64, 2, 128, 2, true, 1, true>("wg.d64.128x128.ov.raw", dt, false),
+      make_wgmma_variant<T, 64, 1, 128, 2, true, 2, true>("wg.d64.64x128.ov.b2.raw", dt, false),
+      make_wgmma_variant<T, 64, 2, 64, 2, true, 1, false>("wg.d64.128x64.ov", dt, false),
+      make_wgmma_variant<T, 64, 1, 128, 2, true, 2, false>("wg.d64.64x128.ov.b2", dt, false),
+      make_wgmma_variant<T, 128, 2, 128, 2, true, 1, false>("wg.d128.128x128.ov", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 2, true, 1, true>("wg.d128.128x128.ov.raw", dt, false),
+      make_wgmma_variant<T, 128, 2, 64, 2, true, 1, false>("wg.d128.128x64.ov", dt, false),
+      make_wgmma_variant<T, 128, 1, 64, 2, true, 2, false>("wg.d128.64x64.ov.b2", dt, false),
   };
 #else
   (void)dt;
