@@ -271,6 +271,15 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   return pl;
 }
 
+// Whether the decode kernel merges its own splits. Up to a few hundred
+// splits the last block's merge saves a launch; one row over 528 splits
+// (M 1, N 262144) ran slower merged by one block (0.064 against 0.050 ms,
+// H200, docs/cuda-tuning.md), so many splits keep the block-parallel merge.
+constexpr std::int64_t kFusedMergeMaxSplits = 256;
+bool fused_merge(const Plan& pl) {
+  return pl.merge && pl.v->decode && pl.p.splits <= kFusedMergeMaxSplits;
+}
+
 // The decode kernel's ticket counters for `rows` row groups on (device,
 // stream), kept per thread as matmul_cublas.cu keeps its workspace: calls
 // on one stream run in order and every launch leaves its counters at 0, so
@@ -359,7 +368,7 @@ void run(const AttentionArgs& a) {
     pl.p.part_ml = static_cast<char*>(scratch) + acc_bytes;
   }
   unsigned* counters =
-      pl.merge && pl.v->decode ? merge_counters(scope.dev, st, pl.p.bh * a.M) : nullptr;
+      fused_merge(pl) ? merge_counters(scope.dev, st, pl.p.bh * a.M) : nullptr;
   pl.v->launch(pl.p, counters, int(pl.grid), pl.v->smem, st);
   const cudaError_t launch_err = cudaGetLastError();
   if (launch_err == cudaSuccess && pl.merge && !counters) {
@@ -416,7 +425,7 @@ std::string attention_plan(const AttentionArgs& a) {
                                       : make_plan<float, float>(a, dev);
   // merge=in_kernel: the decode kernel's last block per row merges (a
   // capture on a stream without counters yet runs merge=kernel instead).
-  const char* merge = !pl.merge ? "" : pl.v->decode ? " merge=in_kernel" : " merge=kernel";
+  const char* merge = !pl.merge ? "" : fused_merge(pl) ? " merge=in_kernel" : " merge=kernel";
   return std::string(pl.v->name) + " grid=" + std::to_string(pl.grid) +
          " splits=" + std::to_string(pl.p.splits) + merge + (pl.pack_k ? " pack_k" : "") +
          (pl.pack_v ? " pack_v" : "");

@@ -181,6 +181,29 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     if (need_mask || !RAW) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) s[i] *= c;
+    }
+    if (need_mask && a.mask_kind == 0) {
+      // Bounds and band only (causal, windows, partial tiles): in 32 bits,
+      // relative to this thread's first key and row. key - row is
+      // rel + col - ro; the limits are clamped to +-2^30, far outside the
+      // tile, which keeps every comparison exact.
+      auto clamp32 = [](std::int64_t x) {
+        return int(x < -(1 << 30) ? -(1 << 30) : x > (1 << 30) ? (1 << 30) : x);
+      };
+      const std::int64_t rel = n0 - i0;
+      const int n_left = clamp32(a.N - n0), m_left = clamp32(a.M - i0);
+      const int lo = a.has_band ? clamp32(a.band_lo - rel) : -(1 << 30);
+      const int hi = a.has_band ? clamp32(a.band_hi - rel) : (1 << 30);
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = j * 8 + 2 * t4 + (e & 1), ro = (e >> 1) * 8;
+          const bool keep = col < n_left && ro < m_left && col - ro >= lo && col - ro <= hi;
+          if (!keep) s[4 * j + e] = kNegInf;
+        }
+      }
+    } else if (need_mask) {
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll

@@ -41,15 +41,13 @@ std::vector<FlashVariant> wgmma_table(DType dt) {
   // <T, D, warpgroups (64 rows each), BN, STAGES, overlap P V with the next
   // softmax, CTAs per SM the registers must allow, raw scores in unmasked tiles>
   return {
-      make_wgmma_variant<T, 64, 2, 128, 2, true, 1, false>("wg.d64.128x128.ov", dt, true),
-      make_wgmma_variant<T, 64, 2, 128, 2, true, 1, true>("wg.d64.128x128.ov.raw", dt, false),
-      make_wgmma_variant<T, 64, 1, 128, 2, true, 2, true>("wg.d64.64x128.ov.b2.raw", dt, false),
-      make_wgmma_variant<T, 64, 2, 64, 2, true, 1, false>("wg.d64.128x64.ov", dt, false),
+      make_wgmma_variant<T, 64, 1, 128, 2, true, 2, true>("wg.d64.64x128.ov.b2.raw", dt, true),
       make_wgmma_variant<T, 64, 1, 128, 2, true, 2, false>("wg.d64.64x128.ov.b2", dt, false),
+      make_wgmma_variant<T, 64, 2, 128, 2, true, 1, true>("wg.d64.128x128.ov.raw", dt, false),
       make_wgmma_variant<T, 128, 2, 128, 2, true, 1, false>("wg.d128.128x128.ov", dt, true),
       make_wgmma_variant<T, 128, 2, 128, 2, true, 1, true>("wg.d128.128x128.ov.raw", dt, false),
-      make_wgmma_variant<T, 128, 2, 64, 2, true, 1, false>("wg.d128.128x64.ov", dt, false),
       make_wgmma_variant<T, 128, 1, 64, 2, true, 2, false>("wg.d128.64x64.ov.b2", dt, false),
+      make_wgmma_variant<T, 128, 1, 64, 2, true, 2, true>("wg.d128.64x64.ov.b2.raw", dt, false),
   };
 #else
   (void)dt;
