@@ -24,19 +24,10 @@
 // an 8 KB row's reduction latency hides behind the next rows' loads without
 // holding them in registers. f32 rows keep the previous kernels.
 //
-// Register-pipelined candidates (STRATA_CUDA_ROWS16=pipe1|pipe2, an A/B
-// switch for the H200 run; default `base`, the modes above): 16-bit rows of
-// the narrow dispatch (NV <= 2) with weight and bias shared by every row.
-// One wave of resident blocks walks the rows; each group issues the loads of
-// the row AHEAD (1 or 2) steps ahead into registers before the current
-// row's reductions, and holds weight and bias in registers for all its rows,
-// so that no L2 round trip sits between a row's reductions and its store.
-// Why (4096 x 4096 bf16): a row is 8 KB; ~4.1 TB/s at ~700 ns of latency
-// needs ~22 KB of loads in flight per SM, and with one row per group every
-// group stalls on its loads, then its reductions, then weight's L2 read,
-// with nothing of its own in flight in between.
-#include <cstdlib>
-#include <cstring>
+// Register-pipelined candidates (the next 1 or 2 rows loading into
+// registers during this row's reductions, weight and bias held in registers)
+// measured slower than the modes above on every 16-bit op and were removed
+// (docs/ops.md, "Rows16 / gelu16 A/B: measured").
 #include <type_traits>
 
 #include "cuda/rows/rows.cuh"
@@ -261,95 +252,6 @@ __device__ __forceinline__ void for_rows(const RowParams& p, Vec<T, 16 / sizeof(
     }
     cp_async_wait<0>();  // nothing in flight when the block exits
   }
-}
-
-// ---- the register-pipelined candidates (STRATA_CUDA_ROWS16) ----------------------
-enum class Rows16 { base, pipe1, pipe2 };
-
-// Read at each call (not cached) so that one test process forces each mode.
-inline Rows16 rows16_mode() {
-  const char* e = std::getenv("STRATA_CUDA_ROWS16");
-  if (e == nullptr || *e == '\0' || std::strcmp(e, "base") == 0) return Rows16::base;
-  if (std::strcmp(e, "pipe1") == 0) return Rows16::pipe1;
-  if (std::strcmp(e, "pipe2") == 0) return Rows16::pipe2;
-  fail("cuda rows", "STRATA_CUDA_ROWS16 is '", e, "'; expected base, pipe1 or pipe2");
-}
-
-// Whether operand k is the same vector for every row (outer strides 0, or
-// absent): weight and bias of a norm, loaded once per group.
-inline bool row_invariant(const RowParams& p, int k) {
-  if (p.ptr[k] == nullptr) return true;
-  for (int j = 0; j < p.nouter; ++j)
-    if (p.ostride[k][j] != 0) return false;
-  return true;
-}
-
-// Resident blocks per SM asked of ptxas by the pipelined kernels: 768
-// threads (80 registers) one row ahead, 512 (128 registers) two rows
-// ahead; at 1024 / 768 threads ptxas spilled 72-198 bytes (rows of the row
-// loop, weight, bias and the f32 row all live at once).
-template <int TPR, int AHEAD>
-inline constexpr int kPipeMinBlocks = (AHEAD == 1 ? 768 : 512) / kBlock<TPR> > 0
-                                          ? (AHEAD == 1 ? 768 : 512) / kBlock<TPR>
-                                          : 1;
-
-// One wave of resident blocks, every block given the same number of groups
-// of rows (pipe1, 4096 rows on 132 SMs x 3: 373 blocks of 11 rows, not 396 of 10-11).
-template <int TPR, int AHEAD>
-inline int grid_pipe(std::int64_t rows) {
-  const std::int64_t want = (rows + kBlock<TPR> / TPR - 1) / (kBlock<TPR> / TPR);
-  const std::int64_t cap = std::int64_t(sm_count()) * kPipeMinBlocks<TPR, AHEAD>;
-  const std::int64_t per = (want + cap - 1) / cap;
-  const std::int64_t g = (want + per - 1) / per;
-  return static_cast<int>(g < 1 ? 1 : g);
-}
-
-// Row loop of a pipelined kernel: body(row, off, r) for each of this group's
-// rows, the row AHEAD steps on already loading into registers. The loop is
-// unrolled by AHEAD + 1 so that every buffer index is a constant (registers,
-// not local memory); buffer (s + AHEAD) % S is the one row - step used.
-// Rows past the end load nothing; the condition is uniform over a group.
-template <class T, int TPR, int NV, int AHEAD, class Body>
-__device__ __forceinline__ void for_rows_ahead(const RowParams& p, Body&& body) {
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr int RPB = kBlock<TPR> / TPR;
-  constexpr int S = AHEAD + 1;
-  const int lane = threadIdx.x % TPR;
-  const std::int64_t nvec = p.n / VEC;
-  const std::int64_t step = std::int64_t(gridDim.x) * RPB;
-  const std::int64_t first = std::int64_t(blockIdx.x) * RPB + threadIdx.x / TPR;
-  const T* x = reinterpret_cast<const T*>(p.ptr[1]);
-  Vec<T, VEC> buf[S][NV];
-  auto fetch = [&](std::int64_t row, Vec<T, VEC>(&r)[NV]) {
-    if (row < p.rows) {
-      std::int64_t off[kMaxOperands];
-      row_offsets(p, row, off);
-      load_row<T, TPR, NV>(x + off[1], nvec, lane, r);
-    }
-  };
-#pragma unroll
-  for (int k = 0; k < AHEAD; ++k) fetch(first + k * step, buf[k]);
-  for (std::int64_t row = first; row < p.rows; row += S * step) {
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      const std::int64_t cur = row + s * step;
-      fetch(cur + AHEAD * step, buf[(s + AHEAD) % S]);
-      if (cur < p.rows) {
-        std::int64_t off[kMaxOperands];
-        row_offsets(p, cur, off);
-        body(cur, off, buf[s]);
-      }
-    }
-  }
-}
-
-// 2^x by the MUFU alone (ex2.approx.ftz: ~2 ulp, results below 2^-126
-// flushed to 0): exp(x - m) as ex2(x log2(e) - m log2(e)) in the 16-bit
-// candidates, whose outputs round to 8 or 11 bits.
-__device__ __forceinline__ float ex2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
 }
 
 }  // namespace strata::cuda::fastrow

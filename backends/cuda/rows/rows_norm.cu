@@ -150,73 +150,6 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
       });
 }
 
-// The register-pipelined candidate (rows_fast.cuh, STRATA_CUDA_ROWS16):
-// weight and bias (the same for every row) held in registers, the row
-// AHEAD steps on loading during this row's reductions. The same maths as
-// norm_fast.
-template <bool RMS, class T, int TPR, int NV, int AHEAD>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kPipeMinBlocks<TPR, AHEAD>)
-    norm_pipe(RowParams p) {
-  using C = compute_t<T>;
-  constexpr int VEC = 16 / sizeof(T);
-  __shared__ C sh[2 * (TPR / 32)];
-  fastrow::Reducer<TPR, C> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % TPR;
-  const std::int64_t nvec = p.n / VEC;
-  const C eps = static_cast<C>(p.scalar[0]);
-  const bool has_w = p.ptr[2] != nullptr, has_b = !RMS && p.ptr[3] != nullptr;
-  Vec<T, VEC> wv[NV], bv[NV];
-  const T one = cvt<T>(1.0f), zero = cvt<T>(0.0f);
-  if (has_w)
-    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[2]), nvec, lane, wv);
-  else
-#pragma unroll
-    for (int i = 0; i < NV; ++i) wv[i] = splat<VEC, T>(one);
-  if (has_b)
-    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[3]), nvec, lane, bv);
-  else
-#pragma unroll
-    for (int i = 0; i < NV; ++i) bv[i] = splat<VEC, T>(zero);
-  fastrow::for_rows_ahead<T, TPR, NV, AHEAD>(
-      p, [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&r)[NV]) {
-        C mu = 0;
-        if constexpr (!RMS) {
-          C s = 0;
-#pragma unroll
-          for (int i = 0; i < NV; ++i)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) s += cvt<C>(r[i].v[j]);  // zeros past the end
-          mu = red(s, SumOp{}) / C(p.n);
-        }
-        C q = 0;
-#pragma unroll
-        for (int i = 0; i < NV; ++i)
-          if (lane + std::int64_t(i) * TPR < nvec)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-              const C c = cvt<C>(r[i].v[j]) - mu;
-              q += c * c;
-            }
-        q = red(q, SumOp{});
-        const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
-        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) {
-          const std::int64_t e = lane + std::int64_t(i) * TPR;
-          if (e < nvec) {
-            Vec<T, VEC> o;
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)  // w = 1, b = 0 when absent: exact
-              o.v[j] =
-                  cvt<T>((cvt<C>(r[i].v[j]) - mu) * inv * cvt<C>(wv[i].v[j]) + cvt<C>(bv[i].v[j]));
-            st_vec<T, VEC>(out + e * VEC, o);
-          }
-        }
-      });
-}
-
 template <bool RMS, class T>
 void norm(const IterArgs& a) {
   RowParams p = make_row_params(a);
@@ -227,25 +160,9 @@ void norm(const IterArgs& a) {
   // layer_norm only (H200, 4096 x 4096 bf16: 52.4% of copy against 49.4;
   // rms_norm 64.0 against 75.1, softmax 55.1 against 62.5; docs/ops.md).
   constexpr bool staged = !RMS;
-  // The register-pipelined candidates (16-bit rows, weight and bias shared
-  // by every row): STRATA_CUDA_ROWS16=pipe1|pipe2.
-  const fastrow::Rows16 mode = fastrow::rows16_mode();
-  const bool pipe = sizeof(T) == 2 && mode != fastrow::Rows16::base &&
-                    fastrow::row_invariant(p, 2) && (RMS || fastrow::row_invariant(p, 3));
-  if (fastrow::dispatch<T>(p, staged || pipe, [&](auto tpr, auto nv) {
+  if (fastrow::dispatch<T>(p, staged, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
         constexpr int B = fastrow::kBlock<TPR>;
-        if constexpr (sizeof(T) == 2 && NV <= 2) {
-          if (pipe) {
-            if (mode == fastrow::Rows16::pipe1)
-              launch_row_kernel(norm_pipe<RMS, T, TPR, NV, 1>, fastrow::grid_pipe<TPR, 1>(p.rows),
-                                B, st, p);
-            else
-              launch_row_kernel(norm_pipe<RMS, T, TPR, NV, 2>, fastrow::grid_pipe<TPR, 2>(p.rows),
-                                B, st, p);
-            return;
-          }
-        }
         if constexpr (fastrow::kPipelined<T, TPR, NV>) {
           if (staged) {
             launch_row_kernel(norm_fast<RMS, T, TPR, NV, true>,

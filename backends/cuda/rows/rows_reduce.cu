@@ -227,60 +227,6 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
       });
 }
 
-// The register-pipelined candidate (rows_fast.cuh, STRATA_CUDA_ROWS16), for
-// 16-bit rows: the row AHEAD steps on loading during this row's two
-// reductions; exp(x - max) by one FFMA and one ex2.approx per element, kept
-// in f32 registers (NV <= 2: 16 values) for the output, so that the
-// MUFU runs once per element instead of twice.
-template <bool Log, class T, int TPR, int NV, int AHEAD>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kPipeMinBlocks<TPR, AHEAD>)
-    softmax_pipe(RowParams p) {
-  using C = compute_t<T>;
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr float kLog2e = 1.4426950408889634f;
-  __shared__ C sh[2 * (TPR / 32)];
-  fastrow::Reducer<TPR, C> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % TPR;
-  const std::int64_t nvec = p.n / VEC;
-  fastrow::for_rows_ahead<T, TPR, NV, AHEAD>(
-      p, [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&r)[NV]) {
-        C m = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < NV; ++i)
-          if (lane + std::int64_t(i) * TPR < nvec)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, cvt<C>(r[i].v[j]));
-        m = red(m, MaxOp{});
-        // x log2(e) - m log2(e): -inf rows give NaN (inf - inf), as the reference.
-        const C ml = -m * kLog2e;
-        C ex[NV][VEC];
-        C s = 0;
-#pragma unroll
-        for (int i = 0; i < NV; ++i)
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            ex[i][j] = fastrow::ex2_approx(fmaf(cvt<C>(r[i].v[j]), kLog2e, ml));
-            if (lane + std::int64_t(i) * TPR < nvec) s += ex[i][j];
-          }
-        s = red(s, SumOp{});
-        const C inv = C(1) / s, lse = fn::m_log(s);
-        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) {
-          const std::int64_t e = lane + std::int64_t(i) * TPR;
-          if (e < nvec) {
-            Vec<T, VEC> o;
-#pragma unroll
-            for (int j = 0; j < VEC; ++j)
-              o.v[j] = cvt<T>(Log ? cvt<C>(r[i].v[j]) - m - lse : ex[i][j] * inv);
-            st_vec<T, VEC>(out + e * VEC, o);
-          }
-        }
-      });
-}
-
 template <class K>
 void launch_rows(K kernel_warp, K kernel_block, const RowParams& p, const IterArgs& a) {
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
@@ -305,25 +251,12 @@ void softmax(const IterArgs& a) {
   p.vec = rows_vectorisable(a, 0b11, 16 / sizeof(T), sizeof(T));
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   // One row per group: the staged 16-bit mode measured slower here (bf16
-  // 4096 x 4096: 55.1% of copy against 62.5; rows_norm.cu). The register-
-  // pipelined candidates: STRATA_CUDA_ROWS16=pipe1|pipe2 (16-bit rows).
-  const fastrow::Rows16 mode = fastrow::rows16_mode();
-  const bool pipe = sizeof(T) == 2 && mode != fastrow::Rows16::base;
-  if (fastrow::dispatch<T>(p, pipe, [&](auto tpr, auto nv) {
+  // 4096 x 4096: 55.1% of copy against 62.5; rows_norm.cu), and so did the
+  // register-pipelined candidates (docs/ops.md).
+  if (fastrow::dispatch<T>(p, false, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-        constexpr int B = fastrow::kBlock<TPR>;
-        if constexpr (sizeof(T) == 2 && NV <= 2) {
-          if (pipe) {
-            if (mode == fastrow::Rows16::pipe1)
-              launch_row_kernel(softmax_pipe<Log, T, TPR, NV, 1>,
-                                fastrow::grid_pipe<TPR, 1>(p.rows), B, st, p);
-            else
-              launch_row_kernel(softmax_pipe<Log, T, TPR, NV, 2>,
-                                fastrow::grid_pipe<TPR, 2>(p.rows), B, st, p);
-            return;
-          }
-        }
-        launch_row_kernel(softmax_fast<Log, T, TPR, NV>, fastrow::grid_for<TPR>(p.rows), B, st, p);
+        launch_row_kernel(softmax_fast<Log, T, TPR, NV>, fastrow::grid_for<TPR>(p.rows),
+                          fastrow::kBlock<TPR>, st, p);
       }))
     return;
   launch_rows(&softmax_kernel<Log, T, 32>, &softmax_kernel<Log, T, kRowThreads>, p, a);
