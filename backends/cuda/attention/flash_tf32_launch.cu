@@ -22,9 +22,6 @@ using flash_host::kOp;
 
 constexpr int kF32Chunk = 4;  // f32 elements per 16-byte chunk
 
-// The trials table's names say their precision: "tf32x3." high, "tf32." medium.
-bool is_x3(const FlashVariant& v) { return std::string(v.name).rfind("tf32x3.", 0) == 0; }
-
 const FlashVariant& pick(bool x3, int D) {
   const FlashVariant* best = nullptr;
   for (const FlashVariant& v : x3 ? flash_variants_tf32x3() : flash_variants_tf32()) {
@@ -32,8 +29,6 @@ const FlashVariant& pick(bool x3, int D) {
     if (flash_host::forced(v.name)) return v;
     if (v.is_default && !best) best = &v;
   }
-  for (const FlashVariant& v : flash_variants_tf32_trials())
-    if (v.D == D && is_x3(v) == x3 && flash_host::forced(v.name)) return v;
   check(best != nullptr, kOp, "cuda: no TF32 configuration for d = ", D);
   return *best;
 }

@@ -11,8 +11,5 @@ namespace strata::cuda {
 
 const std::vector<FlashVariant>& flash_variants_tf32x3();  // high: 3xTF32
 const std::vector<FlashVariant>& flash_variants_tf32();    // medium: TF32
-// Both precisions, none default: the A/B candidates (flash_tf32_trials.cu),
-// reached only when STRATA_FLASH_VARIANT names them.
-const std::vector<FlashVariant>& flash_variants_tf32_trials();
 
 }  // namespace strata::cuda
