@@ -96,6 +96,19 @@ inline bool chunk_ok(const Operand& x, int elems) {
   return true;
 }
 
+// Rows of a 16-bit x can be moved in 8-byte pieces (4 elements): 8-byte
+// aligned base, unit last-dim stride, the row length and every other stride
+// multiples of 4 (head dims such as 100, whose rows are 200 bytes).
+inline bool piece8_ok(const Operand& x) {
+  const int r = x.rank;
+  if ((reinterpret_cast<std::uintptr_t>(x.data) & 7u) != 0 || x.strides[r - 1] != 1 ||
+      x.shape[r - 1] % 4)
+    return false;
+  for (int i = 0; i < r - 1; ++i)
+    if (x.shape[i] > 1 && x.strides[i] % 4) return false;
+  return true;
+}
+
 inline std::size_t round256(std::size_t n) { return (n + 255) / 256 * 256; }
 
 // A row-major copy of operand x: broadcast (stride-0) dims stay stride 0

@@ -9,8 +9,9 @@
 //
 // Strides are in elements. q, k and v have a unit last-dim stride and
 // 16-byte aligned rows whose length is padded with zeros to a multiple of 8
-// (the launcher packs other layouts into scratch first); out, lse and mask
-// may have any strides.
+// (the launcher packs other layouts into scratch first), or for a kernel
+// built to read 8-byte pieces (FlashVariant::pieces8), 8-byte aligned rows
+// of a multiple of 4; out, lse and mask may have any strides.
 #include <cstdint>
 
 namespace strata::cuda {

@@ -33,6 +33,7 @@ using flash_host::forced;
 using flash_host::kOp;
 using flash_host::make_flash_args;
 using flash_host::Pack;
+using flash_host::piece8_ok;
 using flash_host::place;
 using flash_host::plan_pack;
 using flash_host::round256;
@@ -64,21 +65,56 @@ bool any_forced(const std::vector<FlashVariant>& table, int D) {
   return false;
 }
 
-void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, int D) {
+// A default whose grid has fewer CTAs than the device has SMs leaves some
+// idle: the table's small_grid configuration of that head dim, if any,
+// takes the call (one head of 8192 at d 128: 202 -> 282 TFLOP/s, H200).
+const FlashVariant* small_grid_choice(const std::vector<FlashVariant>& table, int D,
+                                      const FlashVariant& chosen, const AttentionArgs& a, int dev) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return &chosen;
+  const std::int64_t grid = (a.M + chosen.bm - 1) / chosen.bm * a.batch_count() * a.Hq;
+  if (grid >= sms) return &chosen;
+  for (const FlashVariant& v : table)
+    if (v.D == D && v.small_grid) return &v;
+  return &chosen;
+}
+
+// The table's configuration of head dim D that reads 8-byte pieces.
+const FlashVariant* pieces8_choice(const std::vector<FlashVariant>& table, int D) {
+  for (const FlashVariant& v : table)
+    if (v.D == D && v.pieces8) return &v;
+  return nullptr;
+}
+
+// pieces8: the table may read 8-byte pieces (the wgmma one has a
+// configuration for d 128 that does), so operands whose rows are only
+// 8-byte aligned need no packed copy.
+void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, int D,
+               bool pieces8) {
   const DeviceScope scope(a.out.data);
   const FlashVariant* found = pick(table, D);
   check(found != nullptr, kOp, "cuda: no tensor-core configuration for d = ", D);
-  const FlashVariant& v = *found;
-  flash_host::prepare(v.kernel, v.smem, scope.dev);
+  if (!any_forced(table, D)) found = small_grid_choice(table, D, *found, a, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
 
   AttentionArgs w = a;
   Operand* ops[3] = {&w.q, &w.k, &w.v};
   Pack packs[3];
   bool need[3];
-  std::size_t total = 0;
+  bool any_need = false, all_pieces = pieces8;
   for (int i = 0; i < 3; ++i) {
     need[i] = !chunk_ok(*ops[i], 8);
+    any_need = any_need || need[i];
+    all_pieces = all_pieces && piece8_ok(*ops[i]);
+  }
+  const FlashVariant* by_pieces = any_need && all_pieces ? pieces8_choice(table, D) : nullptr;
+  const bool use_pieces = by_pieces != nullptr;
+  if (use_pieces) found = by_pieces;
+  const FlashVariant& v = *found;
+  flash_host::prepare(v.kernel, v.smem, scope.dev);
+  std::size_t total = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (use_pieces) need[i] = false;
     if (!need[i]) continue;
     const std::int64_t cols = ops[i]->shape[ops[i]->rank - 1];
     packs[i] = plan_pack(*ops[i], 2, (cols + 7) / 8 * 8);
@@ -167,10 +203,10 @@ void run_via_f32(const AttentionArgs& a) {
   CUDA_CHECK_LAUNCH();
 }
 
-void run_d64(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 64); }
-void run_d128(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 128); }
-void run_wg_d64(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 64); }
-void run_wg_d128(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 128); }
+void run_d64(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 64, false); }
+void run_d128(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 128, false); }
+void run_wg_d64(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 64, true); }
+void run_wg_d128(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 128, true); }
 void run_f32(const AttentionArgs& a) {
   if (a.dtype() == DType::bf16)
     run_via_f32<__nv_bfloat16>(a);

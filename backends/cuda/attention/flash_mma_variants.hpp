@@ -22,6 +22,12 @@ struct FlashVariant {
   bool is_default;   // chosen without STRATA_FLASH_VARIANT
   const void* kernel;
   void (*launch)(const FlashArgs&, int grid, std::size_t smem, cudaStream_t);
+  // Chosen instead of the default when the default's grid would leave
+  // multiprocessors idle (fewer CTAs than SMs): smaller query tiles.
+  bool small_grid = false;
+  // Reads q, k and v rows in 8-byte pieces: taken (instead of packing them)
+  // when their rows are only 8-byte aligned, e.g. d = 100.
+  bool pieces8 = false;
 };
 
 const std::vector<FlashVariant>& flash_variants_bf16();

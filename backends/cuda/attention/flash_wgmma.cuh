@@ -28,25 +28,42 @@
 
 namespace strata::cuda::flash {
 
-// Copies rows [0, rows) x chunks [0, cols / 8) of a [ROWS][D] tile from
-// global (row stride rs elements) into D / 64 swizzled panels of ROWS rows
-// of 128 bytes; the rest of the tile is zeroed. A thread copies one chunk
-// column every THREADS / (D / 8) rows (a multiple of 8: one swizzle).
-template <class T, int D, int ROWS, int THREADS>
+// 8 bytes global -> shared (cp.async.ca: .cg moves only 16); src_bytes = 0
+// writes zeros.
+__device__ __forceinline__ void cp_async8(std::uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+
+// Copies rows [0, rows) x columns [0, cols) of a [ROWS][D] tile from global
+// (row stride rs elements) into D / 64 swizzled panels of ROWS rows of 128
+// bytes; the rest of the tile is zeroed. A thread copies one 16-byte chunk
+// column every THREADS / (D / 8) rows (a multiple of 8: one swizzle), as
+// one piece, or as two 8-byte pieces when rows are only 8-byte aligned
+// (pieces8: cols a multiple of 4, otherwise a multiple of 8).
+template <class T, int D, int ROWS, int THREADS, bool PIECES8>
 __device__ __forceinline__ void load_panels(std::uint32_t dst, const T* src, std::int64_t rs,
                                             int rows, int cols, int tid) {
   constexpr int kChunks = D / 8;
   constexpr int kStep = THREADS / kChunks;
   static_assert(kStep % 8 == 0, "a thread's rows must share one swizzle");
   const int cc = tid % kChunks, r0 = tid / kChunks;
-  const bool col_ok = cc * 8 < cols;
+  const bool lo_ok = cc * 8 < cols, hi_ok = cc * 8 + 4 < cols;
   const T* p = src + r0 * rs + cc * 8;
   const std::uint32_t d0 = dst + (cc >> 3) * ROWS * 128 + r0 * 128 + (((cc & 7) ^ (r0 & 7)) << 4);
 #pragma unroll
   for (int i = 0; i < (ROWS + kStep - 1) / kStep; ++i) {
     if (ROWS % kStep != 0 && r0 + i * kStep >= ROWS) break;
-    const bool ok = col_ok && r0 + i * kStep < rows;
-    cp_async16(d0 + i * kStep * 128, ok ? p : src, ok ? 16 : 0);
+    const bool row_ok = r0 + i * kStep < rows;
+    const std::uint32_t d = d0 + i * kStep * 128;
+    if constexpr (!PIECES8) {
+      const bool ok = lo_ok && row_ok;
+      cp_async16(d, ok ? p : src, ok ? 16 : 0);
+    } else {
+      const bool ok_lo = lo_ok && row_ok, ok_hi = hi_ok && row_ok;
+      cp_async8(d, ok_lo ? p : src, ok_lo ? 8 : 0);
+      cp_async8(d + 8, ok_hi ? p + 4 : src, ok_hi ? 8 : 0);
+    }
     p += kStep * rs;
   }
 }
@@ -60,7 +77,8 @@ struct WgmmaConfig {
   static constexpr std::size_t kSmem = 1024 + std::size_t(kBM + 2 * STAGES * BN) * D * sizeof(T);
 };
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW>
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW,
+          bool P8>
 __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const FlashArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WgmmaConfig<T, D, WG, BN, STAGES>;
@@ -108,14 +126,14 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     const std::int64_t n0 = (t_begin + it) * BN;
     if (it >= n_tiles) return;
     const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
-    load_panels<T, D, BN, kThreads>(sK_u + (it % STAGES) * kTileBytes, k + n0 * a.k_ns, a.k_ns,
+    load_panels<T, D, BN, kThreads, P8>(sK_u + (it % STAGES) * kTileBytes, k + n0 * a.k_ns, a.k_ns,
                                     nrows, a.d, tid);
   };
   auto load_v = [&](int it) {
     const std::int64_t n0 = (t_begin + it) * BN;
     if (it >= n_tiles) return;
     const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
-    load_panels<T, D, BN, kThreads>(sV_u + (it % STAGES) * kTileBytes, v + n0 * a.v_ns, a.v_ns,
+    load_panels<T, D, BN, kThreads, P8>(sV_u + (it % STAGES) * kTileBytes, v + n0 * a.v_ns, a.v_ns,
                                     nrows, a.dv, tid);
   };
 
@@ -269,7 +287,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     __syncthreads();
   };
 
-  load_panels<T, D, BM, kThreads>(sQ_u, q, a.q_ms, rows, a.d, tid);
+  load_panels<T, D, BM, kThreads, P8>(sQ_u, q, a.q_ms, rows, a.d, tid);
   if constexpr (!OVERLAP) {
     // Each tile in turn: S, softmax, P V; K and V of STAGES - 1 tiles ahead
     // load meanwhile.

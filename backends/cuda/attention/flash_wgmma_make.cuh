@@ -6,14 +6,17 @@
 
 namespace strata::cuda {
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW>
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW,
+          bool P8 = false>
 void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
-  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW>
+  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW, P8>
       <<<grid, flash::WgmmaConfig<T, D, WG, BN, STAGES>::kThreads, smem, st>>>(a);
 }
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW>
-FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default) {
+template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW,
+          bool P8 = false>
+FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
+                                bool small_grid = false) {
   using C = flash::WgmmaConfig<T, D, WG, BN, STAGES>;
   return FlashVariant{name,
                       dt,
@@ -23,8 +26,10 @@ FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default) {
                       C::kThreads,
                       C::kSmem,
                       is_default,
-                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW>),
-                      &wgmma_launch<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW>};
+                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW, P8>),
+                      &wgmma_launch<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW, P8>,
+                      small_grid,
+                      P8};
 }
 
 }  // namespace strata::cuda
@@ -46,8 +51,10 @@ std::vector<FlashVariant> wgmma_table(DType dt) {
       make_wgmma_variant<T, 64, 2, 128, 2, true, 1, true>("wg.d64.128x128.ov.raw", dt, false),
       make_wgmma_variant<T, 128, 2, 128, 2, true, 1, false>("wg.d128.128x128.ov", dt, true),
       make_wgmma_variant<T, 128, 2, 128, 2, true, 1, true>("wg.d128.128x128.ov.raw", dt, false),
-      make_wgmma_variant<T, 128, 1, 64, 2, true, 2, false>("wg.d128.64x64.ov.b2", dt, false),
+      make_wgmma_variant<T, 128, 1, 64, 2, true, 2, false>("wg.d128.64x64.ov.b2", dt, false, true),
       make_wgmma_variant<T, 128, 1, 64, 2, true, 2, true>("wg.d128.64x64.ov.b2.raw", dt, false),
+      make_wgmma_variant<T, 128, 2, 128, 2, true, 1, false, true>("wg.d128.128x128.ov.p8", dt,
+                                                                  false),
   };
 #else
   (void)dt;
