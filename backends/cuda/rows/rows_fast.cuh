@@ -31,7 +31,6 @@
 #include <type_traits>
 
 #include "cuda/rows/rows.cuh"
-#include "strata/error.hpp"
 
 namespace strata::cuda::fastrow {
 
