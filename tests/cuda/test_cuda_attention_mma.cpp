@@ -339,3 +339,23 @@ TEST_CASE("cuda mma attention: error on the peer shapes", "[cuda][attention][mma
     }
   }
 }
+
+// Grids of at least as many CTAs as SMs (132 on the H200): the default
+// tiles (128 rows at d 128) rather than the small-grid ones most cases
+// above take, and at d 100 the 8-byte-piece configuration with them.
+TEST_CASE("cuda mma attention: grids that fill the GPU", "[cuda][attention][mma]") {
+  std::uint64_t seed = 9600;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {64, 100, 128}) {
+      for (Causal causal : {Causal::none, Causal::bottom_right}) {
+        AttentionCase c = strata::harness::batched_case(260, 300, d, d, dt, ++seed);
+        c.batch = {9};
+        c.Hq = 8;
+        c.Hkv = 2;
+        c.causal = causal;
+        INFO(dt_name(dt) << " d " << d << " causal " << int(causal));
+        require_mma_pass(c, tile_kernel(dt, d <= 64 ? 64 : 128));
+      }
+    }
+  }
+}

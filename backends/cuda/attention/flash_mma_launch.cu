@@ -71,7 +71,8 @@ bool any_forced(const std::vector<FlashVariant>& table, int D) {
 const FlashVariant* small_grid_choice(const std::vector<FlashVariant>& table, int D,
                                       const FlashVariant& chosen, const AttentionArgs& a, int dev) {
   int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return &chosen;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return &chosen;
   const std::int64_t grid = (a.M + chosen.bm - 1) / chosen.bm * a.batch_count() * a.Hq;
   if (grid >= sms) return &chosen;
   for (const FlashVariant& v : table)

@@ -28,4 +28,19 @@ FlashVariant make_flash_variant(const char* name, DType dt, bool is_default) {
       &flash_launch<T, D, BM, BN, STAGES, MT, QREG, MINB>};
 }
 
+// The compiled mma.sync configurations for T (bf16 or f16); names leave the
+// dtype out so that STRATA_FLASH_VARIANT=<name> forces one for both; the
+// defaults are the measured best per head dim (docs/cuda-tuning.md).
+template <class T>
+std::vector<FlashVariant> mma_configs(DType dt) {
+  // <T, D, BM, BN, STAGES, MT (16-row blocks per warp), Q in registers, MIN_BLOCKS>
+  return {
+      make_flash_variant<T, 64, 64, 64, 3, 1, true, 2>("d64.64x64.s3", dt, true),
+      make_flash_variant<T, 64, 128, 32, 2, 2, true, 2>("d64.128x32.s2.mt2", dt, false),
+      make_flash_variant<T, 64, 128, 64, 2, 2, false, 2>("d64.128x64.s2.mt2.qs", dt, false),
+      make_flash_variant<T, 128, 64, 64, 2, 1, true, 2>("d128.64x64.s2", dt, true),
+      make_flash_variant<T, 128, 128, 32, 2, 2, false, 1>("d128.128x32.s2.mt2.qs", dt, false),
+  };
+}
+
 }  // namespace strata::cuda

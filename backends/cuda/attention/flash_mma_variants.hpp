@@ -1,7 +1,7 @@
 #pragma once
 // The compiled configurations of the tensor-core attention kernels
-// (flash_mma.cuh on mma.sync, flash_wgmma.cuh on wgmma) that the launcher (flash_mma_launch.cu) chooses from. The
-// bf16 and f16 tables compile in files of their own, in parallel.
+// (flash_mma.cuh on mma.sync, flash_wgmma.cuh on wgmma) that the launcher (flash_mma_launch.cu)
+// chooses from. The bf16 and f16 tables compile in files of their own, in parallel.
 #include <cuda_runtime.h>
 
 #include <cstddef>

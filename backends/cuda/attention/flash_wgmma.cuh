@@ -6,15 +6,18 @@
 // - one CTA per (batch, q head, 64 * WG query rows); each warpgroup (4
 //   warps) owns 64 rows; its scores, probabilities and output accumulator
 //   stay in registers;
-// - Q, and K and V tiles of BN keys (STAGES deep, cp.async), sit in shared
+// - Q, and K and V tiles of BN keys (two slots each, cp.async), sit in shared
 //   memory as 64-column panels of 128-byte rows, 128-byte swizzled: the
 //   layout wgmma reads directly, K-major for Q and K, MN-major (transposed
 //   by the instruction) for V;
 // - S = Q K^T is wgmma with both operands in shared memory; O += P V takes P
 //   from the score registers rounded to T (the accumulator layout is the A
 //   fragment layout, as in the mma.sync kernel);
-// - online softmax in base 2, masks, bands and partial tiles exactly as in
-//   flash_mma.cuh, whose argument struct (FlashArgs) this kernel shares.
+// - the P V of tile i and the S of tile i + 1 are in flight together, the
+//   softmax of tile i + 1 between their waits (FlashAttention-3's
+//   in-warpgroup overlap);
+// - online softmax in base 2 as in flash_mma.cuh, whose argument struct
+//   (FlashArgs) this kernel shares; bounds and bands masked in 32 bits.
 //
 // Fully masked rows end with l = 0: out = 0, lse = -inf.
 #include <cuda_bf16.h>
@@ -68,20 +71,21 @@ __device__ __forceinline__ void load_panels(std::uint32_t dst, const T* src, std
   }
 }
 
-template <class T, int D, int WG, int BN, int STAGES>
+template <class T, int D, int WG, int BN>
 struct WgmmaConfig {
   static constexpr int kBM = 64 * WG;
   static constexpr int kThreads = 128 * WG;
   static constexpr int kPanels = D / 64;
   // 1024 bytes of slack: the swizzle atoms must start 1024-byte aligned.
-  static constexpr std::size_t kSmem = 1024 + std::size_t(kBM + 2 * STAGES * BN) * D * sizeof(T);
+  static constexpr int kSlots = 2;  // K and V slots each
+  static constexpr std::size_t kSmem = 1024 + std::size_t(kBM + 2 * kSlots * BN) * D * sizeof(T);
 };
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW,
-          bool P8>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8>
 __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const FlashArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgmmaConfig<T, D, WG, BN, STAGES>;
+  using C = WgmmaConfig<T, D, WG, BN>;
+  constexpr int STAGES = C::kSlots;
   using Mma = MmaType<T>;
   constexpr int BM = C::kBM, kThreads = C::kThreads;
   constexpr int kTileBytes = BN * D * int(sizeof(T));
@@ -127,14 +131,14 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     if (it >= n_tiles) return;
     const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
     load_panels<T, D, BN, kThreads, P8>(sK_u + (it % STAGES) * kTileBytes, k + n0 * a.k_ns, a.k_ns,
-                                    nrows, a.d, tid);
+                                        nrows, a.d, tid);
   };
   auto load_v = [&](int it) {
     const std::int64_t n0 = (t_begin + it) * BN;
     if (it >= n_tiles) return;
     const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
     load_panels<T, D, BN, kThreads, P8>(sV_u + (it % STAGES) * kTileBytes, v + n0 * a.v_ns, a.v_ns,
-                                    nrows, a.dv, tid);
+                                        nrows, a.dv, tid);
   };
 
   float o[D / 2], s[BN / 2];
@@ -242,7 +246,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     for (int r = 0; r < 2; ++r) {
       float mx = kNegInf;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      for (int j = 0; j < BN / 8; ++j)
+        mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       mx = fmaxf(mx * f, row_m[r]);
@@ -288,85 +293,56 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   };
 
   load_panels<T, D, BM, kThreads, P8>(sQ_u, q, a.q_ms, rows, a.d, tid);
-  if constexpr (!OVERLAP) {
-    // Each tile in turn: S, softmax, P V; K and V of STAGES - 1 tiles ahead
-    // load meanwhile.
-#pragma unroll
-    for (int st = 0; st < STAGES - 1; ++st) {
-      load_k(st);
-      load_v(st);
-      cp_async_commit();
-    }
-    for (int it = 0; it < n_tiles; ++it) {
-      load_k(it + STAGES - 1);
-      load_v(it + STAGES - 1);
-      cp_async_commit();
-      cp_async_wait<STAGES - 1>();
-      landed();
-      issue_s(it);
-      wgmma::wait<0>();
-      wgmma::touch_regs<BN / 2>(s);
-      float alpha[2];
-      if (softmax(it, alpha)) rescale(alpha);
-      pack_p();
-      issue_pv(it);
-      wgmma::wait<0>();
-      wgmma::touch_regs<D / 2>(o);
-      __syncthreads();  // the slot is refilled by the next iteration's load
-    }
-  } else {
-    // FlashAttention-3's in-warpgroup overlap: while the tensor cores run
-    // P V of tile it, the softmax of tile it + 1 (whose S was issued just
-    // before) runs on the other units. K runs one tile ahead of V: the
-    // group committed after iteration it holds K of it + 3 and V of it + 2,
-    // so every load has a whole iteration to land.
-    static_assert(STAGES == 2, "the overlapped loop keeps two K and two V slots");
-    load_k(0);
-    cp_async_commit();  // Q, K0
-    load_k(1);
-    load_v(0);
-    cp_async_commit();  // K1, V0
+  // FlashAttention-3's in-warpgroup overlap: while the tensor cores run
+  // P V of tile it, the softmax of tile it + 1 (whose S was issued just
+  // before) runs on the other units. K runs one tile ahead of V: the
+  // group committed after iteration it holds K of it + 3 and V of it + 2,
+  // so every load has a whole iteration to land.
+  load_k(0);
+  cp_async_commit();  // Q, K0
+  load_k(1);
+  load_v(0);
+  cp_async_commit();  // K1, V0
+  cp_async_wait<1>();
+  landed();
+  if (n_tiles > 0) {
+    issue_s(0);
+    wgmma::wait<0>();
+    wgmma::touch_regs<BN / 2>(s);
+    float alpha[2];
+    (void)softmax(0, alpha);  // O is still 0
+    pack_p();
+  }
+  __syncthreads();  // K slot 0 is free
+  load_k(2);
+  load_v(1);
+  cp_async_commit();
+  // Every iteration but the last has a next tile (no branch around an
+  // issue: ptxas serializes wgmma across such branches).
+  for (int it = 0; it + 1 < n_tiles; ++it) {
+    cp_async_wait<1>();  // K of it + 1, V of it
+    landed();
+    issue_s(it + 1);
+    issue_pv(it);
+    wgmma::wait<1>();
+    wgmma::touch_regs<BN / 2>(s);
+    float alpha[2];
+    const bool moved = softmax(it + 1, alpha);
+    wgmma::wait<0>();
+    wgmma::touch_regs<D / 2>(o);
+    if (moved) rescale(alpha);
+    pack_p();
+    __syncthreads();  // K slot of it + 1 and V slot of it are free
+    load_k(it + 3);
+    load_v(it + 2);
+    cp_async_commit();
+  }
+  if (n_tiles > 0) {
     cp_async_wait<1>();
     landed();
-    if (n_tiles > 0) {
-      issue_s(0);
-      wgmma::wait<0>();
-      wgmma::touch_regs<BN / 2>(s);
-      float alpha[2];
-      (void)softmax(0, alpha);  // O is still 0
-      pack_p();
-    }
-    __syncthreads();  // K slot 0 is free
-    load_k(2);
-    load_v(1);
-    cp_async_commit();
-    // Every iteration but the last has a next tile (no branch around an
-    // issue: ptxas serializes wgmma across such branches).
-    for (int it = 0; it + 1 < n_tiles; ++it) {
-      cp_async_wait<1>();  // K of it + 1, V of it
-      landed();
-      issue_s(it + 1);
-      issue_pv(it);
-      wgmma::wait<1>();
-      wgmma::touch_regs<BN / 2>(s);
-      float alpha[2];
-      const bool moved = softmax(it + 1, alpha);
-      wgmma::wait<0>();
-      wgmma::touch_regs<D / 2>(o);
-      if (moved) rescale(alpha);
-      pack_p();
-      __syncthreads();  // K slot of it + 1 and V slot of it are free
-      load_k(it + 3);
-      load_v(it + 2);
-      cp_async_commit();
-    }
-    if (n_tiles > 0) {
-      cp_async_wait<1>();
-      landed();
-      issue_pv(n_tiles - 1);
-      wgmma::wait<0>();
-      wgmma::touch_regs<D / 2>(o);
-    }
+    issue_pv(n_tiles - 1);
+    wgmma::wait<0>();
+    wgmma::touch_regs<D / 2>(o);
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -387,8 +363,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
       const std::int64_t i = i0 + 8 * r;
       if (i < a.M) {
         const float l = row_l[r];
-        lse[i * a.l_ms] = l == 0.f ? kNegInf
-                                   : float((double(row_m[r]) + log2(double(l))) * 0.6931471805599453);
+        lse[i * a.l_ms] =
+            l == 0.f ? kNegInf : float((double(row_m[r]) + log2(double(l))) * 0.6931471805599453);
       }
     }
   }
@@ -418,7 +394,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     }
   }
 #else
-  (void)a;  // built without sm_90a: never launched (the registry offers it only with STRATA_CUDA_WGMMA)
+  (void)a;  // built without sm_90a: never launched (the registry offers it only with
+            // STRATA_CUDA_WGMMA)
 #endif
 }
 

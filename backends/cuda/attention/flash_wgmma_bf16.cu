@@ -5,7 +5,7 @@
 namespace strata::cuda {
 
 const std::vector<FlashVariant>& wgmma_variants_bf16() {
-  static const std::vector<FlashVariant> v = wgmma_table<__nv_bfloat16>(DType::bf16);
+  static const std::vector<FlashVariant> v = wgmma_configs<__nv_bfloat16>(DType::bf16);
   return v;
 }
 

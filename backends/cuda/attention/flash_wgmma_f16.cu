@@ -5,7 +5,7 @@
 namespace strata::cuda {
 
 const std::vector<FlashVariant>& wgmma_variants_f16() {
-  static const std::vector<FlashVariant> v = wgmma_table<__half>(DType::f16);
+  static const std::vector<FlashVariant> v = wgmma_configs<__half>(DType::f16);
   return v;
 }
 

@@ -6,55 +6,50 @@
 
 namespace strata::cuda {
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW,
-          bool P8 = false>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false>
 void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
-  flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW, P8>
-      <<<grid, flash::WgmmaConfig<T, D, WG, BN, STAGES>::kThreads, smem, st>>>(a);
+  flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8>
+      <<<grid, flash::WgmmaConfig<T, D, WG, BN>::kThreads, smem, st>>>(a);
 }
 
-template <class T, int D, int WG, int BN, int STAGES, bool OVERLAP, int MINB, bool RAW,
-          bool P8 = false>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false>
 FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
                                 bool small_grid = false) {
-  using C = flash::WgmmaConfig<T, D, WG, BN, STAGES>;
-  return FlashVariant{name,
-                      dt,
-                      D,
-                      C::kBM,
-                      BN,
-                      C::kThreads,
-                      C::kSmem,
-                      is_default,
-                      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW, P8>),
-                      &wgmma_launch<T, D, WG, BN, STAGES, OVERLAP, MINB, RAW, P8>,
-                      small_grid,
-                      P8};
+  using C = flash::WgmmaConfig<T, D, WG, BN>;
+  return FlashVariant{
+      name,
+      dt,
+      D,
+      C::kBM,
+      BN,
+      C::kThreads,
+      C::kSmem,
+      is_default,
+      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8>),
+      &wgmma_launch<T, D, WG, BN, MINB, RAW, P8>,
+      small_grid,
+      P8};
 }
-
-}  // namespace strata::cuda
-
-namespace strata::cuda {
 
 // The compiled wgmma configurations for T (bf16 or f16); names leave the
 // dtype out so STRATA_FLASH_VARIANT=<name> forces one for both. Defaults:
-// the measured best per head dim (docs/cuda-tuning.md). Empty without
-// sm_90a (STRATA_CUDA_WGMMA).
+// the measured best per head dim (docs/cuda-tuning.md); at d 128 a grid of
+// fewer CTAs than SMs takes 64-row tiles (small_grid), and rows only 8-byte
+// aligned the configuration that reads 8-byte pieces (P8). Every one keeps
+// the P V of a tile in flight with the next tile's S (".ov" in the names).
+// Empty without sm_90a (STRATA_CUDA_WGMMA).
 template <class T>
-std::vector<FlashVariant> wgmma_table(DType dt) {
+std::vector<FlashVariant> wgmma_configs(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
-  // <T, D, warpgroups (64 rows each), BN, STAGES, overlap P V with the next
-  // softmax, CTAs per SM the registers must allow, raw scores in unmasked tiles>
+  // <T, D, warpgroups (64 rows each), BN, CTAs per SM the registers must
+  // allow, raw scores in unmasked tiles, 8-byte pieces>
   return {
-      make_wgmma_variant<T, 64, 1, 128, 2, true, 2, true>("wg.d64.64x128.ov.b2.raw", dt, true),
-      make_wgmma_variant<T, 64, 1, 128, 2, true, 2, false>("wg.d64.64x128.ov.b2", dt, false),
-      make_wgmma_variant<T, 64, 2, 128, 2, true, 1, true>("wg.d64.128x128.ov.raw", dt, false),
-      make_wgmma_variant<T, 128, 2, 128, 2, true, 1, false>("wg.d128.128x128.ov", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 2, true, 1, true>("wg.d128.128x128.ov.raw", dt, false),
-      make_wgmma_variant<T, 128, 1, 64, 2, true, 2, false>("wg.d128.64x64.ov.b2", dt, false, true),
-      make_wgmma_variant<T, 128, 1, 64, 2, true, 2, true>("wg.d128.64x64.ov.b2.raw", dt, false),
-      make_wgmma_variant<T, 128, 2, 128, 2, true, 1, false, true>("wg.d128.128x128.ov.p8", dt,
-                                                                  false),
+      make_wgmma_variant<T, 64, 1, 128, 2, true>("wg.d64.64x128.ov.b2.raw", dt, true),
+      make_wgmma_variant<T, 64, 2, 128, 1, true>("wg.d64.128x128.ov.raw", dt, false),
+      make_wgmma_variant<T, 128, 2, 128, 1, false>("wg.d128.128x128.ov", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 1, true>("wg.d128.128x128.ov.raw", dt, false),
+      make_wgmma_variant<T, 128, 1, 64, 2, false>("wg.d128.64x64.ov.b2", dt, false, true),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, true>("wg.d128.128x128.ov.p8", dt, false),
   };
 #else
   (void)dt;
