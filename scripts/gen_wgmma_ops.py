@@ -7,7 +7,13 @@ them), which is long and error-prone to write by hand: this script writes
 them. Run it after changing the shapes or types below:
 
     python3 scripts/gen_wgmma_ops.py > backends/cuda/attention/wgmma_ops.cuh
+
+The output goes through clang-format (the repository's style) when it is
+installed, so the file lint checks is exactly what this writes.
 """
+import os
+import shutil
+import subprocess
 
 TYPES = [("__nv_bfloat16", "bf16"), ("__half", "f16")]
 SHAPES = [64, 128]  # N of m64nNk16
@@ -117,4 +123,10 @@ if __name__ == "__main__":
             out.append(wrapper(n, ctype, ptx))
             out.append("\n")
     out.append("}  // namespace strata::cuda::wgmma\n")
-    print("".join(out), end="")
+    text = "".join(out)
+    if shutil.which("clang-format"):
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        text = subprocess.run(
+            ["clang-format", "--assume-filename=backends/cuda/attention/wgmma_ops.cuh"],
+            input=text, capture_output=True, text=True, check=True, cwd=root).stdout
+    print(text, end="")

@@ -367,8 +367,7 @@ void run(const AttentionArgs& a) {
     pl.p.part_acc = scratch;
     pl.p.part_ml = static_cast<char*>(scratch) + acc_bytes;
   }
-  unsigned* counters =
-      fused_merge(pl) ? merge_counters(scope.dev, st, pl.p.bh * a.M) : nullptr;
+  unsigned* counters = fused_merge(pl) ? merge_counters(scope.dev, st, pl.p.bh * a.M) : nullptr;
   pl.v->launch(pl.p, counters, int(pl.grid), pl.v->smem, st);
   const cudaError_t launch_err = cudaGetLastError();
   if (launch_err == cudaSuccess && pl.merge && !counters) {

@@ -61,7 +61,7 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t r
   T l = 0, s[CH];
 #pragma unroll
   for (int k = 0; k < CH; ++k) s[k] = 0;
-  // Two splits' loads in flight per step: four spilled in f64 (ptxas, sm_90a).
+    // Two splits' loads in flight per step: four spilled in f64 (ptxas, sm_90a).
 #pragma unroll 2
   for (int sp = warp; sp < nsplit; sp += W) {
     const std::int64_t r = sp * sstride + rid;
