@@ -273,8 +273,9 @@ Plan make_plan(const AttentionArgs& a, int dev) {
 
 // Whether the decode kernel merges its own splits. Up to a few hundred
 // splits the last block's merge saves a launch; one row over 528 splits
-// (M 1, N 262144) ran slower merged by one block (0.064 against 0.050 ms,
-// H200, docs/cuda-tuning.md), so many splits keep the block-parallel merge.
+// (M 1, N 262144) ran slower merged by one block (0.064 against 0.054 ms
+// with the merge kernel, H200, docs/cuda.md), so many splits keep the
+// block-parallel merge.
 constexpr std::int64_t kFusedMergeMaxSplits = 256;
 bool fused_merge(const Plan& pl) {
   return pl.merge && pl.v->decode && pl.p.splits <= kFusedMergeMaxSplits;
