@@ -16,7 +16,9 @@ import shutil
 import subprocess
 
 TYPES = [("__nv_bfloat16", "bf16"), ("__half", "f16")]
-SHAPES = [64, 128]  # N of m64nNk16
+# N of m64nNk16: BN (keys per tile, S = Q K^T) and D (head dim, O += P V)
+# of the configurations in flash_wgmma_make.cuh.
+SHAPES = [64, 80, 96, 112, 128, 192, 256]
 
 
 def reg_list(n):

@@ -40,34 +40,47 @@ __device__ __forceinline__ void cp_async8(std::uint32_t dst, const void* src, in
 
 // Copies rows [0, rows) x columns [0, cols) of a [ROWS][D] tile from global
 // (row stride rs elements) into D / 64 swizzled panels of ROWS rows of 128
-// bytes; the rest of the tile is zeroed. A thread copies one 16-byte chunk
-// column every THREADS / (D / 8) rows (a multiple of 8: one swizzle), as
-// one piece, or as two 8-byte pieces when rows are only 8-byte aligned
-// (pieces8: cols a multiple of 4, otherwise a multiple of 8).
-template <class T, int D, int ROWS, int THREADS, bool PIECES8>
+// bytes; the rest of the tile is zeroed, except columns from READ on (a
+// multiple of 8), which no wgmma reads and nobody writes. A thread copies
+// one 16-byte chunk column every THREADS / (D / 8) rows (a multiple of 8:
+// one swizzle), as one piece, or as two 8-byte pieces when rows are only
+// 8-byte aligned (pieces8: cols a multiple of 4, otherwise a multiple of 8).
+// Where THREADS is not a multiple of 8 * D / 8 chunks (d 192: 24 chunks, 256
+// threads) the threads cover one 64-column panel after the other instead.
+template <class T, int D, int ROWS, int THREADS, bool PIECES8, int READ = D>
 __device__ __forceinline__ void load_panels(std::uint32_t dst, const T* src, std::int64_t rs,
                                             int rows, int cols, int tid) {
-  constexpr int kChunks = D / 8;
+  constexpr bool kWhole = THREADS % (D / 8) == 0 && (THREADS / (D / 8)) % 8 == 0;
+  constexpr int kChunks = kWhole ? D / 8 : 8;  // chunk columns one pass covers
+  constexpr int kPasses = kWhole ? 1 : D / 64;
   constexpr int kStep = THREADS / kChunks;
-  static_assert(kStep % 8 == 0, "a thread's rows must share one swizzle");
-  const int cc = tid % kChunks, r0 = tid / kChunks;
-  const bool lo_ok = cc * 8 < cols, hi_ok = cc * 8 + 4 < cols;
-  const T* p = src + r0 * rs + cc * 8;
-  const std::uint32_t d0 = dst + (cc >> 3) * ROWS * 128 + r0 * 128 + (((cc & 7) ^ (r0 & 7)) << 4);
+  static_assert(THREADS % kChunks == 0 && kStep % 8 == 0, "a thread's rows must share one swizzle");
+  static_assert(READ % 8 == 0 && READ <= D, "READ: whole 16-byte chunks of the tile");
+  const int r0 = tid / kChunks;
 #pragma unroll
-  for (int i = 0; i < (ROWS + kStep - 1) / kStep; ++i) {
-    if (ROWS % kStep != 0 && r0 + i * kStep >= ROWS) break;
-    const bool row_ok = r0 + i * kStep < rows;
-    const std::uint32_t d = d0 + i * kStep * 128;
-    if constexpr (!PIECES8) {
-      const bool ok = lo_ok && row_ok;
-      cp_async16(d, ok ? p : src, ok ? 16 : 0);
-    } else {
-      const bool ok_lo = lo_ok && row_ok, ok_hi = hi_ok && row_ok;
-      cp_async8(d, ok_lo ? p : src, ok_lo ? 8 : 0);
-      cp_async8(d + 8, ok_hi ? p + 4 : src, ok_hi ? 8 : 0);
+  for (int pass = 0; pass < kPasses; ++pass) {
+    const int cc = pass * 8 + tid % kChunks;
+    if constexpr (READ < D) {
+      if (cc * 8 >= READ) continue;
     }
-    p += kStep * rs;
+    const bool lo_ok = cc * 8 < cols, hi_ok = cc * 8 + 4 < cols;
+    const T* p = src + r0 * rs + cc * 8;
+    const std::uint32_t d0 = dst + (cc >> 3) * ROWS * 128 + r0 * 128 + (((cc & 7) ^ (r0 & 7)) << 4);
+#pragma unroll
+    for (int i = 0; i < (ROWS + kStep - 1) / kStep; ++i) {
+      if (ROWS % kStep != 0 && r0 + i * kStep >= ROWS) break;
+      const bool row_ok = r0 + i * kStep < rows;
+      const std::uint32_t d = d0 + i * kStep * 128;
+      if constexpr (!PIECES8) {
+        const bool ok = lo_ok && row_ok;
+        cp_async16(d, ok ? p : src, ok ? 16 : 0);
+      } else {
+        const bool ok_lo = lo_ok && row_ok, ok_hi = hi_ok && row_ok;
+        cp_async8(d, ok_lo ? p : src, ok_lo ? 8 : 0);
+        cp_async8(d + 8, ok_hi ? p + 4 : src, ok_hi ? 8 : 0);
+      }
+      p += kStep * rs;
+    }
   }
 }
 
@@ -81,8 +94,13 @@ struct WgmmaConfig {
   static constexpr std::size_t kSmem = 1024 + std::size_t(kBM + 2 * kSlots * BN) * D * sizeof(T);
 };
 
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8>
+// KQ: the k-steps (16 columns each) of S = Q K^T, D / 16 but for the
+// candidates that serve smaller head dims (d <= 16 KQ) with the P V of D
+// columns (MN-major operands come in whole 64-column panels): d 100 on the
+// d 128 kernel with KQ 7 computes 7 + 8 k-steps per tile instead of 8 + 8.
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8, int KQ = D / 16>
 __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const FlashArgs a) {
+  static_assert(KQ > 0 && KQ <= D / 16, "KQ: k-steps of S within the tile's D columns");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WgmmaConfig<T, D, WG, BN>;
   constexpr int STAGES = C::kSlots;
@@ -130,8 +148,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     const std::int64_t n0 = (t_begin + it) * BN;
     if (it >= n_tiles) return;
     const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
-    load_panels<T, D, BN, kThreads, P8>(sK_u + (it % STAGES) * kTileBytes, k + n0 * a.k_ns, a.k_ns,
-                                        nrows, a.d, tid);
+    load_panels<T, D, BN, kThreads, P8, 16 * KQ>(sK_u + (it % STAGES) * kTileBytes, k + n0 * a.k_ns,
+                                                 a.k_ns, nrows, a.d, tid);
   };
   auto load_v = [&](int it) {
     const std::int64_t n0 = (t_begin + it) * BN;
@@ -163,7 +181,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     const std::uint64_t kst = k_desc + std::uint64_t(((it % STAGES) * kTileBytes) >> 4);
     wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
+    for (int kk = 0; kk < KQ; ++kk)
       wgmma::Wgmma<BN, T>::ss(s, q_desc + step_qk(kk, BM), kst + step_qk(kk, BN), kk > 0);
     wgmma::commit();
   };
@@ -292,7 +310,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     __syncthreads();
   };
 
-  load_panels<T, D, BM, kThreads, P8>(sQ_u, q, a.q_ms, rows, a.d, tid);
+  load_panels<T, D, BM, kThreads, P8, 16 * KQ>(sQ_u, q, a.q_ms, rows, a.d, tid);
   // FlashAttention-3's in-warpgroup overlap: while the tensor cores run
   // P V of tile it, the softmax of tile it + 1 (whose S was issued just
   // before) runs on the other units. K runs one tile ahead of V: the
@@ -371,6 +389,9 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
 
   // Stage the rounded output row-major (swizzled) over sQ, then store whole
   // rows: 16-byte vectors where the layout allows, elements otherwise.
+  // swz<D> flips a chunk index's low 3 bits: it stays inside the row only
+  // when the D / 8 chunks are whole groups of 8 (64, 128, 192, 256).
+  static_assert((D / 8) % 8 == 0, "swz<D> needs D / 8 a multiple of 8");
 #pragma unroll
   for (int n = 0; n < D / 8; ++n)
 #pragma unroll

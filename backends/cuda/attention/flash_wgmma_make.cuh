@@ -6,13 +6,13 @@
 
 namespace strata::cuda {
 
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16>
 void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
-  flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8>
+  flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ>
       <<<grid, flash::WgmmaConfig<T, D, WG, BN>::kThreads, smem, st>>>(a);
 }
 
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16>
 FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
                                 bool small_grid = false) {
   using C = flash::WgmmaConfig<T, D, WG, BN>;
@@ -25,8 +25,8 @@ FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
       C::kThreads,
       C::kSmem,
       is_default,
-      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8>),
-      &wgmma_launch<T, D, WG, BN, MINB, RAW, P8>,
+      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ>),
+      &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ>,
       small_grid,
       P8};
 }
@@ -50,6 +50,18 @@ std::vector<FlashVariant> wgmma_configs(DType dt) {
       make_wgmma_variant<T, 128, 2, 128, 1, true>("wg.d128.128x128.ov.raw", dt, false),
       make_wgmma_variant<T, 128, 1, 64, 2, false>("wg.d128.64x64.ov.b2", dt, false, true),
       make_wgmma_variant<T, 128, 2, 128, 1, false, true>("wg.d128.128x128.ov.p8", dt, false),
+      // Candidates for the next GPU run (docs/cuda-tuning.md), never
+      // defaults: ".k<n>" computes S over n columns (d <= n; the launcher
+      // reads n from the name), d 192 and 256 serve head dims over 128.
+      make_wgmma_variant<T, 128, 2, 128, 1, false, true, 7>("wg.d128.128x128.ov.p8.k112", dt,
+                                                            false),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 6>("wg.d128.128x128.ov.k96", dt, false),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 5>("wg.d128.128x128.ov.k80", dt, false),
+      make_wgmma_variant<T, 192, 2, 64, 1, false>("wg.d192.128x64.ov", dt, false),
+      make_wgmma_variant<T, 192, 2, 96, 1, false>("wg.d192.128x96.ov", dt, false),
+      make_wgmma_variant<T, 192, 2, 112, 1, false>("wg.d192.128x112.ov", dt, false),
+      make_wgmma_variant<T, 256, 2, 64, 1, false>("wg.d256.128x64.ov", dt, false),
+      make_wgmma_variant<T, 256, 2, 80, 1, false>("wg.d256.128x80.ov", dt, false),
   };
 #else
   (void)dt;
