@@ -109,6 +109,33 @@ __device__ __forceinline__ std::int64_t batch_off(const FlashArgs& a, std::int64
   return off;
 }
 
+// The end of a thread's two rows (i and i + 8): the row sums over the
+// quad, 1 / l into inv (0 when nothing was kept, NaN stays NaN), and the
+// lse of each row into `lse` (a row pointer, or nullptr) by the quad's
+// first lane. Every lane of the warp calls it (shuffles).
+__device__ __forceinline__ void finish_rows(const FlashArgs& a, float* lse, std::int64_t i,
+                                            const float* row_m, float* row_l, float* inv, int t4) {
+  const float kNegInf = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_l[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    row_l[r] = l;
+    inv[r] = l > 0.f ? 1.f / l : (l == 0.f ? 0.f : l);
+  }
+  if (lse == nullptr || t4 != 0) return;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (i + 8 * r >= a.M) continue;
+    const float l = row_l[r];
+    // In double: the max (in base 2) is up to ~1e2 and would lose its last
+    // bits to one more f32 rounding.
+    lse[(i + 8 * r) * a.l_ms] =
+        l == 0.f ? kNegInf : float((double(row_m[r]) + log2(double(l))) * 0.6931471805599453);
+  }
+}
+
 // MT row blocks of 16 per warp: with MT = 2 every K and V fragment read from
 // shared memory feeds two mma instead of one (half the ldmatrix traffic per
 // FLOP), for twice the accumulator registers.
@@ -405,36 +432,13 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
 
   // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
   float inv[MT][2];
+  float* lse = a.lse ? a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs : nullptr;
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float l = row_l[mi][r];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      row_l[mi][r] = l;
-      inv[mi][r] = l > 0.f ? 1.f / l : (l == 0.f ? 0.f : l);  // NaN stays NaN
-    }
-  if (a.lse && t4 == 0) {
-    float* lse = a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs;
-#pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const std::int64_t i = i0 + 16 * mi + 8 * r;
-        if (i < a.M) {
-          const float l = row_l[mi][r];
-          // In double: the max (in base 2) is up to ~1e2 and would lose its
-          // last bits to one more f32 rounding.
-          lse[i * a.l_ms] =
-              l == 0.f ? kNegInf
-                       : float((double(row_m[mi][r]) + log2(double(l))) * 0.6931471805599453);
-        }
-      }
-  }
+    finish_rows(a, lse, i0 + 16 * mi, row_m[mi], row_l[mi], inv[mi], t4);
 
-  // Stage the rounded output in this warp's rows of sQ, then store whole
-  // rows: 16-byte vectors where the layout allows, elements otherwise.
+    // Stage the rounded output in this warp's rows of sQ, then store whole
+    // rows: 16-byte vectors where the layout allows, elements otherwise.
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
