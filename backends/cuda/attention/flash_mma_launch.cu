@@ -6,7 +6,8 @@
 // to the native bf16/f16 split-KV decode kernel of attention_launch.cu
 // (registered first, "cuda.attention.decode_<dt>"); head dims over 128, and
 // decode-like calls with too few CTAs (too_few_ctas) and 8 < M, run the f32
-// kernel on f32 copies of the inputs (run_via_f32).
+// kernel on f32 copies of the inputs (run_via_f32), unless
+// STRATA_FLASH_VARIANT names one of the wgmma d 192 / d 256 candidates.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -47,13 +48,29 @@ const std::vector<FlashVariant>& wgmma_table(DType dt) {
   return dt == DType::bf16 ? wgmma_variants_bf16() : wgmma_variants_f16();
 }
 
+// The q/k head dim a configuration serves: D, or n for the wgmma candidates
+// named "....k<n>" that compute S = Q K^T over n < D columns only
+// (flash_wgmma_make.cuh). FlashVariant has no field for it.
+std::int64_t qk_cols(const FlashVariant& v) {
+  const std::string name = v.name;
+  const std::size_t at = name.rfind(".k");
+  if (at == std::string::npos || at + 2 >= name.size()) return v.D;
+  std::int64_t n = 0;
+  for (std::size_t i = at + 2; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return v.D;
+    n = n * 10 + (name[i] - '0');
+  }
+  return n;
+}
+
 // STRATA_FLASH_VARIANT (flash_host::forced) picks a configuration of the
-// call's head dim; otherwise the default one. nullptr: none in the table.
-const FlashVariant* pick(const std::vector<FlashVariant>& table, int D) {
+// call's head dim (one whose S covers q/k head dim d); otherwise the default
+// one. nullptr: none in the table.
+const FlashVariant* pick(const std::vector<FlashVariant>& table, int D, std::int64_t d) {
   const FlashVariant* best = nullptr;
   for (const FlashVariant& v : table) {
     if (v.D != D) continue;
-    if (forced(v.name)) return &v;
+    if (forced(v.name) && d <= qk_cols(v)) return &v;
     if (v.is_default && !best) best = &v;
   }
   return best;
@@ -93,9 +110,9 @@ const FlashVariant* pieces8_choice(const std::vector<FlashVariant>& table, int D
 void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, int D,
                bool pieces8) {
   const DeviceScope scope(a.out.data);
-  const FlashVariant* found = pick(table, D);
+  const FlashVariant* found = pick(table, D, a.d);
   check(found != nullptr, kOp, "cuda: no tensor-core configuration for d = ", D);
-  if (!any_forced(table, D)) found = small_grid_choice(table, D, *found, a, scope.dev);
+  if (!forced(found->name)) found = small_grid_choice(table, D, *found, a, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
 
   AttentionArgs w = a;
@@ -108,7 +125,9 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
     any_need = any_need || need[i];
     all_pieces = all_pieces && piece8_ok(*ops[i]);
   }
-  const FlashVariant* by_pieces = any_need && all_pieces ? pieces8_choice(table, D) : nullptr;
+  // A configuration that reads 8-byte pieces itself (a forced one) keeps the call.
+  const FlashVariant* by_pieces =
+      any_need && all_pieces ? (found->pieces8 ? found : pieces8_choice(table, D)) : nullptr;
   const bool use_pieces = by_pieces != nullptr;
   if (use_pieces) found = by_pieces;
   const FlashVariant& v = *found;
@@ -208,6 +227,20 @@ void run_d64(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 64, fa
 void run_d128(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 128, false); }
 void run_wg_d64(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 64, true); }
 void run_wg_d128(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 128, true); }
+
+// Head dims over 128 on wgmma are candidates only (docs/cuda-tuning.md,
+// "Candidates for the next run"): the head dim (192 or 256) of the first
+// configuration STRATA_FLASH_VARIANT names that is as wide as d and dv; 0:
+// none, the call goes through f32.
+int wg_wide_dim(const AttentionArgs& a) {
+  const std::int64_t need = std::max(a.d, a.dv);
+  for (int D : {192, 256})
+    if (need <= D && any_forced(wgmma_table(a.dtype()), D)) return D;
+  return 0;
+}
+void run_wg_d256(const AttentionArgs& a) {
+  run_tiles(a, wgmma_table(a.dtype()), wg_wide_dim(a), true);
+}
 void run_f32(const AttentionArgs& a) {
   if (a.dtype() == DType::bf16)
     run_via_f32<__nv_bfloat16>(a);
@@ -225,12 +258,21 @@ std::string supports_d128(const AttentionArgs& a) { return supports_tiles(a, 128
 // The wgmma kernel takes a call its head dim serves, unless this build has
 // none (not sm_90a) or STRATA_FLASH_VARIANT forces an mma.sync configuration.
 std::string supports_wgmma(const AttentionArgs& a, int D) {
-  if (pick(wgmma_table(a.dtype()), D) == nullptr) return "not built (needs sm_90a)";
+  if (pick(wgmma_table(a.dtype()), D, a.d) == nullptr) return "not built (needs sm_90a)";
   if (any_forced(mma_table(a.dtype()), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
   return supports_tiles(a, D);
 }
 std::string supports_wg_d64(const AttentionArgs& a) { return supports_wgmma(a, 64); }
 std::string supports_wg_d128(const AttentionArgs& a) { return supports_wgmma(a, 128); }
+std::string supports_wg_d256(const AttentionArgs& a) {
+  if (wgmma_table(a.dtype()).empty()) return "not built (needs sm_90a)";
+  if (too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
+  if (wg_wide_dim(a) == 0)
+    return "a candidate, not a default: STRATA_FLASH_VARIANT names no wgmma d192/d256 "
+           "configuration for head dims up to " +
+           std::to_string(std::max(a.d, a.dv));
+  return "";
+}
 
 }  // namespace
 
@@ -248,6 +290,9 @@ void register_cuda_flash_mma(Registry& r) {
                               &supports_d64);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d128", &run_d128,
                               &supports_d128);
+  // Candidates (wg_wide_dim): after every default, before the f32 route.
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.wgmma_bf16_d256",
+                              &run_wg_d256, &supports_wg_d256);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_via_f32",
                               &run_f32);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.wgmma_f16_d64", &run_wg_d64,
@@ -258,6 +303,8 @@ void register_cuda_flash_mma(Registry& r) {
                               &supports_d64);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_d128", &run_d128,
                               &supports_d128);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.wgmma_f16_d256",
+                              &run_wg_d256, &supports_wg_d256);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_via_f32", &run_f32);
 }
 

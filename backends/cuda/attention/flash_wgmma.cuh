@@ -38,15 +38,16 @@ __device__ __forceinline__ void cp_async8(std::uint32_t dst, const void* src, in
                "r"(src_bytes));
 }
 
-// Copies rows [0, rows) x columns [0, cols) of a [ROWS][D] tile from global
-// (row stride rs elements) into D / 64 swizzled panels of ROWS rows of 128
-// bytes; the rest of the tile is zeroed, except columns from READ on (a
-// multiple of 8), which no wgmma reads and nobody writes. A thread copies
-// one 16-byte chunk column every THREADS / (D / 8) rows (a multiple of 8:
-// one swizzle), as one piece, or as two 8-byte pieces when rows are only
-// 8-byte aligned (pieces8: cols a multiple of 4, otherwise a multiple of 8).
-// Where THREADS is not a multiple of 8 * D / 8 chunks (d 192: 24 chunks, 256
-// threads) the threads cover one 64-column panel after the other instead.
+// Copies rows [0, rows) x columns [0, min(cols, READ)) of a [ROWS][D] tile
+// from global (row stride rs elements) into D / 64 swizzled panels of ROWS
+// rows of 128 bytes; the rest of the tile is zeroed. READ < D: columns no
+// wgmma reads, zero-filled rather than skipped (skipping their copies took
+// the d 128 kernel from 8 to 80 bytes of spill stores). A thread copies one
+// 16-byte chunk column every THREADS / (D / 8) rows (a multiple of 8: one
+// swizzle), as one piece, or as two 8-byte pieces when rows are only 8-byte
+// aligned (pieces8: cols a multiple of 4, otherwise a multiple of 8). Where
+// the D / 8 chunks do not divide the threads that way (d 192: 24 chunks, 256
+// threads) the threads cover one 64-column panel after the other.
 template <class T, int D, int ROWS, int THREADS, bool PIECES8, int READ = D>
 __device__ __forceinline__ void load_panels(std::uint32_t dst, const T* src, std::int64_t rs,
                                             int rows, int cols, int tid) {
@@ -60,10 +61,9 @@ __device__ __forceinline__ void load_panels(std::uint32_t dst, const T* src, std
 #pragma unroll
   for (int pass = 0; pass < kPasses; ++pass) {
     const int cc = pass * 8 + tid % kChunks;
-    if constexpr (READ < D) {
-      if (cc * 8 >= READ) continue;
-    }
-    const bool lo_ok = cc * 8 < cols, hi_ok = cc * 8 + 4 < cols;
+    int lim = cols;
+    if constexpr (READ < D) lim = cols < READ ? cols : READ;
+    const bool lo_ok = cc * 8 < lim, hi_ok = cc * 8 + 4 < lim;
     const T* p = src + r0 * rs + cc * 8;
     const std::uint32_t d0 = dst + (cc >> 3) * ROWS * 128 + r0 * 128 + (((cc & 7) ^ (r0 & 7)) << 4);
 #pragma unroll
