@@ -1,0 +1,156 @@
+// The wgmma candidate configurations of the bf16/f16 attention kernel
+// (backends/cuda/attention/flash_wgmma_make.cuh; docs/cuda-tuning.md,
+// "Candidates for the next run"): never chosen unless STRATA_FLASH_VARIANT
+// names them. The hidden [wgmma_candidates] case runs this binary once per
+// candidate with the variable set (it is read once per process): the d 128
+// ones through the [mma] suite, every one through the cases below, each
+// against the f64 reference through the cross-backend harness. Run it with
+// strata_cuda_tests "[wgmma_candidates]" on an sm_90a build.
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "strata/attention.hpp"
+#include "strata/harness.hpp"
+
+using strata::Causal;
+using strata::DType;
+using strata::harness::AttentionCase;
+
+namespace {
+
+std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
+
+// Whether STRATA_FLASH_VARIANT names a configuration starting with `prefix`.
+bool forced_prefix(const std::string& prefix) {
+  const char* e = std::getenv("STRATA_FLASH_VARIANT");
+  const std::string list = std::string(",") + (e ? e : "");
+  return list.find("," + prefix) != std::string::npos;
+}
+
+// The registry kernel a call of head dims d, dv (M > 8) reaches: d <= 128
+// the wgmma d 128 entry (sm_90a builds; a candidate ".k<n>" takes d <= n
+// under the same name), wider ones the d 256 entry where a d 192 / d 256
+// candidate as wide is forced, else the f32 route.
+std::string want_kernel(DType dt, std::int64_t d, std::int64_t dv) {
+  const std::int64_t w = d > dv ? d : dv;
+#if defined(STRATA_CUDA_WGMMA)
+  if (w <= 128) return "cuda.attention.wgmma_" + dt_name(dt) + "_d128";
+  if ((w <= 192 && forced_prefix("wg.d192.")) || forced_prefix("wg.d256."))
+    return "cuda.attention.wgmma_" + dt_name(dt) + "_d256";
+#else
+  if (w <= 128) return "cuda.attention.mma_" + dt_name(dt) + "_d128";
+#endif
+  return "cuda.attention.mma_" + dt_name(dt) + "_via_f32";
+}
+
+void require_pass(const AttentionCase& c) {
+  const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
+  INFO(r.summary());
+  const std::string want = want_kernel(c.dtype, c.d, c.dv);
+  bool saw_cuda = false;
+  for (const auto& b : r.results) {
+    if (b.backend != "cuda") continue;
+    saw_cuda = true;
+    CHECK(b.error.empty());
+    CHECK(b.kernel.rfind(want, 0) == 0);
+    CHECK(b.fully_written);
+    CHECK(b.guard_intact);
+    CHECK(b.nan_mismatch == 0);
+    CHECK(b.inf_mismatch == 0);
+    CHECK(b.pass);
+  }
+  CHECK(saw_cuda);
+}
+
+}  // namespace
+
+// Head dims on both sides of each candidate's reach (k80/k96/k112 on the
+// d 128 kernel; d 192 and d 256 tiles), partial query and key tiles, N = 0,
+// dv differing from d, bands over several tiles, and grids that fill the
+// GPU. Hidden: meaningful with STRATA_FLASH_VARIANT set (the parent below).
+TEST_CASE("cuda wgmma candidates: head dims, tiles, bands, full grids",
+          "[.][cuda][attention][wgmma_candidate_cases]") {
+  std::uint64_t seed = 15000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {72, 80, 96, 100, 112, 120, 128, 136, 160, 192, 200, 256}) {
+      for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{130, 200}, {65, 1}, {128, 0}}) {
+        AttentionCase c;
+        c.dtype = dt;
+        c.Hq = 2;
+        c.Hkv = 2;
+        c.M = M;
+        c.N = N;
+        c.d = d;
+        c.dv = d;
+        c.seed = ++seed;
+        INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
+        require_pass(c);
+      }
+    }
+    for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
+             {80, 128}, {112, 64}, {130, 256}, {256, 64}, {192, 136}, {100, 200}}) {
+      AttentionCase c = strata::harness::batched_case(150, 170, d, dv, dt, ++seed);
+      c.Hkv = 1;
+      INFO(dt_name(dt) << " d " << d << " dv " << dv);
+      require_pass(c);
+    }
+    for (std::int64_t d : {96, 100, 192, 256}) {
+      for (int band = 0; band < 3; ++band) {
+        AttentionCase c = strata::harness::batched_case(300, 500, d, d, dt, ++seed);
+        if (band == 0) c.causal = Causal::bottom_right;
+        if (band == 1) c.causal = Causal::top_left;
+        if (band == 2) c.window = std::make_pair<std::int64_t, std::int64_t>(100, 0);
+        INFO(dt_name(dt) << " d " << d << " band " << band);
+        require_pass(c);
+      }
+    }
+    // At least as many CTAs as SMs (132 on the H200): the candidates' own
+    // tiles, not a small-grid fallback.
+    for (std::int64_t d : {80, 96, 100, 112, 192, 256}) {
+      for (Causal causal : {Causal::none, Causal::bottom_right}) {
+        AttentionCase c = strata::harness::batched_case(260, 300, d, d, dt, ++seed);
+        c.batch = {9};
+        c.Hq = 8;
+        c.Hkv = 2;
+        c.causal = causal;
+        INFO(dt_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
+        require_pass(c);
+      }
+    }
+  }
+}
+
+// Every candidate through the cases above, the d 128 ones also through the
+// [mma] suite (their head dims: d <= n takes ".k<n>", the rest the default;
+// the suite's d 200 expects the f32 route, so the d 192 / d 256 ones skip it).
+TEST_CASE("cuda wgmma candidates: each through the suite", "[.][wgmma_candidates]") {
+  if (std::getenv("STRATA_FLASH_VARIANT")) return;  // a child run: nothing to spawn
+#if defined(STRATA_CUDA_WGMMA)
+  const std::string kCases = "[wgmma_candidate_cases]";
+  const std::string kSuite = "[mma]~[decode]~[errors_table]," + kCases;
+  const std::vector<std::array<std::string, 2>> runs = {
+      {"wg.d128.128x128.ov.p8.k112", kSuite},
+      {"wg.d128.128x128.ov.k96", kSuite},
+      {"wg.d128.128x128.ov.k80", kSuite},
+      {"wg.d192.128x96.ov", kCases},
+      {"wg.d192.128x64.ov", kCases},
+      {"wg.d256.128x64.ov", kCases},
+      {"wg.d192.128x96.ov,wg.d256.128x64.ov", kCases},
+  };
+  // This binary's path (std::system's shell would see its own /proc/self).
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (const auto& [names, spec] : runs) {
+    const std::string cmd =
+        "STRATA_FLASH_VARIANT='" + names + "' '" + self + "' '" + spec + "' > /dev/null 2>&1";
+    INFO("candidate " << names << ": " << cmd);
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+#else
+  WARN("built without sm_90a: no wgmma candidates");
+#endif
+}
