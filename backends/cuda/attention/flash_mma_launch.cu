@@ -48,20 +48,8 @@ const std::vector<FlashVariant>& wgmma_table(DType dt) {
   return dt == DType::bf16 ? wgmma_variants_bf16() : wgmma_variants_f16();
 }
 
-// The q/k head dim a configuration serves: D, or n for the wgmma candidates
-// named "....k<n>" that compute S = Q K^T over n < D columns only
-// (flash_wgmma_make.cuh). FlashVariant has no field for it.
-std::int64_t qk_cols(const FlashVariant& v) {
-  const std::string name = v.name;
-  const std::size_t at = name.rfind(".k");
-  if (at == std::string::npos || at + 2 >= name.size()) return v.D;
-  std::int64_t n = 0;
-  for (std::size_t i = at + 2; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return v.D;
-    n = n * 10 + (name[i] - '0');
-  }
-  return n;
-}
+// The q/k head dim a configuration serves (FlashVariant::qk_cols, 0: D).
+std::int64_t qk_cols(const FlashVariant& v) { return v.qk_cols > 0 ? v.qk_cols : v.D; }
 
 // STRATA_FLASH_VARIANT (flash_host::forced) picks a configuration of the
 // call's head dim (one whose S covers q/k head dim d); otherwise the default

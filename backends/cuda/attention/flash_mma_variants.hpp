@@ -28,6 +28,9 @@ struct FlashVariant {
   // Reads q, k and v rows in 8-byte pieces: taken (instead of packing them)
   // when their rows are only 8-byte aligned, e.g. d = 100.
   bool pieces8 = false;
+  // The q/k head dim S = Q K^T covers: D, or fewer columns for the wgmma
+  // configurations that skip S's zero-padded k-steps (KQ in flash_wgmma.cuh).
+  int qk_cols = 0;  // 0: D
 };
 
 const std::vector<FlashVariant>& flash_variants_bf16();

@@ -365,27 +365,10 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   cp_async_wait<0>();
   __syncthreads();
 
+  // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
   float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_l[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    row_l[r] = l;
-    inv[r] = l > 0.f ? 1.f / l : (l == 0.f ? 0.f : l);  // NaN stays NaN
-  }
-  if (a.lse && t4 == 0) {
-    float* lse = a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const std::int64_t i = i0 + 8 * r;
-      if (i < a.M) {
-        const float l = row_l[r];
-        lse[i * a.l_ms] =
-            l == 0.f ? kNegInf : float((double(row_m[r]) + log2(double(l))) * 0.6931471805599453);
-      }
-    }
-  }
+  finish_rows(a, a.lse ? a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs : nullptr, i0, row_m, row_l,
+              inv, t4);
 
   // Stage the rounded output row-major (swizzled) over sQ, then store whole
   // rows: 16-byte vectors where the layout allows, elements otherwise.

@@ -28,7 +28,8 @@ FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
       reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ>),
       &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ>,
       small_grid,
-      P8};
+      P8,
+      16 * KQ};
 }
 
 // The compiled wgmma configurations for T (bf16 or f16); names leave the
