@@ -73,6 +73,12 @@ const std::vector<Shape>& shapes() {
       {"bf16_b1h32_8192_d128_causal", 1, 32, 8192, 8192, 128, true, false, false, DType::bf16},
       {"bf16_b1h32_8192_d128_fused", 1, 32, 8192, 8192, 128, false, true, false, DType::bf16},
       {"bf16_b1h32_8192_d100", 1, 32, 8192, 8192, 100, false, false, false, DType::bf16},
+      // Head dims issue 15 lists beside 64 and 128 (d 192 / 256 run the f32
+      // detour unless STRATA_FLASH_VARIANT names a wgmma candidate).
+      {"bf16_b1h32_8192_d80", 1, 32, 8192, 8192, 80, false, false, false, DType::bf16},
+      {"bf16_b1h32_8192_d96", 1, 32, 8192, 8192, 96, false, false, false, DType::bf16},
+      {"bf16_b1h32_4096_d192", 1, 32, 4096, 4096, 192, false, false, false, DType::bf16},
+      {"bf16_b1h32_4096_d256", 1, 32, 4096, 4096, 256, false, false, false, DType::bf16},
       {"f16_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f16},
       {"f16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f16},
       // f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core

@@ -60,6 +60,10 @@ SHAPES = {
     "bf16_b1h32_8192_d128_fused": (1, 32, 8192, 8192, 128, False, True, False, torch.bfloat16,
                                    False),
     "bf16_b1h32_8192_d100": (1, 32, 8192, 8192, 100, False, False, False, torch.bfloat16, False),
+    "bf16_b1h32_8192_d80": (1, 32, 8192, 8192, 80, False, False, False, torch.bfloat16, False),
+    "bf16_b1h32_8192_d96": (1, 32, 8192, 8192, 96, False, False, False, torch.bfloat16, False),
+    "bf16_b1h32_4096_d192": (1, 32, 4096, 4096, 192, False, False, False, torch.bfloat16, False),
+    "bf16_b1h32_4096_d256": (1, 32, 4096, 4096, 256, False, False, False, torch.bfloat16, False),
     "f16_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float16, False),
     "f16_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float16, False),
     # f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core kernel.
