@@ -109,6 +109,22 @@ __device__ __forceinline__ std::int64_t batch_off(const FlashArgs& a, std::int64
   return off;
 }
 
+// One score of row i, key jj under the call's bounds, band and mask (bool
+// or float: a.mask_kind 1 or 2), in base 2 (a float mask scaled by log2 e):
+// -inf where the key is dropped. M: the float mask's element type.
+template <class M>
+__device__ __forceinline__ float masked_score(const FlashArgs& a, const unsigned char* mk_b,
+                                              const M* mk_f, bool bool_mask, bool float_mask,
+                                              std::int64_t i, std::int64_t jj, float s) {
+  bool keep = jj < a.N && i < a.M;
+  if (a.has_band) keep = keep && jj >= i + a.band_lo && jj <= i + a.band_hi;
+  if (keep && bool_mask) keep = mk_b[i * a.mk_ms + jj * a.mk_ns] != 0;
+  if (keep && float_mask)
+    s += static_cast<float>(mk_f[i * a.mk_ms + jj * a.mk_ns]) * 1.4426950408889634f;
+  if (!keep) s = -__int_as_float(0x7f800000);
+  return s;
+}
+
 // The end of a thread's two rows (i and i + 8): the row sums over the
 // quad, 1 / l into inv (0 when nothing was kept, NaN stays NaN), and the
 // lse of each row into `lse` (a row pointer, or nullptr) by the quad's
@@ -175,7 +191,6 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
   using Mma = MmaType<T>;
   constexpr int kThreads = C::kThreads;
   const float kNegInf = -__int_as_float(0x7f800000);
-  constexpr float kLog2e = 1.4426950408889634f;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
@@ -346,14 +361,9 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
         for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const std::int64_t i = i0 + 16 * mi + (e >> 1) * 8;
-            const std::int64_t jj = n0 + j * 8 + 2 * t4 + (e & 1);
-            bool keep = jj < a.N && i < a.M;
-            if (a.has_band) keep = keep && jj >= i + a.band_lo && jj <= i + a.band_hi;
-            if (keep && bool_mask) keep = mk_b[i * a.mk_ms + jj * a.mk_ns] != 0;
-            if (keep && float_mask)
-              s[mi][j][e] += Mma::to_float(mk_f[i * a.mk_ms + jj * a.mk_ns]) * kLog2e;
-            if (!keep) s[mi][j][e] = kNegInf;
+            s[mi][j][e] =
+                masked_score(a, mk_b, mk_f, bool_mask, float_mask, i0 + 16 * mi + (e >> 1) * 8,
+                             n0 + j * 8 + 2 * t4 + (e & 1), s[mi][j][e]);
           }
         }
       }

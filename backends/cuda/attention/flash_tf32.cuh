@@ -148,7 +148,6 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
   constexpr int kThreads = C::kThreads, kP = C::kPitch;
   constexpr int kRowBytes = kP * 4;
   const float kNegInf = -__int_as_float(0x7f800000);
-  constexpr float kLog2e = 1.4426950408889634f;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   float* sQ = reinterpret_cast<float*>(smem_raw);
@@ -321,13 +320,8 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
       for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const std::int64_t i = i0 + (e >> 1) * 8;
-          const std::int64_t jj = n0 + j * 8 + 2 * t4 + (e & 1);
-          bool keep = jj < a.N && i < a.M;
-          if (a.has_band) keep = keep && jj >= i + a.band_lo && jj <= i + a.band_hi;
-          if (keep && bool_mask) keep = mk_b[i * a.mk_ms + jj * a.mk_ns] != 0;
-          if (keep && float_mask) s[j][e] += mk_f[i * a.mk_ms + jj * a.mk_ns] * kLog2e;
-          if (!keep) s[j][e] = kNegInf;
+          s[j][e] = masked_score(a, mk_b, mk_f, bool_mask, float_mask, i0 + (e >> 1) * 8,
+                                 n0 + j * 8 + 2 * t4 + (e & 1), s[j][e]);
         }
       }
     }
