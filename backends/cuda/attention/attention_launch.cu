@@ -333,6 +333,9 @@ void run(const AttentionArgs& a) {
   Plan pl = make_plan<T, S>(a, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   const auto round256 = [](std::size_t n) { return (n + 255) / 256 * 256; };
+  if (pl.merge)
+    check(merge_blocks(pl.p) <= 0x7fffffff, "softmax_attention",
+          "cuda: too many rows for the merge launch (", merge_blocks(pl.p), ")");
   // Scratch: split-KV partials (in T), then packed K and V (in S) where they
   // pay.
   std::size_t acc_bytes = 0, ml_bytes = 0;
@@ -371,21 +374,7 @@ void run(const AttentionArgs& a) {
   unsigned* counters = fused_merge(pl) ? merge_counters(scope.dev, st, pl.p.bh * a.M) : nullptr;
   pl.v->launch(pl.p, counters, int(pl.grid), pl.v->smem, st);
   const cudaError_t launch_err = cudaGetLastError();
-  if (launch_err == cudaSuccess && pl.merge && !counters) {
-    const std::int64_t blocks = pl.p.bh * a.M * ((a.dv + kMergeCols - 1) / kMergeCols);
-    if (blocks > 0x7fffffff) {
-      if (scratch) (void)cudaFreeAsync(scratch, st);
-      fail("softmax_attention", "cuda: too many rows for the merge launch (", blocks, ")");
-    }
-    if (pl.p.splits <= kMergeSmallSplits) {
-      // Few splits: one thread per output element.
-      const std::int64_t n = pl.p.bh * a.M * a.dv;
-      (void)launch_pdl(attn_merge_small_kernel<T, S>, int((n + kMergeThreads - 1) / kMergeThreads),
-                       kMergeThreads, 0, st, pl.p);
-    } else {
-      (void)launch_pdl(attn_merge_kernel<T, S>, int(blocks), kMergeThreads, 0, st, pl.p);
-    }
-  }
+  if (launch_err == cudaSuccess && pl.merge && !counters) (void)launch_split_merge<T, S>(pl.p, st);
   const cudaError_t err = launch_err != cudaSuccess ? launch_err : cudaGetLastError();
   if (scratch) CUDA_CHECK(cudaFreeAsync(scratch, st));
   if (err != cudaSuccess) throw_cuda_error(err, pl.v->name, __FILE__, __LINE__);

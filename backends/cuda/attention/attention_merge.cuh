@@ -148,4 +148,24 @@ __global__ void __launch_bounds__(kMergeThreads) attn_merge_small_kernel(const A
         l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
 }
 
+// Blocks of the block-parallel merge of p (one per row and 32 columns): a
+// launcher checks they fit one grid before it allocates the partials.
+inline std::int64_t merge_blocks(const AttnParams& p) {
+  return p.bh * p.a.M * ((p.a.dv + kMergeCols - 1) / kMergeCols);
+}
+
+// Launches the merge of p's partials on st right behind the split kernel
+// (programmatic dependent launch): one thread per output element up to
+// kMergeSmallSplits splits, the block-parallel form beyond. Returns the
+// launch's error.
+template <class T, class S = T>
+cudaError_t launch_split_merge(const AttnParams& p, cudaStream_t st) {
+  if (p.splits <= kMergeSmallSplits) {
+    const std::int64_t n = p.bh * p.a.M * p.a.dv;
+    return launch_pdl(attn_merge_small_kernel<T, S>, int((n + kMergeThreads - 1) / kMergeThreads),
+                      kMergeThreads, 0, st, p);
+  }
+  return launch_pdl(attn_merge_kernel<T, S>, int(merge_blocks(p)), kMergeThreads, 0, st, p);
+}
+
 }  // namespace strata::cuda
