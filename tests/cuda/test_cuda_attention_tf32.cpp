@@ -341,7 +341,8 @@ TEST_CASE("cuda tf32 attention: error on the peer shapes",
 }
 
 // Every compiled configuration (backends/cuda/attention/flash_tf32_high.cu,
-// flash_tf32_medium.cu) through this whole suite: the binary runs itself
+// flash_tf32_medium.cu, and the wgmma candidates of flash_wgmma_tf32_high.cu
+// and flash_wgmma_tf32_medium.cu, sm_90a builds) through this whole suite: the binary runs itself
 // once per name with STRATA_FLASH_VARIANT set (the variant is read once per
 // process). Hidden, as it takes minutes: run it
 // with strata_cuda_tests "[tf32_variants]" after a kernel change.
@@ -360,7 +361,12 @@ TEST_CASE("cuda tf32 attention: every configuration through the suite", "[.][tf3
                          "tf32.d128.64x32.s2",
                          "tf32.d128.64x32.s2.qs",
                          "tf32.d64.128x64.s2",
-                         "tf32.d128.128x32.s2"};
+                         "tf32.d128.128x32.s2",
+                         "wg.tf32x3.d64.128x64",
+                         "wg.tf32x3.d128.64x32",
+                         "wg.tf32.d128.128x64",
+                         "wg.tf32.d64.128x64",
+                         "wg.tf32.d64.64x64.b2"};
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   for (const char* n : names) {

@@ -23,6 +23,10 @@ using flash_host::kOp;
 constexpr int kF32Chunk = 4;  // f32 elements per 16-byte chunk
 
 const FlashVariant& pick(bool x3, int D) {
+  // The wgmma candidates (sm_90a builds) run only when STRATA_FLASH_VARIANT
+  // names one.
+  for (const FlashVariant& v : x3 ? wgmma_variants_tf32x3() : wgmma_variants_tf32())
+    if (v.D == D && flash_host::forced(v.name)) return v;
   const FlashVariant* best = nullptr;
   for (const FlashVariant& v : x3 ? flash_variants_tf32x3() : flash_variants_tf32()) {
     if (v.D != D) continue;

@@ -11,5 +11,8 @@ namespace strata::cuda {
 
 const std::vector<FlashVariant>& flash_variants_tf32x3();  // high: 3xTF32
 const std::vector<FlashVariant>& flash_variants_tf32();    // medium: TF32
+// The wgmma kernel's (flash_wgmma_tf32.cuh; candidates, empty without sm_90a).
+const std::vector<FlashVariant>& wgmma_variants_tf32x3();
+const std::vector<FlashVariant>& wgmma_variants_tf32();
 
 }  // namespace strata::cuda

@@ -1,0 +1,519 @@
+#pragma once
+// f32 softmax attention on Hopper's warpgroup MMA (wgmma, sm_90a) with TF32
+// operands: medium (X3 = false) one wgmma per product, high (X3 = true)
+// 3xTF32. The bf16 wgmma kernel's structure (flash_wgmma.cuh) carried to
+// 32-bit elements (docs/cuda-tuning.md, "f32 on wgmma"):
+//
+// - one CTA per (batch, q head, 64 * WG query rows); each warpgroup owns 64
+//   rows; scores, P and the output accumulator stay in registers;
+// - Q, and K tiles of BN keys (two slots), sit in shared memory as 32-float
+//   panels of 128-byte rows, 128-byte swizzled: a TF32 k-step (8 floats) is
+//   the same 32 bytes as a bf16 one, so the descriptors are the bf16
+//   kernel's. cp.async fills them; each thread then rounds the chunks it
+//   copied in place (cvt.rna) and, for high, writes their small parts
+//   (tf32(x - big)) to a second panel set: no barrier, a thread reads only
+//   what it copied;
+// - .tf32 wgmma reads B only K-major, so V is stored transposed
+//   ([d][keys], keys contiguous): each thread loads its V chunks into
+//   registers one tile ahead (16 keys x 8 columns per warp: one 32-byte
+//   sector per key row) and stores them transposed, rounded (and split),
+//   while the tensor cores run the previous tile; 16 keys x 2 rows per
+//   store hit 32 different banks;
+// - S = Q K^T with both operands in shared memory (SS); O += P V with P from
+//   the score registers (RS). The S accumulator gives lane (g, t) keys 2t
+//   and 2t + 1 of each 8; the TF32 A fragment wants (g, t) and (g, t + 4):
+//   A's k = t is taken as key 2t and k = t + 4 as key 2t + 1, and V's
+//   transposed rows hold each 8 keys in that order (0 2 4 6 1 3 5 7), so no
+//   shuffle is needed (as flash_tf32.cuh does with mma.sync);
+// - high: a*b ~ a_small*b_big + a_big*b_small + a_big*b_big. The tensor
+//   core truncates each accumulation, so the small terms of the whole
+//   product go first (their sums are ~2^-11 of the result: their
+//   truncations cost nothing) and the big products last: S takes D / 8
+//   significant truncations, not 3 D / 8. P V goes into a zeroed
+//   accumulator per key tile that is added to O in f32 (the long chain over
+//   all keys would otherwise truncate N / 8 times);
+// - the P V of tile i and the S of tile i + 1 in flight together, the
+//   softmax of tile i + 1 between their waits (FlashAttention-3's
+//   in-warpgroup overlap); one barrier per tile.
+//
+// Masking, bands, lse and empty rows as in flash_wgmma.cuh: fully masked
+// rows end with l = 0, out = 0, lse = -inf.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/attention/flash_mma.cuh"
+#include "cuda/attention/flash_tf32.cuh"
+#include "cuda/attention/wgmma_ops.cuh"
+
+namespace strata::cuda::flash {
+
+template <int D, int WG, int BN, bool X3>
+struct WgmmaTf32Config {
+  static constexpr int kBM = 64 * WG;
+  static constexpr int kThreads = 128 * WG;
+  static constexpr int kParts = X3 ? 2 : 1;      // big (and small) copy of each operand
+  static constexpr int kQBytes = kBM * D * 4;    // one part of Q
+  static constexpr int kTileBytes = BN * D * 4;  // one part of a K or V tile
+  static constexpr int kSlots = 2;               // K and V slots each
+  // 1024 bytes of slack: the swizzle atoms must start 1024-byte aligned.
+  // + one raw V tile (staging for the transposed copy).
+  static constexpr std::size_t kSmem =
+      1024 + std::size_t(kParts) * (kQBytes + 2 * kSlots * kTileBytes) + kTileBytes;
+};
+
+// f(byte offset, row, first column) for each 16-byte chunk (4 floats) of a
+// [ROWS][D] f32 tile that thread tid owns, in the panel layout: D / 32
+// panels of ROWS rows of 128 bytes, chunk c of row r at c ^ (r % 8).
+template <int D, int ROWS, int THREADS, class F>
+__device__ __forceinline__ void for_own_chunks(int tid, F&& f) {
+  constexpr int kChunks = D / 4;
+  static_assert(THREADS % kChunks == 0, "a thread copies one chunk column");
+  constexpr int kStep = THREADS / kChunks;
+  static_assert(ROWS % kStep == 0, "tile rows must split evenly");
+  const int cc = tid % kChunks, r0 = tid / kChunks;
+#pragma unroll
+  for (int i = 0; i < ROWS / kStep; ++i) {
+    const int r = r0 + i * kStep;
+    f(std::uint32_t((cc >> 3) * ROWS * 128 + r * 128 + (((cc & 7) ^ (r & 7)) << 4)), r, cc * 4);
+  }
+}
+
+// cp.async of rows [0, rows) x columns [0, cols) (cols a multiple of 4) of
+// a [ROWS][D] f32 tile from global (row stride rs) into panels at dst; the
+// rest is zeroed.
+template <int D, int ROWS, int THREADS>
+__device__ __forceinline__ void load_panels_f32(std::uint32_t dst, const float* src,
+                                                std::int64_t rs, int rows, int cols, int tid) {
+  constexpr int kStep = THREADS / (D / 4);
+  const float* p = src + (tid / (D / 4)) * rs + (tid % (D / 4)) * 4;
+  for_own_chunks<D, ROWS, THREADS>(tid, [&](std::uint32_t off, int r, int c) {
+    const bool ok = r < rows && c < cols;
+    cp_async16(dst + off, ok ? p : src, ok ? 16 : 0);
+    p += kStep * rs;
+  });
+}
+
+// The chunks this thread copied into the panels at `tile` (generic
+// pointer), rounded to TF32 in place; for X3 their small parts written
+// `small` bytes further. Call after this thread's cp.async wait.
+template <int D, int ROWS, int THREADS, bool X3>
+__device__ __forceinline__ void round_own_chunks(unsigned char* tile, int small, int tid) {
+  for_own_chunks<D, ROWS, THREADS>(tid, [&](std::uint32_t off, int, int) {
+    const float4 x = *reinterpret_cast<const float4*>(tile + off);
+    Tf32<X3> e[4];
+    e[0].set(x.x);
+    e[1].set(x.y);
+    e[2].set(x.z);
+    e[3].set(x.w);
+    *reinterpret_cast<uint4*>(tile + off) = make_uint4(e[0].big, e[1].big, e[2].big, e[3].big);
+    if constexpr (X3)
+      *reinterpret_cast<uint4*>(tile + small + off) =
+          make_uint4(e[0].small, e[1].small, e[2].small, e[3].small);
+  });
+}
+
+// MINB: CTAs per SM the registers must allow.
+template <int D, int WG, int BN, bool X3, int MINB>
+__global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const FlashArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = WgmmaTf32Config<D, WG, BN, X3>;
+  using Op = Tf32<X3>;
+  constexpr int BM = C::kBM, kThreads = C::kThreads, kParts = C::kParts;
+  constexpr int kQBytes = C::kQBytes, kTileBytes = C::kTileBytes;
+  constexpr int kSlotBytes = kParts * kTileBytes;
+  static_assert(D % 32 == 0 && BN % 32 == 0, "whole 32-float panels");
+  const float kNegInf = -__int_as_float(0x7f800000);
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const std::uint32_t raw_u = smem_u32(smem_raw);
+  const std::uint32_t sQ_u = (raw_u + 1023u) & ~1023u;
+  unsigned char* const sm = smem_raw + (sQ_u - raw_u);
+  // Q parts, two K slots, two V^T slots, V's raw staging tile.
+  constexpr int kOffK = kParts * kQBytes, kOffV = kOffK + 2 * kSlotBytes;
+  constexpr int kOffS = kOffV + 2 * kSlotBytes;
+
+  const int tid = threadIdx.x, wg = tid >> 7, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int wrow = wg * 64 + (warp & 3) * 16;  // this warp's first row
+
+  const std::int64_t bid = blockIdx.x;
+  std::int64_t mt = bid % a.m_tiles;
+  const std::int64_t bh = bid / a.m_tiles;
+  if (a.has_band) mt = a.m_tiles - 1 - mt;
+  const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
+  const std::int64_t m0 = mt * BM;
+  const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
+
+  const float* q =
+      static_cast<const float*>(a.q) + batch_off(a, b, a.q_bs) + h * a.q_hs + m0 * a.q_ms;
+  const float* k = static_cast<const float*>(a.k) + batch_off(a, b, a.k_bs) + hk * a.k_hs;
+  const float* v = static_cast<const float*>(a.v) + batch_off(a, b, a.v_bs) + hk * a.v_hs;
+
+  std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi): keys this tile of rows can keep
+  if (a.has_band) {
+    const std::int64_t lo = m0 + a.band_lo, hi = m0 + rows + a.band_hi;
+    kv_lo = lo > kv_lo ? lo : kv_lo;
+    kv_hi = hi < kv_hi ? hi : kv_hi;
+  }
+  const std::int64_t t_begin = kv_lo / BN;
+  const std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
+  const int n_tiles = int(t_end - t_begin);
+
+  // K of tile `it` (counted from t_begin) goes to slot it % 2.
+  auto load_k = [&](int it) {
+    if (it >= n_tiles) return;
+    const std::int64_t n0 = (t_begin + it) * BN;
+    const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
+    load_panels_f32<D, BN, kThreads>(sQ_u + kOffK + (it & 1) * kSlotBytes, k + n0 * a.k_ns, a.k_ns,
+                                     nrows, a.d, tid);
+  };
+  auto round_k = [&](int it) {
+    if (it >= n_tiles) return;
+    round_own_chunks<D, BN, kThreads, X3>(sm + kOffK + (it & 1) * kSlotBytes, kTileBytes, tid);
+  };
+
+  // V: cp.async into a raw staging tile, then each thread stores the
+  // chunks it copied transposed, rounded (and split), into the V^T slot:
+  // BN / 32 panels of D rows (one per column of V) of 128 bytes (32 keys in
+  // the order 0 2 4 6 1 3 5 7 per 8), swizzled. A thread's chunks: one key
+  // (16 per warp, lane % 16) and 4 columns every kColStep (2 per warp,
+  // lane / 16), so a store of 32 lanes covers 16 keys x 2 V^T rows: 32
+  // banks; the staging tile has K's panel layout (8 keys x one chunk per
+  // access phase: 8 bank groups).
+  constexpr int kKeyBlocks = BN / 16, kWarps = 4 * WG;
+  static_assert(kWarps % kKeyBlocks == 0, "a thread keeps one key of the tile");
+  constexpr int kColStep = 8 * (kWarps / kKeyBlocks);
+  static_assert(D % kColStep == 0, "V columns must split over the warps");
+  constexpr int kVChunks = D / kColStep;  // per thread
+  const int v_key = (warp % kKeyBlocks) * 16 + (lane & 15);
+  const int v_col = (warp / kKeyBlocks) * 8 + (lane >> 4) * 4;
+  const int v_kp = (v_key & ~7) | ((v_key & 1) << 2) | ((v_key >> 1) & 3);
+  auto v_stage_off = [&](int c) {  // byte offset of chunk c's 4 floats in the staging tile
+    const int cc = (v_col + c * kColStep) >> 2;
+    return (cc >> 3) * BN * 128 + v_key * 128 + (((cc & 7) ^ (v_key & 7)) << 4);
+  };
+  auto load_v = [&](int it) {
+    if (it >= n_tiles) return;
+    const std::int64_t n0 = (t_begin + it) * BN;
+    const bool key_ok = v_key < a.N - n0;
+    const float* p = v + (n0 + (key_ok ? v_key : 0)) * a.v_ns + v_col;
+#pragma unroll
+    for (int c = 0; c < kVChunks; ++c) {
+      const bool ok = key_ok && v_col + c * kColStep < a.dv;
+      cp_async16(sQ_u + kOffS + v_stage_off(c), ok ? p + c * kColStep : v, ok ? 16 : 0);
+    }
+  };
+  auto store_vt = [&](int it) {
+    if (it >= n_tiles) return;
+    unsigned char* slot = sm + kOffV + (it & 1) * kSlotBytes;
+    // Row n = column of V; chunk (kp % 32) / 4 of it at that ^ (n % 8).
+    const int lane_off = (v_kp >> 5) * D * 128 + (v_kp & 3) * 4;
+#pragma unroll
+    for (int c = 0; c < kVChunks; ++c) {
+      const float4 x4 = *reinterpret_cast<const float4*>(sm + kOffS + v_stage_off(c));
+      const float x[4] = {x4.x, x4.y, x4.z, x4.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int n = v_col + c * kColStep + e;
+        const int off = lane_off + n * 128 + ((((v_kp & 31) >> 2) ^ (n & 7)) << 4);
+        Op y;
+        y.set(x[e]);
+        *reinterpret_cast<std::uint32_t*>(slot + off) = y.big;
+        if constexpr (X3) *reinterpret_cast<std::uint32_t*>(slot + kTileBytes + off) = y.small;
+      }
+    }
+  };
+
+  float o[D / 2], s[BN / 2];
+  float ot[X3 ? D / 2 : 1];  // high: P V of one key tile, added to o in f32
+  std::uint32_t pb[BN / 8][4], ps[X3 ? BN / 8 : 1][4];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) s[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < (X3 ? D / 2 : 1); ++i) ot[i] = 0.f;
+  float row_m[2] = {kNegInf, kNegInf}, row_l[2] = {0.f, 0.f};
+
+  // Descriptors: Q rows of this warpgroup and K are K-major (a k-step of 8
+  // floats is 32 bytes into the row, a panel every 4 steps); V^T too, its
+  // rows the columns of V. Small parts: kQBytes / kTileBytes further.
+  const std::uint64_t q_desc = wgmma::desc_sw128(sQ_u + wg * 64 * 128, 16, 1024);
+  const std::uint64_t k_desc = wgmma::desc_sw128(sQ_u + kOffK, 16, 1024);
+  const std::uint64_t v_desc = wgmma::desc_sw128(sQ_u + kOffV, 16, 1024);
+  constexpr std::uint64_t kQSmall = kQBytes >> 4, kTSmall = kTileBytes >> 4;
+  auto step = [](int kk, int panel_rows) {
+    return std::uint64_t(((kk >> 2) * panel_rows * 128 + (kk & 3) * 32) >> 4);
+  };
+  // S = Q K^T (64 rows of this warpgroup x BN keys of tile it), issued;
+  // high: Q_small K_big and Q_big K_small over all of d first.
+  auto issue_s = [&](int it) {
+    const std::uint64_t kst = k_desc + std::uint64_t(((it & 1) * kSlotBytes) >> 4);
+    wgmma::fence();
+    if constexpr (X3) {
+#pragma unroll
+      for (int kk = 0; kk < D / 8; ++kk)
+        wgmma::Wgmma<BN, float>::ss(s, q_desc + kQSmall + step(kk, BM), kst + step(kk, BN), kk > 0);
+#pragma unroll
+      for (int kk = 0; kk < D / 8; ++kk)
+        wgmma::Wgmma<BN, float>::ss(s, q_desc + step(kk, BM), kst + kTSmall + step(kk, BN), 1);
+    }
+#pragma unroll
+    for (int kk = 0; kk < D / 8; ++kk)
+      wgmma::Wgmma<BN, float>::ss(s, q_desc + step(kk, BM), kst + step(kk, BN), X3 || kk > 0);
+    wgmma::commit();
+  };
+  // O += P V over tile it (medium), ot = P V (high: small terms first),
+  // issued.
+  auto issue_pv = [&](int it) {
+    const std::uint64_t vst = v_desc + std::uint64_t(((it & 1) * kSlotBytes) >> 4);
+    wgmma::fence();
+    if constexpr (X3) {
+#pragma unroll
+      for (int kk = 0; kk < BN / 8; ++kk)
+        wgmma::Wgmma<D, float>::rs(ot, ps[kk], vst + step(kk, D), kk > 0);
+#pragma unroll
+      for (int kk = 0; kk < BN / 8; ++kk)
+        wgmma::Wgmma<D, float>::rs(ot, pb[kk], vst + kTSmall + step(kk, D), 1);
+#pragma unroll
+      for (int kk = 0; kk < BN / 8; ++kk)
+        wgmma::Wgmma<D, float>::rs(ot, pb[kk], vst + step(kk, D), 1);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < BN / 8; ++kk)
+        wgmma::Wgmma<D, float>::rs(o, pb[kk], vst + step(kk, D), 1);
+    }
+    wgmma::commit();
+  };
+
+  const bool bool_mask = a.mask_kind == 1, float_mask = a.mask_kind == 2;
+  const unsigned char* mk_b = nullptr;
+  const float* mk_f = nullptr;
+  if (a.mask_kind) {
+    const std::int64_t off = batch_off(a, b, a.mk_bs) + h * a.mk_hs;
+    mk_b = static_cast<const unsigned char*>(a.mask) + off;
+    mk_f = static_cast<const float*>(a.mask) + off;
+  }
+  const std::int64_t i0 = m0 + wrow + g;  // this thread's rows: i0 and i0 + 8
+
+  // The scores of tile it (complete in s) to probabilities in base 2, as
+  // flash_wgmma.cuh's softmax without .raw: scale, masks where the tile
+  // needs them, online softmax for rows g (r = 0) and g + 8 (r = 1).
+  // alpha: the factor O must take; returns whether any of this warp's
+  // alphas is not 1.
+  auto softmax = [&](int it, float* alpha) {
+    const std::int64_t n0 = (t_begin + it) * BN;
+    const bool inside_band =
+        !a.has_band || (n0 >= m0 + BM - 1 + a.band_lo && n0 + BN - 1 <= m0 + a.band_hi);
+    const bool need_mask = a.mask_kind != 0 || n0 + BN > a.N || !inside_band;
+    const float c = a.scale_log2;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) s[i] *= c;
+    if (need_mask) {
+      // Bounds and band in 32 bits relative to this thread's first key and
+      // row (limits clamped to +-2^30, far outside the tile).
+      auto clamp32 = [](std::int64_t x) {
+        return int(x < -(1 << 30) ? -(1 << 30) : x > (1 << 30) ? (1 << 30) : x);
+      };
+      const std::int64_t rel = n0 - i0;
+      const int n_left = clamp32(a.N - n0), m_left = clamp32(a.M - i0);
+      const int lo = a.has_band ? clamp32(a.band_lo - rel) : -(1 << 30);
+      const int hi = a.has_band ? clamp32(a.band_hi - rel) : (1 << 30);
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = j * 8 + 2 * t4 + (e & 1), ro = (e >> 1) * 8;
+          const bool keep = col < n_left && ro < m_left && col - ro >= lo && col - ro <= hi;
+          if (!keep) s[4 * j + e] = kNegInf;
+        }
+      }
+      // A mask tensor, read for the kept scores only: one pointer per row
+      // stepping over the tile (per-element 64-bit offsets spilled).
+      if (a.mask_kind != 0) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          std::int64_t off = (i0 + 8 * r) * a.mk_ms + (n0 + 2 * t4) * a.mk_ns;
+#pragma unroll
+          for (int j = 0; j < BN / 8; ++j, off += 8 * a.mk_ns) {
+#pragma unroll
+            for (int e1 = 0; e1 < 2; ++e1) {
+              float& x = s[4 * j + 2 * r + e1];
+              if (x == kNegInf) continue;
+              const std::int64_t at = off + e1 * a.mk_ns;
+              if (bool_mask && mk_b[at] == 0) x = kNegInf;
+              if (float_mask) x += mk_f[at] * 1.4426950408889634f;
+            }
+          }
+        }
+      }
+    }
+    bool moved = false;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = kNegInf;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+        mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx = fmaxf(mx, row_m[r]);
+      const float m_use = mx == kNegInf ? 0.f : mx;  // a row with nothing kept yet
+      alpha[r] = ex2(row_m[r] - m_use);
+      moved = moved || alpha[r] != 1.f;
+      row_m[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        s[4 * j + 2 * r] = ex2(s[4 * j + 2 * r] - m_use);
+        s[4 * j + 2 * r + 1] = ex2(s[4 * j + 2 * r + 1] - m_use);
+        sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+      }
+      row_l[r] = row_l[r] * alpha[r] + sum;
+    }
+    return __any_sync(0xffffffffu, moved);
+  };
+  // O's end of a tile: medium rescales the wgmma accumulator once the
+  // tile's P V is done (alpha is exactly 1 for the whole warp once the
+  // maxima settle); high adds the tile's sum first.
+  auto fold = [&](const float* alpha, bool moved) {
+    if constexpr (X3) {
+      if (moved) {
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o[4 * n + e] = (o[4 * n + e] + ot[4 * n + e]) * alpha[e >> 1];
+      } else {
+#pragma unroll
+        for (int i = 0; i < D / 2; ++i) o[i] += ot[i];
+      }
+    } else if (moved) {
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[4 * n + e] *= alpha[e >> 1];
+    }
+  };
+  // P (the A fragments of P V): k-step kk's k = t is key 2t, k = t + 4 key
+  // 2t + 1, i.e. scores (c0, c2, c1, c3) of the 8-key block kk.
+  auto pack_p = [&] {
+#pragma unroll
+    for (int kk = 0; kk < BN / 8; ++kk) {
+      const int idx[4] = {4 * kk + 0, 4 * kk + 2, 4 * kk + 1, 4 * kk + 3};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        Op x;
+        x.set(s[idx[i]]);
+        pb[kk][i] = x.big;
+        if constexpr (X3) ps[kk][i] = x.small;
+      }
+    }
+  };
+  auto wait_acc = [&] {
+    wgmma::wait<0>();
+    if constexpr (X3)
+      wgmma::touch_regs<D / 2>(ot);
+    else
+      wgmma::touch_regs<D / 2>(o);
+  };
+
+  // Prologue: Q and the first two K tiles, rounded (split) by the threads
+  // that copied them; V of tile 0 transposed, V of tile 1 staged.
+  load_panels_f32<D, BM, kThreads>(sQ_u, q, a.q_ms, rows, a.d, tid);
+  load_k(0);
+  load_k(1);
+  load_v(0);
+  cp_async_commit();
+  cp_async_wait<0>();
+  round_own_chunks<D, BM, kThreads, X3>(sm, kQBytes, tid);
+  round_k(0);
+  round_k(1);
+  store_vt(0);
+  load_v(1);  // the staging chunks this thread just read
+  cp_async_commit();
+  wgmma::fence_proxy_async();
+  __syncthreads();
+  if (n_tiles > 0) {
+    issue_s(0);
+    wgmma::wait<0>();
+    wgmma::touch_regs<BN / 2>(s);
+    float alpha[2];
+    (void)softmax(0, alpha);  // O is still 0
+    pack_p();
+  }
+  __syncthreads();  // K slot 0 is free
+  load_k(2);
+  cp_async_commit();
+  // Iteration it: S of it + 1 and P V of it in flight; meanwhile the
+  // softmax of it + 1, then K of it + 2 rounded and V of it + 1 stored
+  // transposed (both copied a tile ago). One barrier: it publishes them to
+  // wgmma and frees K's slot of it + 1 for K of it + 3 (V's staging tile is
+  // only ever touched by the thread that copies each chunk).
+  for (int it = 0; it + 1 < n_tiles; ++it) {
+    issue_s(it + 1);
+    issue_pv(it);
+    wgmma::wait<1>();
+    wgmma::touch_regs<BN / 2>(s);
+    float alpha[2];
+    const bool moved = softmax(it + 1, alpha);
+    cp_async_wait<0>();
+    round_k(it + 2);
+    store_vt(it + 1);
+    wait_acc();
+    fold(alpha, moved);
+    pack_p();
+    wgmma::fence_proxy_async();
+    __syncthreads();
+    load_k(it + 3);
+    load_v(it + 2);
+    cp_async_commit();
+  }
+  if (n_tiles > 0) {
+    issue_pv(n_tiles - 1);
+    wait_acc();
+    const float one[2] = {1.f, 1.f};
+    fold(one, false);
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
+  float inv[2];
+  finish_rows(a, a.lse ? a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs : nullptr, i0, row_m, row_l,
+              inv, t4);
+
+  // Stage the output over Q ([BM][D] floats, 16-byte chunk c of row r at
+  // c ^ (r % 8)), then store whole rows: 16-byte vectors where the layout
+  // allows, elements otherwise.
+  float* stage = reinterpret_cast<float*>(sm);
+  static_assert((D / 4) % 8 == 0, "the chunk swizzle stays inside the row");
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = wrow + g + 8 * r, ch = 2 * n + (t4 >> 1);
+      *reinterpret_cast<float2*>(stage + row * D + ((ch ^ (row & 7)) << 2) + 2 * (t4 & 1)) =
+          make_float2(o[4 * n + 2 * r] * inv[r], o[4 * n + 2 * r + 1] * inv[r]);
+    }
+  __syncthreads();
+  float* out = static_cast<float*>(a.out) + batch_off(a, b, a.o_bs) + h * a.o_hs + m0 * a.o_ms;
+  constexpr int kChunks = D / 4;
+  for (int i = tid; i < BM * kChunks; i += kThreads) {
+    const int r = i / kChunks, cc = i % kChunks;
+    if (r >= rows || cc * 4 >= a.dv) continue;
+    const float* src = stage + r * D + ((cc ^ (r & 7)) << 2);
+    float* dst = out + r * a.o_ms + cc * 4 * a.o_ds;
+    if (a.o_vec) {
+      *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+    } else {
+      for (int e = 0; e < 4 && cc * 4 + e < a.dv; ++e) dst[e * a.o_ds] = src[e];
+    }
+  }
+#else
+  (void)a;  // built without sm_90a: never launched (the tables are empty without
+            // STRATA_CUDA_WGMMA)
+#endif
+}
+
+}  // namespace strata::cuda::flash

@@ -1,0 +1,33 @@
+#pragma once
+// One FlashVariant per configuration of the TF32 wgmma attention kernel
+// (flash_wgmma_tf32.cuh): the only place that launches it with <<<>>>.
+#include "cuda/attention/flash_tf32_variants.hpp"
+#include "cuda/attention/flash_wgmma_tf32.cuh"
+
+namespace strata::cuda {
+
+template <int D, int WG, int BN, bool X3, int MINB>
+void wgmma_tf32_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
+  flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB>
+      <<<grid, flash::WgmmaTf32Config<D, WG, BN, X3>::kThreads, smem, st>>>(a);
+}
+
+// Candidates only (never defaults): the launcher takes one when
+// STRATA_FLASH_VARIANT names it.
+template <int D, int WG, int BN, bool X3, int MINB>
+FlashVariant make_wgmma_tf32_variant(const char* name) {
+  using C = flash::WgmmaTf32Config<D, WG, BN, X3>;
+  return FlashVariant{
+      name,
+      DType::f32,
+      D,
+      C::kBM,
+      BN,
+      C::kThreads,
+      C::kSmem,
+      false,
+      reinterpret_cast<const void*>(&flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB>),
+      &wgmma_tf32_launch<D, WG, BN, X3, MINB>};
+}
+
+}  // namespace strata::cuda
