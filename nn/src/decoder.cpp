@@ -7,7 +7,6 @@
 
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
-#include "strata/index_copy.hpp"
 
 namespace strata::nn {
 
@@ -125,12 +124,15 @@ struct DecoderLM::DecodeGraph {
 
   Stream stream;
   Workspace ws;
-  PinnedBuffer step_host;       // i64 [B + 1], page-locked: the B token ids, then the position
-  Tensor step;                  // the same on the device: the graph's first node copies it there
-  Tensor valid;                 // bool [max_len]: the filled cache positions
-  Tensor one;                   // bool [1], true: what the step writes into valid at its position
-  Tensor logits;                // f32 [B, 1, V]: the graph's output, copied into the caller's
-  std::int64_t valid_len = -1;  // valid marks [0, valid_len); -1: not yet written
+  // Page-locked: the B token ids and the position (i64 [B + 1]), then the
+  // mask of filled cache positions (bool [max_len]). The graph's first node
+  // copies all of it into `step_bytes`: the host writes the mask, so no
+  // kernel of the step sets it.
+  PinnedBuffer step_host;
+  Tensor step_bytes;  // bool [8 (B + 1) + max_len] on the device: step and valid
+  Tensor step;        // i64 [B + 1], a view of step_bytes
+  Tensor valid;       // bool [max_len], a view of step_bytes: the filled cache positions
+  Tensor logits;      // f32 [B, 1, V]: the graph's output, copied into the caller's
   Graph graph;
 };
 
@@ -262,8 +264,9 @@ bool DecoderLM::use_graph(std::int64_t t, const KVCache* cache) const {
 }
 
 // One decode step by graph: the ids (checked here, on the host: the graph
-// cannot stop to report a bad id) and the position go into `step`, `valid`
-// is brought to the cache's length, then the graph runs. The first call for
+// cannot stop to report a bad id), the position and the mask of filled
+// cache positions are written into the pinned buffer, then the graph runs
+// (its first node copies them to the device). The first call for
 // a key runs the step eagerly on the graph's stream (first-use set-up such
 // as cuBLAS workspaces happens outside the capture) and records it.
 void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cache) {
@@ -283,11 +286,12 @@ void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cac
     n->precision = opt_.precision;
     n->stream = Stream(device_);
     n->ws = Workspace(cfg_, b, 1, dtype_, device_);
-    n->step_host =
-        PinnedBuffer(static_cast<std::size_t>(b + 1) * sizeof(std::int64_t), device_.type);
-    n->step = Tensor::zeros({b + 1}, DType::i64, device_);
-    n->valid = Tensor::zeros({cache.max_length()}, DType::boolean, device_);
-    n->one = Tensor::full({1}, 1.0, DType::boolean, device_);
+    const std::int64_t head = (b + 1) * static_cast<std::int64_t>(sizeof(std::int64_t));
+    n->step_host = PinnedBuffer(static_cast<std::size_t>(head + cache.max_length()), device_.type);
+    n->step_bytes = Tensor::zeros({head + cache.max_length()}, DType::boolean, device_);
+    n->step = Tensor::from_storage(n->step_bytes.storage(), {b + 1}, {1}, 0, DType::i64);
+    n->valid = Tensor::from_storage(n->step_bytes.storage(), {cache.max_length()}, {1}, head,
+                                    DType::boolean);
     n->logits = Tensor::empty({b, 1, cfg_.vocab_size}, DType::f32, device_);
     graph_ = std::move(n);
     g = graph_.get();
@@ -304,27 +308,21 @@ void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cac
   }
   values.back() = len;
   g->stream.synchronize();  // the previous replay has read step_host
-  std::memcpy(g->step_host.data(), values.data(), values.size() * sizeof(std::int64_t));
+  auto* host = static_cast<unsigned char*>(g->step_host.data());
+  const std::size_t head = values.size() * sizeof(std::int64_t);
+  std::memcpy(host, values.data(), head);
+  // The mask as attention reads it: every filled position and this step's
+  // (the cache may have been rewound or filled eagerly since the last step).
+  const auto filled = static_cast<std::size_t>(len + 1), max = g->step_host.size() - head;
+  std::memset(host + head, 1, filled);
+  std::memset(host + head + filled, 0, max - filled);
 
   MatmulOptions opt = opt_;
   opt.stream = g->stream.handle();
-  if (g->valid_len != len) {
-    // The cache was rewound, reset or filled eagerly since the last step.
-    if (g->valid_len < 0) {
-      fill_(g->valid, 0.0, opt);
-      g->valid_len = 0;
-    }
-    if (len > g->valid_len)
-      fill_(g->valid.narrow(0, g->valid_len, len - g->valid_len), 1.0, opt);
-    else
-      fill_(g->valid.narrow(0, len, g->valid_len - len), 0.0, opt);
-    g->valid_len = len;
-  }
   const Tensor ids_dev = g->step.narrow(0, 0, b).reshape({b, 1});
   const Tensor pos = g->step.narrow(0, b, 1);
   auto body = [&] {
-    g->stream.copy_to_device(g->step, g->step_host);
-    index_copy_(g->valid, 0, pos, g->one, opt);
+    g->stream.copy_to_device(g->step_bytes, g->step_host);
     run(g->logits, ids_dev, pos, &cache, len, g->valid, g->ws, opt);
   };
   if (!g->graph.defined()) {
@@ -337,7 +335,6 @@ void DecoderLM::graph_step(const Tensor& logits, const Tensor& ids, KVCache& cac
   // The graph writes only memory it owns: a logits tensor of the caller's
   // may be gone by the next replay.
   copy_(logits, g->logits, opt);
-  g->valid_len = len + 1;
   cache.advance(1);
 }
 

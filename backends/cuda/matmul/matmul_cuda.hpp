@@ -1,6 +1,7 @@
 #pragma once
-// Host-side entry points of the cuda matmul (matmul_cublas.cu), free of CUDA
-// headers so that register_matmul.cpp compiles as plain C++.
+// Host-side entry points of the cuda matmul (matmul_cublas.cu,
+// matmul_gemv.cu), free of CUDA headers so that register_matmul.cpp
+// compiles as plain C++.
 #include <string>
 
 #include "strata/matmul_args.hpp"
@@ -12,5 +13,12 @@ namespace strata::cuda {
 void matmul_cublas(const MatmulArgs& a);
 // "" when matmul_cublas can run `a`, else the reason.
 std::string matmul_cublas_supports(const MatmulArgs& a);
+
+// out [M, N] (+)= a [M, K] b [K, N] (+ bias) for M <= 8, K <= 16384, a's
+// rows and b's columns unit-stride, no batch; f32, f16, bf16 (f32 sums).
+void matmul_gemv(const MatmulArgs& a);
+// "" when matmul_gemv can run `a`, else the reason (STRATA_CUDA_GEMV=0:
+// never).
+std::string matmul_gemv_supports(const MatmulArgs& a);
 
 }  // namespace strata::cuda

@@ -1,0 +1,183 @@
+// The cuda matrix-vector kernel (backends/cuda/matmul/matmul_gemv.cu): which
+// calls the registry gives it, its results against an f64 sum on the host
+// (every row count up to 8, the 16-byte and the element-wise paths, bias,
+// accumulate, output layouts, long K, one column), and its inputs written
+// by the kernels just before it on the same stream, eagerly and replayed
+// from a graph (it is launched with programmatic dependent launch and
+// prefetches its weights before it waits). The binary skips without a GPU.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "matmul_test_util.hpp"
+#include "strata/elementwise.hpp"
+#include "strata/graph.hpp"
+#include "strata/matmul.hpp"
+#include "strata/matmul_args.hpp"
+#include "strata/norm.hpp"
+#include "strata/registry.hpp"
+
+using namespace strata;
+using matmul_test::on;
+using matmul_test::require_close;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+// The name of the cuda kernel the registry picks for linear(x, w).
+std::string kernel_for(const Tensor& x, const Tensor& w, const Tensor& out) {
+  const Registry& r = Registry::get();
+  MatmulArgs a;
+  a.M = x.size(0);
+  a.K = x.size(1);
+  a.N = w.size(0);
+  a.a = x.operand();
+  a.b = w.transpose(0, 1).operand();
+  a.out = out.operand();
+  return r.find(r.op_id("matmul"), r.resolve_backend("matmul", "cuda", kGpu), x.dtype(), a)
+      .info->name;
+}
+
+// x [M, K] (a window of a wider buffer when `x_sliced`: row stride K + 3,
+// so the 16-byte path is off), W [N, K] (likewise `w_sliced`), bias [N],
+// out [M, N] (column-major when `out_t`), accumulating or not: the cuda
+// result against the f64 sum of the same values.
+void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, bool bias, bool acc,
+                bool x_sliced, bool w_sliced, bool out_t, std::uint64_t seed) {
+  INFO("dtype " << dtype_name(dt) << " M " << M << " K " << K << " N " << N << " bias " << bias
+                << " accumulate " << acc << " x sliced " << x_sliced << " W sliced " << w_sliced
+                << " out transposed " << out_t);
+  const Tensor hx = Tensor::randn({M, K}, seed, dt), hw = Tensor::randn({N, K}, seed + 1, dt);
+  const Tensor hb = Tensor::randn({N}, seed + 2, dt), ho = Tensor::randn({M, N}, seed + 3, dt);
+  auto place = [](const Tensor& v, bool sliced) {
+    if (!sliced) return v.to(kGpu);
+    Tensor big = Tensor::full({v.size(0), v.size(1) + 3}, NAN, v.dtype(), kGpu);
+    Tensor view = big.narrow(1, 1, v.size(1));
+    view.copy_from(v);
+    return view;
+  };
+  const Tensor x = place(hx, x_sliced), w = place(hw, w_sliced);
+  Tensor out = out_t ? Tensor::full({N, M}, NAN, dt, kGpu).transpose(0, 1)
+                     : Tensor::full({M, N}, NAN, dt, kGpu);
+  out.copy_from(ho);
+  if (dt != DType::f64 && M <= 8 && !x_sliced && !w_sliced && K % 8 == 0)
+    CHECK(kernel_for(x, w, out) == "cuda.matmul.gemv");
+  MatmulOptions opt = on("cuda");
+  opt.accumulate = acc;
+  linear_out(out, x, w, bias ? hb.to(kGpu) : Tensor(), opt);
+
+  // The f64 sum, written out here (not another matmul).
+  const std::vector<double> xv = hx.to_vector<double>(), wv = hw.to_vector<double>();
+  const std::vector<double> bv = hb.to_vector<double>(), ov = ho.to_vector<double>();
+  std::vector<double> want(static_cast<std::size_t>(M * N));
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (std::int64_t k = 0; k < K; ++k)
+        s += xv[static_cast<std::size_t>(m * K + k)] * wv[static_cast<std::size_t>(n * K + k)];
+      if (bias) s += bv[static_cast<std::size_t>(n)];
+      if (acc) s += ov[static_cast<std::size_t>(m * N + n)];
+      want[static_cast<std::size_t>(m * N + n)] = s;
+    }
+  require_close(out.contiguous(), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
+}
+
+}  // namespace
+
+TEST_CASE("cuda gemv: the calls it takes", "[cuda][matmul][gemv]") {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    for (std::int64_t M : {1, 2, 5, 8}) {
+      const Tensor x = Tensor::zeros({M, 512}, dt, kGpu), w = Tensor::zeros({768, 512}, dt, kGpu);
+      CHECK(kernel_for(x, w, Tensor::zeros({M, 768}, dt, kGpu)) == "cuda.matmul.gemv");
+    }
+    // Nine rows, a strided K, f64 and a K beyond 16384 stay with cuBLAS.
+    const Tensor w = Tensor::zeros({64, 512}, dt, kGpu);
+    CHECK(kernel_for(Tensor::zeros({9, 512}, dt, kGpu), w, Tensor::zeros({9, 64}, dt, kGpu)) ==
+          "cuda.matmul.cublas");
+    const Tensor xs = Tensor::zeros({1, 1024}, dt, kGpu).slice(1, 0, 1024, 2);
+    CHECK(kernel_for(xs, w, Tensor::zeros({1, 64}, dt, kGpu)) == "cuda.matmul.cublas");
+    const Tensor wl = Tensor::zeros({2, 16400}, dt, kGpu);
+    CHECK(kernel_for(Tensor::zeros({1, 16400}, dt, kGpu), wl, Tensor::zeros({1, 2}, dt, kGpu)) ==
+          "cuda.matmul.cublas");
+  }
+  const Tensor x = Tensor::zeros({1, 64}, DType::f64, kGpu);
+  CHECK(kernel_for(x, Tensor::zeros({8, 64}, DType::f64, kGpu),
+                   Tensor::zeros({1, 8}, DType::f64, kGpu)) == "cuda.matmul.cublas");
+}
+
+TEST_CASE("cuda gemv vs an f64 sum: rows, sizes, bias, accumulate, layouts",
+          "[cuda][matmul][gemv]") {
+  std::uint64_t seed = 9000;
+  // The decode projections of the benchmark model, odd K (element path),
+  // K not a multiple of the unroll, long K, one column, K = 1.
+  const std::pair<std::int64_t, std::int64_t> kn[] = {{512, 768}, {1408, 512}, {512, 2816},
+                                                      {33, 7},    {520, 24},   {4104, 40},
+                                                      {16384, 3}, {64, 1},     {1, 5}};
+  for (DType dt : {DType::f32, DType::bf16, DType::f16})
+    for (std::int64_t M : {1, 3, 8})
+      for (const auto& [K, N] : kn)
+        for (int v = 0; v < 4; ++v)  // bias and accumulate, each on and off
+          check_case(dt, M, K, N, (v & 1) != 0, (v & 2) != 0, false, false, false, seed += 4);
+  for (DType dt : {DType::f32, DType::bf16})
+    for (std::int64_t M : {1, 2, 4, 6}) {
+      // Windows of wider buffers (the element path), a column-major out.
+      check_case(dt, M, 96, 40, true, true, true, false, false, seed += 4);
+      check_case(dt, M, 96, 40, false, true, false, true, false, seed += 4);
+      check_case(dt, M, 512, 64, true, true, false, false, true, seed += 4);
+    }
+}
+
+TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in a graph",
+          "[cuda][matmul][gemv][graph]") {
+  // x = rms_norm(x0 + d), W = W0 * s and y += x W^T, each op reading what the
+  // one before wrote, repeated with new d and s: a kernel that read W or x
+  // before its predecessor finished would see an earlier step's values.
+  const std::int64_t K = 512, N = 768;
+  const Tensor x0 = Tensor::randn({1, K}, 77).to(kGpu), w0 = Tensor::randn({N, K}, 78).to(kGpu);
+  const Tensor ones = Tensor::full({K}, 1.0, DType::f32, kGpu);
+  const Tensor d = Tensor::zeros({1, K}, DType::f32, kGpu),
+               s = Tensor::zeros({1}, DType::f32, kGpu);
+  const Tensor xa = Tensor::zeros({1, K}, DType::f32, kGpu);
+  const Tensor x = Tensor::zeros({1, K}, DType::f32, kGpu);
+  const Tensor w = Tensor::zeros({N, K}, DType::f32, kGpu);
+  const Tensor y = Tensor::zeros({1, N}, DType::f32, kGpu);
+  Stream st(kGpu);
+  MatmulOptions opt = on("cuda");
+  opt.stream = st.handle();
+  MatmulOptions acc = opt;
+  acc.accumulate = true;
+  auto step = [&] {
+    add_out(xa, x0, d, opt);
+    rms_norm_out(x, xa, ones, 1e-6, opt);
+    mul_out(w, w0, s, opt);
+    linear_out(y, x, w, Tensor(), acc);
+  };
+  auto expect = [&](const Tensor& y_before, float dv, float sv) {
+    const Tensor hx = rms_norm(add(x0.to(Device::cpu()), Tensor::full({1, K}, dv, DType::f32)),
+                               Tensor::full({K}, 1.0, DType::f32), 1e-6, on("reference"));
+    const Tensor hw = mul(w0.to(Device::cpu()), Tensor::full({1}, sv, DType::f32));
+    const Tensor want = add(y_before, linear(hx, hw, Tensor(), on("reference")));
+    require_close(y.to(Device::cpu()), want, K);
+  };
+  st.synchronize();
+  for (int i = 0; i < 4; ++i) {  // eager
+    const Tensor before = y.to(Device::cpu());
+    fill_(d, 0.25 * i, opt);
+    fill_(s, 1.0 + i, opt);
+    step();
+    st.synchronize();
+    expect(before, 0.25f * float(i), 1.0f + float(i));
+  }
+  Graph g = Graph::capture(st, step);
+  for (int i = 0; i < 6; ++i) {  // replayed: d and s change between replays
+    const Tensor before = y.to(Device::cpu());
+    fill_(d, -0.5 * i, opt);
+    fill_(s, 0.5 - i, opt);
+    g.replay(st);
+    st.synchronize();
+    expect(before, -0.5f * float(i), 0.5f - float(i));
+  }
+}
