@@ -48,18 +48,22 @@
 
 namespace strata::cuda::flash {
 
-template <int D, int WG, int BN, bool X3>
+// VREG: V goes global -> registers -> one transposed slot (no staging tile,
+// one V^T slot instead of two: what lets high's d 128 keep two warpgroups
+// in shared memory), at the price of a second barrier per tile.
+template <int D, int WG, int BN, bool X3, bool VREG = false>
 struct WgmmaTf32Config {
   static constexpr int kBM = 64 * WG;
   static constexpr int kThreads = 128 * WG;
   static constexpr int kParts = X3 ? 2 : 1;      // big (and small) copy of each operand
   static constexpr int kQBytes = kBM * D * 4;    // one part of Q
   static constexpr int kTileBytes = BN * D * 4;  // one part of a K or V tile
-  static constexpr int kSlots = 2;               // K and V slots each
-  // 1024 bytes of slack: the swizzle atoms must start 1024-byte aligned.
-  // + one raw V tile (staging for the transposed copy).
+  static constexpr int kVSlots = VREG ? 1 : 2;   // V^T slots (K has two)
+  // 1024 bytes of slack: the swizzle atoms must start 1024-byte aligned;
+  // without VREG one raw V tile (staging for the transposed copy).
   static constexpr std::size_t kSmem =
-      1024 + std::size_t(kParts) * (kQBytes + 2 * kSlots * kTileBytes) + kTileBytes;
+      1024 + std::size_t(kParts) * (kQBytes + (2 + kVSlots) * std::size_t(kTileBytes)) +
+      (VREG ? 0 : kTileBytes);
 };
 
 // f(byte offset, row, first column) for each 16-byte chunk (4 floats) of a
@@ -114,10 +118,10 @@ __device__ __forceinline__ void round_own_chunks(unsigned char* tile, int small,
 }
 
 // MINB: CTAs per SM the registers must allow.
-template <int D, int WG, int BN, bool X3, int MINB>
+template <int D, int WG, int BN, bool X3, int MINB, bool VREG = false>
 __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const FlashArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgmmaTf32Config<D, WG, BN, X3>;
+  using C = WgmmaTf32Config<D, WG, BN, X3, VREG>;
   using Op = Tf32<X3>;
   constexpr int BM = C::kBM, kThreads = C::kThreads, kParts = C::kParts;
   constexpr int kQBytes = C::kQBytes, kTileBytes = C::kTileBytes;
@@ -129,9 +133,9 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
   const std::uint32_t raw_u = smem_u32(smem_raw);
   const std::uint32_t sQ_u = (raw_u + 1023u) & ~1023u;
   unsigned char* const sm = smem_raw + (sQ_u - raw_u);
-  // Q parts, two K slots, two V^T slots, V's raw staging tile.
+  // Q parts, two K slots, the V^T slot(s), V's raw staging tile.
   constexpr int kOffK = kParts * kQBytes, kOffV = kOffK + 2 * kSlotBytes;
-  constexpr int kOffS = kOffV + 2 * kSlotBytes;
+  constexpr int kOffS = kOffV + C::kVSlots * kSlotBytes;
 
   const int tid = threadIdx.x, wg = tid >> 7, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
@@ -193,6 +197,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
     const int cc = (v_col + c * kColStep) >> 2;
     return (cc >> 3) * BN * 128 + v_key * 128 + (((cc & 7) ^ (v_key & 7)) << 4);
   };
+  float4 vr[VREG ? kVChunks : 1];  // VREG: V of the next tile, in flight
   auto load_v = [&](int it) {
     if (it >= n_tiles) return;
     const std::int64_t n0 = (t_begin + it) * BN;
@@ -201,17 +206,23 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c) {
       const bool ok = key_ok && v_col + c * kColStep < a.dv;
-      cp_async16(sQ_u + kOffS + v_stage_off(c), ok ? p + c * kColStep : v, ok ? 16 : 0);
+      if constexpr (VREG) {
+        vr[c] = ok ? __ldg(reinterpret_cast<const float4*>(p + c * kColStep))
+                   : make_float4(0.f, 0.f, 0.f, 0.f);
+      } else {
+        cp_async16(sQ_u + kOffS + v_stage_off(c), ok ? p + c * kColStep : v, ok ? 16 : 0);
+      }
     }
   };
   auto store_vt = [&](int it) {
     if (it >= n_tiles) return;
-    unsigned char* slot = sm + kOffV + (it & 1) * kSlotBytes;
+    unsigned char* slot = sm + kOffV + (VREG ? 0 : (it & 1) * kSlotBytes);
     // Row n = column of V; chunk (kp % 32) / 4 of it at that ^ (n % 8).
     const int lane_off = (v_kp >> 5) * D * 128 + (v_kp & 3) * 4;
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c) {
-      const float4 x4 = *reinterpret_cast<const float4*>(sm + kOffS + v_stage_off(c));
+      const float4 x4 =
+          VREG ? vr[c] : *reinterpret_cast<const float4*>(sm + kOffS + v_stage_off(c));
       const float x[4] = {x4.x, x4.y, x4.z, x4.w};
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
@@ -267,7 +278,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
   // O += P V over tile it (medium), ot = P V (high: small terms first),
   // issued.
   auto issue_pv = [&](int it) {
-    const std::uint64_t vst = v_desc + std::uint64_t(((it & 1) * kSlotBytes) >> 4);
+    const std::uint64_t vst = v_desc + std::uint64_t(((VREG ? 0 : it & 1) * kSlotBytes) >> 4);
     wgmma::fence();
     if constexpr (X3) {
 #pragma unroll
@@ -430,7 +441,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
   round_k(0);
   round_k(1);
   store_vt(0);
-  load_v(1);  // the staging chunks this thread just read
+  load_v(1);  // the staging chunks this thread just read (VREG: registers)
   cp_async_commit();
   wgmma::fence_proxy_async();
   __syncthreads();
@@ -459,14 +470,23 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
     const bool moved = softmax(it + 1, alpha);
     cp_async_wait<0>();
     round_k(it + 2);
-    store_vt(it + 1);
+    if constexpr (!VREG) store_vt(it + 1);
     wait_acc();
     fold(alpha, moved);
     pack_p();
-    wgmma::fence_proxy_async();
-    __syncthreads();
-    load_k(it + 3);
-    load_v(it + 2);
+    if constexpr (VREG) {
+      __syncthreads();  // every warpgroup's P V of it is done: the V^T slot is free
+      load_k(it + 3);
+      store_vt(it + 1);
+      load_v(it + 2);
+      wgmma::fence_proxy_async();
+      __syncthreads();
+    } else {
+      wgmma::fence_proxy_async();
+      __syncthreads();
+      load_k(it + 3);
+      load_v(it + 2);
+    }
     cp_async_commit();
   }
   if (n_tiles > 0) {

@@ -6,17 +6,17 @@
 
 namespace strata::cuda {
 
-template <int D, int WG, int BN, bool X3, int MINB>
+template <int D, int WG, int BN, bool X3, int MINB, bool VREG = false>
 void wgmma_tf32_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
-  flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB>
-      <<<grid, flash::WgmmaTf32Config<D, WG, BN, X3>::kThreads, smem, st>>>(a);
+  flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB, VREG>
+      <<<grid, flash::WgmmaTf32Config<D, WG, BN, X3, VREG>::kThreads, smem, st>>>(a);
 }
 
 // Candidates only (never defaults): the launcher takes one when
 // STRATA_FLASH_VARIANT names it.
-template <int D, int WG, int BN, bool X3, int MINB>
+template <int D, int WG, int BN, bool X3, int MINB, bool VREG = false>
 FlashVariant make_wgmma_tf32_variant(const char* name) {
-  using C = flash::WgmmaTf32Config<D, WG, BN, X3>;
+  using C = flash::WgmmaTf32Config<D, WG, BN, X3, VREG>;
   return FlashVariant{
       name,
       DType::f32,
@@ -26,8 +26,8 @@ FlashVariant make_wgmma_tf32_variant(const char* name) {
       C::kThreads,
       C::kSmem,
       false,
-      reinterpret_cast<const void*>(&flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB>),
-      &wgmma_tf32_launch<D, WG, BN, X3, MINB>};
+      reinterpret_cast<const void*>(&flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB, VREG>),
+      &wgmma_tf32_launch<D, WG, BN, X3, MINB, VREG>};
 }
 
 }  // namespace strata::cuda
