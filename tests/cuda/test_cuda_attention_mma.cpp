@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -50,6 +51,16 @@ std::string tile_kernel(DType dt, int D) {
   name += "_d";
   name += std::to_string(D);
   return name;
+}
+
+// Head dims 129-256: the wgmma d 192 / d 256 tiles in an sm_90a build, the
+// f32 route otherwise.
+std::string wide_kernel(DType dt) {
+#if defined(STRATA_CUDA_WGMMA)
+  return "cuda.attention.wgmma_" + dt_name(dt) + "_d256";
+#else
+  return "cuda.attention.mma_" + dt_name(dt) + "_via_f32";
+#endif
 }
 
 // The kernels a bf16/f16 call with head dims up to 256 may reach: the
@@ -100,7 +111,7 @@ TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma
         const std::string want = M <= 8     ? "cuda.attention.decode_" + dt_name(dt)
                                  : d <= 64  ? tile_kernel(dt, 64)
                                  : d <= 128 ? tile_kernel(dt, 128)
-                                            : "cuda.attention.mma_" + dt_name(dt) + "_via_f32";
+                                            : wide_kernel(dt);
         require_mma_pass(c, want);
       }
     }
@@ -109,8 +120,9 @@ TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma
 
 // One query row against many keys: the decode kernel (split-KV) at any
 // batch. Above 8 rows, a query tile per head against many keys in a single
-// head fills one CTA: such calls go through f32 (split-KV); a batch of heads
-// stays on the tensor cores.
+// head fills one CTA: the wgmma kernel splits its keys, mma.sync has no
+// split and sends such calls through f32 (split-KV); a batch of heads stays
+// on the tensor cores.
 TEST_CASE("cuda mma attention: decode-like calls", "[cuda][attention][mma]") {
   AttentionCase c = strata::harness::batched_case(1, 20000, 64, 64, DType::bf16, 7400);
   c.batch = {};
@@ -119,7 +131,9 @@ TEST_CASE("cuda mma attention: decode-like calls", "[cuda][attention][mma]") {
   require_mma_pass(c, "cuda.attention.decode_bf16");
   c.M = 16;
   c.seed = 7402;
-  require_mma_pass(c, "cuda.attention.mma_bf16_via_f32");
+  const std::string tiles = tile_kernel(DType::bf16, 64);
+  require_mma_pass(
+      c, tiles.rfind("cuda.attention.wgmma_", 0) == 0 ? tiles : "cuda.attention.mma_bf16_via_f32");
   c.batch = {8};
   c.Hq = 8;
   c.seed = 7401;
@@ -358,4 +372,53 @@ TEST_CASE("cuda mma attention: grids that fill the GPU", "[cuda][attention][mma]
       }
     }
   }
+}
+
+// Grids too small to fill the GPU: the wgmma kernel cuts each tile of rows'
+// keys into parts (at least 4 key tiles each, as many as one wave holds)
+// and merges their partials (attention_merge.cuh). One head of 130-300 rows
+// against 1000-3000 keys takes 2-6 splits by that rule; bands leave some
+// splits with no key at all; lse is compared in every case.
+TEST_CASE("cuda mma attention: split keys on small grids", "[cuda][attention][mma][split_kv]") {
+  std::uint64_t seed = 9700;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {64, 100, 128, 192}) {
+      for (int step = 0; step < 5; ++step) {
+        AttentionCase c =
+            strata::harness::batched_case(130 + 40 * step, 1000 + 500 * step, d, d, dt, ++seed);
+        c.batch = {};
+        c.Hq = step == 4 ? 2 : 1;
+        c.Hkv = 1;
+        if (step == 1) c.causal = Causal::bottom_right;
+        if (step == 2) c.causal = Causal::top_left;
+        if (step == 3) {
+          c.window = std::make_pair<std::int64_t, std::int64_t>(300, 0);
+          c.mask = MaskKind::bool_full;
+          c.masked_rows = true;
+        }
+        if (step == 4) c.mask = MaskKind::float_bcast;
+        INFO(dt_name(dt) << " d " << d << " step " << step);
+        require_mma_pass(c, d <= 64    ? tile_kernel(dt, 64)
+                            : d <= 128 ? tile_kernel(dt, 128)
+                                       : wide_kernel(dt));
+      }
+    }
+  }
+}
+
+// Every case of the suite with its keys split (STRATA_FLASH_SPLITS=3, then
+// 7: some splits get no key tile): this binary once per count, the variable
+// read once per process. Hidden: minutes on the GPU; sm_90a builds.
+TEST_CASE("cuda mma attention: the suite with split keys", "[.][flash_splits]") {
+  if (std::getenv("STRATA_FLASH_SPLITS")) return;  // a child run: nothing to spawn
+#if defined(STRATA_CUDA_WGMMA)
+  // This binary's path (std::system's shell would see its own /proc/self).
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (const char* n : {"3", "7"}) {
+    const std::string cmd = std::string("STRATA_FLASH_SPLITS=") + n + " '" + self +
+                            "' '[mma]~[decode]~[errors_table]' > /dev/null 2>&1";
+    INFO(cmd);
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+#endif
 }

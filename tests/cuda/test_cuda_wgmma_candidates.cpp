@@ -1,11 +1,13 @@
-// The wgmma candidate configurations of the bf16/f16 attention kernel
-// (backends/cuda/attention/flash_wgmma_make.cuh; docs/cuda-tuning.md,
-// "Candidates for the next run"): never chosen unless STRATA_FLASH_VARIANT
-// names them. The hidden [wgmma_candidates] case runs this binary once per
-// candidate with the variable set (it is read once per process): the d 128
-// ones through the [mma] suite, every one through the cases below, each
-// against the f64 reference through the cross-backend harness. Run it with
-// strata_cuda_tests "[wgmma_candidates]" on an sm_90a build.
+// The wgmma configurations for head dims other than 64 and 128
+// (backends/cuda/attention/flash_wgmma_make.cuh; docs/cuda-tuning.md): S
+// over 80, 96 or 112 columns of the d 128 tiles, and the d 192 / d 256
+// tiles, defaults since run s11r1, and the d 192 128x64 tiles that are not.
+// The hidden [wgmma_candidates] case runs this binary once per
+// configuration with STRATA_FLASH_VARIANT naming it (the variable is read
+// once per process): the d 128 ones through the [mma] suite, every one
+// through the cases below, each against the f64 reference through the
+// cross-backend harness. Run it with strata_cuda_tests "[wgmma_candidates]"
+// on an sm_90a build.
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -25,23 +27,15 @@ namespace {
 
 std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
 
-// Whether STRATA_FLASH_VARIANT names a configuration starting with `prefix`.
-bool forced_prefix(const std::string& prefix) {
-  const char* e = std::getenv("STRATA_FLASH_VARIANT");
-  const std::string list = std::string(",") + (e ? e : "");
-  return list.find("," + prefix) != std::string::npos;
-}
-
 // The registry kernel a call of head dims d, dv (M > 8) reaches: d <= 128
-// the wgmma d 128 entry (sm_90a builds; a candidate ".k<n>" takes d <= n
-// under the same name), wider ones the d 256 entry where a d 192 / d 256
-// candidate as wide is forced, else the f32 route.
+// the wgmma d 128 entry (sm_90a builds; a ".k<n>" configuration takes
+// d <= n under the same name), up to 256 the d 256 entry (d 192 and d 256
+// tiles), else the f32 route.
 std::string want_kernel(DType dt, std::int64_t d, std::int64_t dv) {
   const std::int64_t w = d > dv ? d : dv;
 #if defined(STRATA_CUDA_WGMMA)
   if (w <= 128) return "cuda.attention.wgmma_" + dt_name(dt) + "_d128";
-  if ((w <= 192 && forced_prefix("wg.d192.")) || forced_prefix("wg.d256."))
-    return "cuda.attention.wgmma_" + dt_name(dt) + "_d256";
+  if (w <= 256) return "cuda.attention.wgmma_" + dt_name(dt) + "_d256";
 #else
   if (w <= 128) return "cuda.attention.mma_" + dt_name(dt) + "_d128";
 #endif
@@ -127,20 +121,17 @@ TEST_CASE("cuda wgmma candidates: head dims, tiles, bands, full grids",
 
 // Every candidate through the cases above, the d 128 ones also through the
 // [mma] suite (their head dims: d <= n takes ".k<n>", the rest the default;
-// the suite's d 200 expects the f32 route, so the d 192 / d 256 ones skip it).
+// the d 192 / d 256 ones take only the cases, which reach their head dims).
 TEST_CASE("cuda wgmma candidates: each through the suite", "[.][wgmma_candidates]") {
   if (std::getenv("STRATA_FLASH_VARIANT")) return;  // a child run: nothing to spawn
 #if defined(STRATA_CUDA_WGMMA)
   const std::string kCases = "[wgmma_candidate_cases]";
   const std::string kSuite = "[mma]~[decode]~[errors_table]," + kCases;
   const std::vector<std::array<std::string, 2>> runs = {
-      {"wg.d128.128x128.ov.p8.k112", kSuite},
-      {"wg.d128.128x128.ov.k96", kSuite},
-      {"wg.d128.128x128.ov.k80", kSuite},
-      {"wg.d192.128x96.ov", kCases},
-      {"wg.d192.128x64.ov", kCases},
-      {"wg.d256.128x64.ov", kCases},
-      {"wg.d192.128x96.ov,wg.d256.128x64.ov", kCases},
+      {"wg.d128.128x128.ov.p8.k112", kSuite}, {"wg.d128.128x128.ov.k112", kSuite},
+      {"wg.d128.128x128.ov.k96", kSuite},     {"wg.d128.128x128.ov.k80", kSuite},
+      {"wg.d192.128x96.ov", kCases},          {"wg.d192.128x64.ov", kCases},
+      {"wg.d256.128x64.ov", kCases},          {"wg.d192.128x96.ov,wg.d256.128x64.ov", kCases},
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

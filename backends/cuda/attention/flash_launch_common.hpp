@@ -154,7 +154,7 @@ using DeviceScope = AttentionDeviceScope;
 inline void launch_query_tiles(const FlashVariant& v, FlashArgs f, const AttentionArgs& a,
                                cudaStream_t st) {
   f.m_tiles = (a.M + v.bm - 1) / v.bm;
-  const std::int64_t grid = f.m_tiles * a.batch_count() * a.Hq;
+  const std::int64_t grid = f.m_tiles * a.batch_count() * a.Hq * f.splits;
   check(grid <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", grid, " blocks)");
   v.launch(f, int(grid), v.smem, st);
   const cudaError_t err = cudaGetLastError();
@@ -188,6 +188,29 @@ inline void prepare(const void* kernel, std::size_t smem, int dev) {
   done.emplace_back(kernel, dev);
 }
 
+// CTAs of v one SM holds at once (the occupancy calculator, once per
+// kernel and device); at least 1.
+inline int ctas_per_sm(const FlashVariant& v, int dev) {
+  static std::mutex mu;
+  struct Entry {
+    const void* kernel;
+    int dev, n;
+  };
+  static std::vector<Entry> done;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : done)
+    if (e.kernel == v.kernel && e.dev == dev) return e.n;
+  prepare(v.kernel, v.smem, dev);  // the occupancy counts the opted-in shared memory
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, v.kernel, v.threads, v.smem) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 1;
+  }
+  done.push_back({v.kernel, dev, n > 0 ? n : 1});
+  return done.back().n;
+}
+
 // Scratch from the stream-ordered pool, freed (in stream order) on scope exit.
 struct Scratch {
   void* p = nullptr;
@@ -205,7 +228,7 @@ struct Scratch {
 
 // Decode-like calls: a handful of query rows against many keys in so few
 // CTAs that most SMs idle while each CTA walks every key tile (the
-// tensor-core kernels have no split-KV yet); the split-KV kernels of
+// mma.sync and TF32 kernels have no split-KV); the split-KV kernels of
 // attention_launch.cu serve them better.
 inline bool too_few_ctas(const AttentionArgs& a) {
   constexpr std::int64_t kMinCtas = 64, kMinKeys = 16384, kRows = 64;

@@ -50,6 +50,16 @@ struct FlashArgs {
   float scale_log2 = 0;  // scale * log2(e)
   std::int64_t m_tiles = 1;
   bool o_vec = false;  // 16-byte stores of out rows are safe
+
+  // Split-KV (the wgmma kernel): each tile of rows takes its key tiles in
+  // `splits` parts, one CTA each, which write their unnormalised partials,
+  // acc [splits][B... * Hq][M][dv] and (m, l) [splits][B... * Hq][M][2] (m
+  // in base 2), for the merge kernel (attention_merge.cuh) instead of out
+  // and lse. splits = 1: no partials, out and lse written directly.
+  int splits = 1;
+  std::int64_t part_rows = 0;  // B... * Hq * M: the partial rows of one split
+  float* part_acc = nullptr;
+  float* part_ml = nullptr;
 };
 
 }  // namespace strata::cuda

@@ -1,22 +1,26 @@
-// Launcher of the bf16/f16 tensor-core attention kernel (flash_mma.cuh):
-// turns AttentionArgs into FlashArgs and packs q, k or v into scratch when
-// their layout cannot be read in 16-byte chunks (flash_launch_common.hpp,
-// shared with the f32 TF32 launcher), picks the configuration by head
-// dim, and registers the kernels. Calls with M <= 8 query rows (decode) go
-// to the native bf16/f16 split-KV decode kernel of attention_launch.cu
-// (registered first, "cuda.attention.decode_<dt>"); head dims over 128, and
-// decode-like calls with too few CTAs (too_few_ctas) and 8 < M, run the f32
-// kernel on f32 copies of the inputs (run_via_f32), unless
-// STRATA_FLASH_VARIANT names one of the wgmma d 192 / d 256 candidates.
+// Launcher of the bf16/f16 tensor-core attention kernels (flash_wgmma.cuh on
+// sm_90a, flash_mma.cuh on mma.sync): turns AttentionArgs into FlashArgs and
+// packs q, k or v into scratch when their layout cannot be read in 16-byte
+// chunks (flash_launch_common.hpp, shared with the f32 TF32 launcher),
+// picks the configuration by head dim, splits the keys of small grids over
+// more CTAs (wgmma; merged by attention_merge.cuh), and registers the
+// kernels. Calls with M <= 8 query rows (decode) go to the native bf16/f16
+// split-KV decode kernel of attention_launch.cu (registered first,
+// "cuda.attention.decode_<dt>"). Without sm_90a, head dims over 128 and
+// decode-like calls with too few CTAs (too_few_ctas) and 8 < M run the f32
+// kernel on f32 copies of the inputs (run_via_f32), as do head dims over
+// 256 on any build.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "cuda/attention/attention_merge.cuh"
 #include "cuda/attention/flash_launch_common.hpp"
 #include "cuda/attention/flash_mma.hpp"
 #include "cuda/attention/flash_mma_variants.hpp"
@@ -51,15 +55,21 @@ const std::vector<FlashVariant>& wgmma_table(DType dt) {
 // The q/k head dim a configuration serves (FlashVariant::qk_cols, 0: D).
 std::int64_t qk_cols(const FlashVariant& v) { return v.qk_cols > 0 ? v.qk_cols : v.D; }
 
-// STRATA_FLASH_VARIANT (flash_host::forced) picks a configuration of the
-// call's head dim (one whose S covers q/k head dim d); otherwise the default
-// one. nullptr: none in the table.
-const FlashVariant* pick(const std::vector<FlashVariant>& table, int D, std::int64_t d) {
+// The configuration of head dim D for a call of q/k head dim d: the one
+// STRATA_FLASH_VARIANT (flash_host::forced) names, if its S covers d (and
+// it reads 8-byte pieces where pieces8 asks for them);
+// otherwise, among the defaults with the given flags (reads 8-byte pieces,
+// small grid), the narrowest S that covers d: the wgmma d 128 kernel also
+// comes with S over 80, 96 and 112 columns (d 80: 268 -> 292 TFLOP/s, d 96:
+// 324 -> 343, H200, docs/cuda-tuning.md). nullptr: none in the table.
+const FlashVariant* pick(const std::vector<FlashVariant>& table, int D, std::int64_t d,
+                         bool pieces8 = false, bool small_grid = false) {
   const FlashVariant* best = nullptr;
   for (const FlashVariant& v : table) {
-    if (v.D != D) continue;
-    if (forced(v.name) && d <= qk_cols(v)) return &v;
-    if (v.is_default && !best) best = &v;
+    if (v.D != D || d > qk_cols(v)) continue;
+    if (forced(v.name) && (v.pieces8 || !pieces8)) return &v;
+    if (!v.is_default || v.pieces8 != pieces8 || v.small_grid != small_grid) continue;
+    if (!best || qk_cols(v) < qk_cols(*best)) best = &v;
   }
   return best;
 }
@@ -70,37 +80,45 @@ bool any_forced(const std::vector<FlashVariant>& table, int D) {
   return false;
 }
 
-// A default whose grid has fewer CTAs than the device has SMs leaves some
-// idle: the table's small_grid configuration of that head dim, if any,
-// takes the call (one head of 8192 at d 128: 202 -> 282 TFLOP/s, H200).
-const FlashVariant* small_grid_choice(const std::vector<FlashVariant>& table, int D,
-                                      const FlashVariant& chosen, const AttentionArgs& a, int dev) {
+int sm_count(int dev) {
   int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return &chosen;
-  const std::int64_t grid = (a.M + chosen.bm - 1) / chosen.bm * a.batch_count() * a.Hq;
-  if (grid >= sms) return &chosen;
-  for (const FlashVariant& v : table)
-    if (v.D == D && v.small_grid) return &v;
-  return &chosen;
+  return cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess ? sms : 0;
 }
 
-// The table's configuration of head dim D that reads 8-byte pieces.
-const FlashVariant* pieces8_choice(const std::vector<FlashVariant>& table, int D) {
-  for (const FlashVariant& v : table)
-    if (v.D == D && v.pieces8) return &v;
-  return nullptr;
+std::int64_t query_tiles(const FlashVariant& v, const AttentionArgs& a) {
+  return (a.M + v.bm - 1) / v.bm * a.batch_count() * a.Hq;
 }
 
-// pieces8: the table may read 8-byte pieces (the wgmma one has a
-// configuration for d 128 that does), so operands whose rows are only
+// Split-KV (the wgmma kernel): a grid of fewer CTAs than the GPU holds at
+// once leaves SMs idle while each CTA walks every key tile, so the key
+// tiles of each tile of rows are cut into as many parts as one wave holds,
+// each at least kMinSplitTiles tiles (its prologue, the Q tile and the
+// pipeline's fill, amortised), and merged after (attention_merge.cuh).
+// STRATA_FLASH_SPLITS=n forces n splits on every call (tests, tuning).
+constexpr std::int64_t kMinSplitTiles = 4;
+int choose_splits(const FlashVariant& v, const AttentionArgs& a, int dev) {
+  static const int forced_splits = [] {
+    const char* e = std::getenv("STRATA_FLASH_SPLITS");
+    return e != nullptr ? std::max(0, std::atoi(e)) : 0;
+  }();
+  if (a.N == 0 || a.M == 0) return 1;
+  if (forced_splits > 0) return int(std::min<std::int64_t>(forced_splits, kMaxSplits));
+  const std::int64_t grid = query_tiles(v, a);
+  const std::int64_t slots = std::int64_t(sm_count(dev)) * flash_host::ctas_per_sm(v, dev);
+  if (grid >= slots) return 1;
+  const std::int64_t key_tiles = (a.N + v.bn - 1) / v.bn;
+  const std::int64_t s = std::min(slots / grid, key_tiles / kMinSplitTiles);
+  return int(std::clamp<std::int64_t>(s, 1, kMaxSplits));
+}
+
+// pieces8: the table may read 8-byte pieces (the wgmma one has
+// configurations for d 128 that do), so operands whose rows are only
 // 8-byte aligned need no packed copy.
 void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, int D,
                bool pieces8) {
   const DeviceScope scope(a.out.data);
   const FlashVariant* found = pick(table, D, a.d);
   check(found != nullptr, kOp, "cuda: no tensor-core configuration for d = ", D);
-  if (!forced(found->name)) found = small_grid_choice(table, D, *found, a, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
 
   AttentionArgs w = a;
@@ -115,12 +133,35 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
   }
   // A configuration that reads 8-byte pieces itself (a forced one) keeps the call.
   const FlashVariant* by_pieces =
-      any_need && all_pieces ? (found->pieces8 ? found : pieces8_choice(table, D)) : nullptr;
+      any_need && all_pieces ? (found->pieces8 ? found : pick(table, D, a.d, true)) : nullptr;
   const bool use_pieces = by_pieces != nullptr;
   if (use_pieces) found = by_pieces;
+  // Only the wgmma kernel splits the keys; a grid it cannot split (too few
+  // keys) takes the table's small-grid tiles, if any (one head of 8192 at
+  // d 128 before split-KV: 202 -> 282 TFLOP/s, H200).
+  const int splits = found->splits_keys ? choose_splits(*found, a, scope.dev) : 1;
+  if (splits == 1 && !forced(found->name) && !use_pieces &&
+      query_tiles(*found, a) < sm_count(scope.dev)) {
+    const FlashVariant* small = pick(table, D, a.d, false, true);
+    if (small) found = small;
+  }
   const FlashVariant& v = *found;
   flash_host::prepare(v.kernel, v.smem, scope.dev);
-  std::size_t total = 0;
+
+  AttnParams merge;  // the split-KV partials and their merge
+  merge.a = a;
+  merge.group = a.Hq / a.Hkv;
+  merge.bh = a.batch_count() * a.Hq;
+  merge.splits = splits;
+  std::size_t acc_bytes = 0, ml_bytes = 0;
+  if (splits > 1) {
+    check(merge_blocks(merge) <= 0x7fffffff, kOp, "cuda: too many rows for the merge launch (",
+          merge_blocks(merge), ")");
+    const std::size_t rows = std::size_t(splits) * std::size_t(merge.bh * a.M);
+    acc_bytes = round256(rows * std::size_t(a.dv) * sizeof(float));
+    ml_bytes = round256(rows * 2 * sizeof(float));
+  }
+  std::size_t total = acc_bytes + ml_bytes;
   for (int i = 0; i < 3; ++i) {
     if (use_pieces) need[i] = false;
     if (!need[i]) continue;
@@ -129,7 +170,7 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
     total += packs[i].bytes;
   }
   Scratch scratch(total, st);
-  std::size_t off = 0;
+  std::size_t off = acc_bytes + ml_bytes;
   for (int i = 0; i < 3; ++i) {
     if (!need[i]) continue;
     *ops[i] = place(packs[i], *ops[i], scratch.at(off), 2, st);
@@ -138,7 +179,21 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
 
   FlashArgs f = make_flash_args(w);
   f.o_vec = chunk_ok(w.out, 8);
+  if (splits > 1) {
+    f.splits = splits;
+    f.part_rows = merge.bh * a.M;
+    f.part_acc = reinterpret_cast<float*>(scratch.at(0));
+    f.part_ml = reinterpret_cast<float*>(scratch.at(acc_bytes));
+    merge.part_acc = f.part_acc;
+    merge.part_ml = f.part_ml;
+  }
   flash_host::launch_query_tiles(v, f, a, st);
+  if (splits > 1) {
+    const cudaError_t err = a.dtype() == DType::bf16
+                                ? launch_split_merge<float, __nv_bfloat16>(merge, st)
+                                : launch_split_merge<float, __half>(merge, st);
+    if (err != cudaSuccess) throw_cuda_error(err, "split-KV merge", __FILE__, __LINE__);
+  }
 }
 
 template <class From, class To>
@@ -216,14 +271,16 @@ void run_d128(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 128, 
 void run_wg_d64(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 64, true); }
 void run_wg_d128(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 128, true); }
 
-// Head dims over 128 on wgmma are candidates only (docs/cuda-tuning.md,
-// "Candidates for the next run"): the head dim (192 or 256) of the first
-// configuration STRATA_FLASH_VARIANT names that is as wide as d and dv; 0:
-// none, the call goes through f32.
+// Head dims over 128 on wgmma: the d 192 tiles up to 192, the d 256 ones
+// beyond; a configuration STRATA_FLASH_VARIANT names as wide as d and dv
+// first. 0: none (not sm_90a, or over 256), the call goes through f32.
 int wg_wide_dim(const AttentionArgs& a) {
   const std::int64_t need = std::max(a.d, a.dv);
+  const std::vector<FlashVariant>& table = wgmma_table(a.dtype());
   for (int D : {192, 256})
-    if (need <= D && any_forced(wgmma_table(a.dtype()), D)) return D;
+    if (need <= D && any_forced(table, D)) return D;
+  for (int D : {192, 256})
+    if (need <= D && pick(table, D, a.d) != nullptr) return D;
   return 0;
 }
 void run_wg_d256(const AttentionArgs& a) {
@@ -244,21 +301,19 @@ std::string supports_d64(const AttentionArgs& a) { return supports_tiles(a, 64);
 std::string supports_d128(const AttentionArgs& a) { return supports_tiles(a, 128); }
 
 // The wgmma kernel takes a call its head dim serves, unless this build has
-// none (not sm_90a) or STRATA_FLASH_VARIANT forces an mma.sync configuration.
+// none (not sm_90a) or STRATA_FLASH_VARIANT forces an mma.sync
+// configuration; it splits the keys of grids too small for the GPU itself.
 std::string supports_wgmma(const AttentionArgs& a, int D) {
-  if (pick(wgmma_table(a.dtype()), D, a.d) == nullptr) return "not built (needs sm_90a)";
+  if (wgmma_table(a.dtype()).empty()) return "not built (needs sm_90a)";
+  if (a.d > D || a.dv > D) return "head dims over " + std::to_string(D);
   if (any_forced(mma_table(a.dtype()), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
-  return supports_tiles(a, D);
+  return "";
 }
 std::string supports_wg_d64(const AttentionArgs& a) { return supports_wgmma(a, 64); }
 std::string supports_wg_d128(const AttentionArgs& a) { return supports_wgmma(a, 128); }
 std::string supports_wg_d256(const AttentionArgs& a) {
   if (wgmma_table(a.dtype()).empty()) return "not built (needs sm_90a)";
-  if (too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
-  if (wg_wide_dim(a) == 0)
-    return "a candidate, not a default: STRATA_FLASH_VARIANT names no wgmma d192/d256 "
-           "configuration for head dims up to " +
-           std::to_string(std::max(a.d, a.dv));
+  if (wg_wide_dim(a) == 0) return "head dims over 256";
   return "";
 }
 
@@ -278,7 +333,7 @@ void register_cuda_flash_mma(Registry& r) {
                               &supports_d64);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d128", &run_d128,
                               &supports_d128);
-  // Candidates (wg_wide_dim): after every default, before the f32 route.
+  // Head dims 129-256 (wg_wide_dim), before the f32 route.
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.wgmma_bf16_d256",
                               &run_wg_d256, &supports_wg_d256);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_via_f32",

@@ -31,6 +31,9 @@ struct FlashVariant {
   // The q/k head dim S = Q K^T covers: D, or fewer columns for the wgmma
   // configurations that skip S's zero-padded k-steps (KQ in flash_wgmma.cuh).
   int qk_cols = 0;  // 0: D
+  // Splits the keys of a tile of rows over several CTAs when the grid is
+  // too small to fill the GPU (FlashArgs::splits; the wgmma kernel).
+  bool splits_keys = false;
 };
 
 const std::vector<FlashVariant>& flash_variants_bf16();

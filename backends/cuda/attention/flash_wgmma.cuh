@@ -17,7 +17,10 @@
 //   softmax of tile i + 1 between their waits (FlashAttention-3's
 //   in-warpgroup overlap);
 // - online softmax in base 2 as in flash_mma.cuh, whose argument struct
-//   (FlashArgs) this kernel shares; bounds and bands masked in 32 bits.
+//   (FlashArgs) this kernel shares; bounds and bands masked in 32 bits;
+// - split-KV for grids too small to fill the GPU (FlashArgs::splits): the
+//   key tiles of a tile of rows are cut into parts, one CTA each, which
+//   write unnormalised partials for the merge kernel (attention_merge.cuh).
 //
 // Fully masked rows end with l = 0: out = 0, lse = -inf.
 #include <cuda_bf16.h>
@@ -120,7 +123,11 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   const int g = lane >> 2, t4 = lane & 3;
   const int wrow = wg * 64 + ((tid & 127) >> 5) * 16;  // this warp's first row
 
-  const std::int64_t bid = blockIdx.x;
+  // Block order: the splits of a tile of rows, then its tiles of rows, then
+  // (batch, head).
+  std::int64_t bid = blockIdx.x;
+  const int split = a.splits > 1 ? int(bid % a.splits) : 0;
+  if (a.splits > 1) bid /= a.splits;
   std::int64_t mt = bid % a.m_tiles;
   const std::int64_t bh = bid / a.m_tiles;
   if (a.has_band) mt = a.m_tiles - 1 - mt;
@@ -138,8 +145,14 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     kv_lo = lo > kv_lo ? lo : kv_lo;
     kv_hi = hi < kv_hi ? hi : kv_hi;
   }
-  const std::int64_t t_begin = kv_lo / BN;
-  const std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
+  std::int64_t t_begin = kv_lo / BN;
+  std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
+  if (a.splits > 1) {  // this CTA's share of the rows' key tiles (possibly none)
+    const std::int64_t per = (t_end - t_begin + a.splits - 1) / a.splits;
+    const std::int64_t lo = t_begin + split * per;
+    t_begin = lo < t_end ? lo : t_end;
+    t_end = t_begin + per < t_end ? t_begin + per : t_end;
+  }
 
   const int n_tiles = int(t_end - t_begin);
   // K and V of tile `it` (counted from t_begin) go to slot it % STAGES.
@@ -357,6 +370,37 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   }
   cp_async_wait<0>();
   __syncthreads();
+
+  if (a.splits > 1) {
+    // Split-KV: the unnormalised o, the row max (base 2) and the row sum of
+    // this CTA's keys, for the merge (FlashArgs::part_acc / part_ml).
+    const std::int64_t base = split * a.part_rows + bh * a.M;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = row_l[r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const std::int64_t row = i0 + 8 * r;
+      if (row >= a.M) continue;
+      if (t4 == 0) {
+        a.part_ml[2 * (base + row)] = row_m[r];
+        a.part_ml[2 * (base + row) + 1] = l;
+      }
+      float* acc = a.part_acc + (base + row) * a.dv;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        const int col = n * 8 + 2 * t4;
+        if ((a.dv & 1) == 0 && col + 1 < a.dv) {
+          *reinterpret_cast<float2*>(acc + col) =
+              make_float2(o[4 * n + 2 * r], o[4 * n + 2 * r + 1]);
+        } else {
+          if (col < a.dv) acc[col] = o[4 * n + 2 * r];
+          if (col + 1 < a.dv) acc[col + 1] = o[4 * n + 2 * r + 1];
+        }
+      }
+    }
+    return;
+  }
 
   // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
   float inv[2];

@@ -29,16 +29,20 @@ FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
       &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ>,
       small_grid,
       P8,
-      16 * KQ};
+      16 * KQ,
+      true};
 }
 
 // The compiled wgmma configurations for T (bf16 or f16); names leave the
-// dtype out so STRATA_FLASH_VARIANT=<name> forces one for both. Defaults:
-// the measured best per head dim (docs/cuda-tuning.md); at d 128 a grid of
-// fewer CTAs than SMs takes 64-row tiles (small_grid), and rows only 8-byte
-// aligned the configuration that reads 8-byte pieces (P8). Every one keeps
-// the P V of a tile in flight with the next tile's S (".ov" in the names).
-// Empty without sm_90a (STRATA_CUDA_WGMMA).
+// dtype out so STRATA_FLASH_VARIANT=<name> forces one for both. The
+// defaults are the measured best per head dim (docs/cuda-tuning.md); the
+// launcher takes, among those of the call's D and flags, the narrowest S
+// that covers d: ".k<n>" computes S = Q K^T over n columns only (KQ = n /
+// 16; P V still over all D, V's panels are whole). Flags: a grid of fewer
+// CTAs than SMs that split-KV cannot fill takes 64-row tiles (small_grid),
+// rows only 8-byte aligned a configuration that reads 8-byte pieces (P8).
+// Every one keeps the P V of a tile in flight with the next tile's S
+// (".ov"). Empty without sm_90a (STRATA_CUDA_WGMMA).
 template <class T>
 std::vector<FlashVariant> wgmma_configs(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
@@ -49,20 +53,21 @@ std::vector<FlashVariant> wgmma_configs(DType dt) {
       make_wgmma_variant<T, 64, 2, 128, 1, true>("wg.d64.128x128.ov.raw", dt, false),
       make_wgmma_variant<T, 128, 2, 128, 1, false>("wg.d128.128x128.ov", dt, true),
       make_wgmma_variant<T, 128, 2, 128, 1, true>("wg.d128.128x128.ov.raw", dt, false),
-      make_wgmma_variant<T, 128, 1, 64, 2, false>("wg.d128.64x64.ov.b2", dt, false, true),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, true>("wg.d128.128x128.ov.p8", dt, false),
-      // Candidates for the next GPU run (docs/cuda-tuning.md), never
-      // defaults: ".k<n>" computes S over n columns (d <= n; the launcher
-      // reads n from the name), d 192 and 256 serve head dims over 128.
-      make_wgmma_variant<T, 128, 2, 128, 1, false, true, 7>("wg.d128.128x128.ov.p8.k112", dt,
-                                                            false),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 6>("wg.d128.128x128.ov.k96", dt, false),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 5>("wg.d128.128x128.ov.k80", dt, false),
-      // d 192 and 256: the largest BN without spills under ptxas (128x112
-      // and 256's 128x80, FlashAttention-3's tiles, spill 112 and 96 bytes).
-      make_wgmma_variant<T, 192, 2, 96, 1, false>("wg.d192.128x96.ov", dt, false),
+      make_wgmma_variant<T, 128, 1, 64, 2, false>("wg.d128.64x64.ov.b2", dt, true, true),
+      // d 80, 96 and 112 on the d 128 tiles, S over fewer columns (H200, run
+      // s11r1: d 80 268 -> 292 TFLOP/s, d 96 324 -> 343, d 100 282 -> 286).
+      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 5>("wg.d128.128x128.ov.k80", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 6>("wg.d128.128x128.ov.k96", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 7>("wg.d128.128x128.ov.k112", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, true>("wg.d128.128x128.ov.p8", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, true, 7>("wg.d128.128x128.ov.p8.k112", dt, true),
+      // d 129-192 and 193-256 (run s11r1, B1 H32 4096: d 192 459 TFLOP/s on
+      // 128x96 against 434 on 128x64, d 256 483; 9.4 and 7.8 through f32
+      // before): the largest BN without spills under ptxas (128x112 and
+      // 256's 128x80, FlashAttention-3's tiles, spill 112 and 96 bytes).
+      make_wgmma_variant<T, 192, 2, 96, 1, false>("wg.d192.128x96.ov", dt, true),
       make_wgmma_variant<T, 192, 2, 64, 1, false>("wg.d192.128x64.ov", dt, false),
-      make_wgmma_variant<T, 256, 2, 64, 1, false>("wg.d256.128x64.ov", dt, false),
+      make_wgmma_variant<T, 256, 2, 64, 1, false>("wg.d256.128x64.ov", dt, true),
   };
 #else
   (void)dt;
