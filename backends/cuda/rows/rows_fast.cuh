@@ -28,39 +28,65 @@
 // registers during this row's reductions, weight and bias held in registers)
 // measured slower than the modes above on every 16-bit op and were removed
 // (docs/ops.md, "Rows16 / gelu16 A/B: measured").
+//
+// Candidates for 16-bit rows (rows_variant.hpp, STRATA_ROWS_VARIANT): each
+// op's statistics in one reduction (MeanVar, MaxSum below), and a warp per
+// row of up to 512 vectors (Geometry::warp). They reuse everything here.
+#include <cmath>
 #include <type_traits>
 
 #include "cuda/rows/rows.cuh"
+#include "cuda/rows/rows_variant.hpp"
 
 namespace strata::cuda::fastrow {
 
-inline constexpr int kMaxNV = 4;  // 16-byte vectors per thread
+inline constexpr int kMaxNV = 4;  // 16-byte vectors per thread (Geometry::warp: 16)
 
 template <int TPR>
 inline constexpr int kBlock = TPR < 128 ? 128 : TPR;
 
 // Minimum resident blocks for __launch_bounds__: 1024 threads per SM (64
 // registers), or 768 (80 registers) for the staged kernels that need the
-// room (layer_norm: at 64 it spills); their rows ahead are in shared
-// memory, not registers.
-template <int TPR, bool ROOMY>
-inline constexpr int kMinBlocks = (ROOMY ? 768 : 1024) / kBlock<TPR> > 0
-                                      ? (ROOMY ? 768 : 1024) / kBlock<TPR>
-                                      : 1;
+// room (layer_norm: at 64 it spills; their rows ahead are in shared
+// memory, not registers); 640 (102 registers) for 8 vectors per thread and
+// 512 (128) for 16 (Geometry::warp: the row alone takes 32 or 64 registers).
+template <int TPR, int NV, bool ROOMY>
+inline constexpr int kMinBlocks = [] {
+  const int threads = NV >= 16 ? 512 : NV >= 8 ? 640 : ROOMY ? 768 : 1024;
+  return threads / kBlock<TPR> > 0 ? threads / kBlock<TPR> : 1;
+}();
+
+// Any reduced value across a shuffle: a number, or a statistic (MeanVar,
+// MaxSum) member by member.
+template <class V>
+__device__ __forceinline__ V shfl_xor(V v, int o) {
+  if constexpr (std::is_arithmetic_v<V>)
+    return __shfl_xor_sync(0xffffffffu, v, o);
+  else
+    return v.shfl_xor(o);
+}
+
+// Shared memory of a Reducer: 2 * W slots of up to 16 bytes.
+inline constexpr int kSlotBytes = 16;
+template <int TPR>
+inline constexpr int kReduceBytes = 2 * (TPR / 32) * kSlotBytes;
 
 // Block-wide (or warp-wide when TPR == 32) reduction; every thread of the
-// row gets the same value (the shared partials are combined in one order).
-template <int TPR, class C>
+// row gets the same value (the shared partials are combined in one order;
+// the shuffle steps need an op whose result does not depend on the order
+// of its operands).
+template <int TPR>
 struct Reducer {
   static constexpr int W = TPR / 32;
-  C* sh;  // 2 * W values
+  unsigned char* sh;  // kReduceBytes<TPR>, 16-byte aligned
   int k = 0;
-  template <class Op>
-  __device__ __forceinline__ C operator()(C v, Op op) {
+  template <class V, class Op>
+  __device__ __forceinline__ V operator()(V v, Op op) {
+    static_assert(sizeof(V) <= kSlotBytes);
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
     if constexpr (W > 1) {
-      C* b = sh + (k & 1) * W;
+      V* b = reinterpret_cast<V*>(sh + (k & 1) * W * kSlotBytes);
       ++k;
       if (threadIdx.x % 32 == 0) b[threadIdx.x / 32] = v;
       __syncthreads();
@@ -71,6 +97,131 @@ struct Reducer {
     return v;
   }
 };
+
+// ---- statistics in one reduction (variants one, flat, warp) -----------------------
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^x as one MUFU op (relative error about 2^-22, subnormal results kept):
+// enough for 16-bit outputs, whose ulp is 2^-8 (bf16) or 2^-11 (f16).
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Count, mean and sum of squared deviations of a set of values; two sets
+// combine as Chan, Golub and LeVeque's pairwise update (no cancellation of
+// E[x^2] - E[x]^2). The combination is written symmetric in its operands,
+// so both lanes of a shuffle step get the same bits.
+struct MeanVar {
+  float n, mean, m2;
+  __device__ __forceinline__ MeanVar shfl_xor(int o) const {
+    return {__shfl_xor_sync(0xffffffffu, n, o), __shfl_xor_sync(0xffffffffu, mean, o),
+            __shfl_xor_sync(0xffffffffu, m2, o)};
+  }
+};
+struct MeanVarOp {
+  __device__ __forceinline__ MeanVar operator()(MeanVar a, MeanVar b) const {
+    const float n = a.n + b.n;
+    if (n == 0.0f) return a;  // both empty
+    const float d = b.mean - a.mean;
+    return {n, (a.n * a.mean + b.n * b.mean) / n, a.m2 + b.m2 + d * d * (a.n * b.n / n)};
+  }
+};
+
+// Max m of a set and s = sum of exp(x - m) over it; two sets combine by
+// rescaling each sum to the larger max (online softmax). A set whose max is
+// -inf holds only -inf and NaN: its sum is 0, or NaN if it holds a NaN.
+struct MaxSum {
+  float m, s;
+  __device__ __forceinline__ MaxSum shfl_xor(int o) const {
+    return {__shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o)};
+  }
+};
+struct MaxSumOp {
+  __device__ __forceinline__ static float rescaled(MaxSum a, float m) {
+    return a.m == m ? a.s : a.s * ex2_approx((a.m - m) * kLog2e);  // -inf == -inf: no NaN
+  }
+  __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
+    const float m = MaxOp{}(a.m, b.m);  // never NaN: the local maxima ignore NaN
+    return {m, rescaled(a, m) + rescaled(b, m)};
+  }
+};
+
+// Element j of a raw vector as f32, for the candidate forms: the cvt
+// written as volatile asm so that the compiler
+// redoes it in each pass over the row instead of keeping every widened
+// value live (ptxas: bf16 kernels took up to twice f16's registers and
+// spilled at 16 vectors per thread; with this they take fewer than f16's).
+template <class T, int VEC>
+__device__ __forceinline__ float widen(const Vec<T, VEC>& v, int j) {
+  if constexpr (!is_narrow_v<T>) {
+    return cvt<float>(v.v[j]);
+  } else {
+    constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+    const unsigned w = reinterpret_cast<const unsigned*>(&v)[j / 2];
+    float o;  // bf16: the bits shifted up; f16: cvt
+    if (kBf16 && j % 2 == 0)
+      asm volatile("shl.b32 %0, %1, 16;" : "=f"(o) : "r"(w));
+    else if (kBf16)
+      asm volatile("and.b32 %0, %1, 0xffff0000;" : "=f"(o) : "r"(w));
+    else if (j % 2 == 0)
+      asm volatile("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(o) : "r"(w));
+    else
+      asm volatile("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(o) : "r"(w));
+    return o;
+  }
+}
+// Element j in the compute type C: widen for the candidates (CAND), else cvt.
+template <bool CAND, class C, class T, int VEC>
+__device__ __forceinline__ C elem(const Vec<T, VEC>& v, int j) {
+  if constexpr (CAND)
+    return widen(v, j);
+  else
+    return cvt<C>(v.v[j]);
+}
+
+// f(x) for every element of this thread's vectors that lies in the row.
+template <int TPR, int NV, class T, class F>
+__device__ __forceinline__ void for_valid(const Vec<T, 16 / sizeof(T)> (&r)[NV], int lane,
+                                          std::int64_t nvec, F&& f) {
+#pragma unroll
+  for (int i = 0; i < NV; ++i)
+    if (lane + std::int64_t(i) * TPR < nvec)
+#pragma unroll
+      for (int j = 0; j < 16 / int(sizeof(T)); ++j) f(widen(r[i], j));
+}
+
+// This thread's MeanVar of its part of the row.
+template <int TPR, int NV, class T>
+__device__ __forceinline__ MeanVar local_mean_var(const Vec<T, 16 / sizeof(T)> (&r)[NV], int lane,
+                                                  std::int64_t nvec) {
+  float s = 0, c = 0;
+  for_valid<TPR, NV>(r, lane, nvec, [&](float x) {
+    s += x;
+    c += 1.0f;
+  });
+  const float mean = c > 0.0f ? s / c : 0.0f;
+  float m2 = 0;
+  for_valid<TPR, NV>(r, lane, nvec, [&](float x) {
+    const float d = x - mean;
+    m2 += d * d;
+  });
+  return {c, mean, m2};
+}
+
+// This thread's MaxSum of its part of the row (max ignoring NaN; a NaN
+// makes the sum NaN, as the two-reduction form).
+template <int TPR, int NV, class T>
+__device__ __forceinline__ MaxSum local_max_sum(const Vec<T, 16 / sizeof(T)> (&r)[NV], int lane,
+                                                std::int64_t nvec) {
+  float m = -INFINITY;
+  for_valid<TPR, NV>(r, lane, nvec, [&](float x) { m = MaxOp{}(m, x); });
+  const float shift = m == -INFINITY ? 0.0f : m;  // all -inf (or NaN): sum 0 (or NaN)
+  float s = 0;
+  for_valid<TPR, NV>(r, lane, nvec, [&](float x) { s += ex2_approx((x - shift) * kLog2e); });
+  return {m, s};
+}
 
 // Loads vector lane + i * TPR of the row for i < NV (zeros past the end).
 template <class T, int TPR, int NV>
@@ -87,12 +238,44 @@ __device__ __forceinline__ void load_row(const T* x, std::int64_t nvec, int lane
   }
 }
 
+// Threads per row for a row length: `base` the table in dispatch; `narrow`
+// 16-bit rows of 65-1024 vectors with NV <= 2 (more threads per row, fewer
+// registers; layer_norm's staged rows); `warp` 16-bit rows of 129-512
+// vectors on one warp each (NV 8 or 16), the rest as base.
+enum class Geometry { base, narrow, warp };
+
+// How a 16-bit row op runs under the process's variant (rows_variant.hpp);
+// `staged`: the op's base form stages its rows (layer_norm). f32 rows
+// always take the base form.
+struct Form {
+  Geometry geometry;
+  bool one;  // statistics in one reduction
+};
+template <class T>
+Form form_for(bool staged) {
+  const Geometry base = staged ? Geometry::narrow : Geometry::base;
+  if constexpr (sizeof(T) != 2) {
+    return {Geometry::base, false};
+  } else {
+    switch (rows_variant()) {
+      case RowsVariant::one:
+        return {base, true};
+      case RowsVariant::flat:
+        return {Geometry::base, true};
+      case RowsVariant::warp:
+        return {Geometry::warp, true};
+      case RowsVariant::base:
+        break;
+    }
+    return {base, false};
+  }
+}
+
 // Calls launch(integral_constant<TPR>, integral_constant<NV>) for the
-// configuration that fits n, or returns false when the fast path does not
-// apply (not vectorisable, f64, or too long a row). `narrow`: 16-bit rows
-// of up to 1024 vectors take NV <= 2 (more threads per row, fewer registers).
+// configuration that fits n under geometry g, or returns false when the
+// fast path does not apply (not vectorisable, f64, or too long a row).
 template <class T, class L>
-bool dispatch(const RowParams& p, bool narrow, L&& launch) {
+bool dispatch(const RowParams& p, Geometry g, L&& launch) {
   if constexpr (sizeof(T) == 8) {
     return false;
   } else {
@@ -101,7 +284,14 @@ bool dispatch(const RowParams& p, bool narrow, L&& launch) {
     const std::int64_t nv = p.n / VEC;
     using std::integral_constant;
     if constexpr (sizeof(T) == 2) {
-      if (narrow && nv > 64 && nv <= 512 * 2) {
+      if (g == Geometry::warp && nv > 32 * kMaxNV && nv <= 32 * 16) {
+        if (nv <= 32 * 8)
+          launch(integral_constant<int, 32>{}, integral_constant<int, 8>{});
+        else
+          launch(integral_constant<int, 32>{}, integral_constant<int, 16>{});
+        return true;
+      }
+      if (g == Geometry::narrow && nv > 64 && nv <= 512 * 2) {
         if (nv <= 128 * 2)
           launch(integral_constant<int, 128>{}, integral_constant<int, 2>{});
         else if (nv <= 256 * 2)
@@ -140,10 +330,10 @@ inline int grid_for(std::int64_t rows) {
 // and the bf16 kernels sit at their caps (ptxas: 64 and 70-80 registers),
 // so that is their residency. No occupancy query: nothing but the launch
 // happens inside a graph capture.
-template <int TPR, bool ROOMY>
+template <int TPR, int NV, bool ROOMY>
 inline int grid_resident(std::int64_t rows) {
   const int g = grid_for<TPR>(rows);
-  const int cap = sm_count() * kMinBlocks<TPR, ROOMY>;
+  const int cap = sm_count() * kMinBlocks<TPR, NV, ROOMY>;
   return g < cap ? g : cap;
 }
 

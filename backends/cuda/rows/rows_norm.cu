@@ -88,14 +88,17 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
 }
 
 // PIPE: rows staged through shared memory ahead of use (rows_fast.cuh).
-template <bool RMS, class T, int TPR, int NV, bool PIPE>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, PIPE && !RMS>)
+// ONE (the 16-bit candidates): layer_norm's mean and squared deviations in
+// one reduction of (count, mean, M2) instead of two; bf16 widened by
+// fastrow::widen.
+template <bool RMS, class T, int TPR, int NV, bool PIPE, bool ONE>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, NV, PIPE && !RMS>)
     norm_fast(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
-  __shared__ C sh[2 * (TPR / 32)];
+  __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
   __shared__ Vec<T, VEC> stage[PIPE ? fastrow::kStages<TPR, NV> * NV * fastrow::kBlock<TPR> : 1];
-  fastrow::Reducer<TPR, C> red{sh};
+  fastrow::Reducer<TPR> red{sh};
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
   const int lane = threadIdx.x % TPR;
@@ -109,25 +112,32 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
         Vec<T, VEC> r[NV];
 #pragma unroll
         for (int i = 0; i < NV; ++i) r[i] = in[i];
-        C mu = 0;
-        if constexpr (!RMS) {
-          C s = 0;
+        C mu = 0, q = 0;
+        if constexpr (ONE && !RMS) {
+          const fastrow::MeanVar st =
+              red(fastrow::local_mean_var<TPR, NV>(r, lane, nvec), fastrow::MeanVarOp{});
+          mu = st.mean;
+          q = st.m2;
+        } else {
+          if constexpr (!RMS) {
+            C s = 0;
+#pragma unroll
+            for (int i = 0; i < NV; ++i)
+#pragma unroll
+              for (int j = 0; j < VEC; ++j)
+                s += fastrow::elem<ONE, C>(r[i], j);  // zeros past the end
+            mu = red(s, SumOp{}) / C(p.n);
+          }
 #pragma unroll
           for (int i = 0; i < NV; ++i)
+            if (lane + std::int64_t(i) * TPR < nvec)
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) s += cvt<C>(r[i].v[j]);  // zeros past the end
-          mu = red(s, SumOp{}) / C(p.n);
+              for (int j = 0; j < VEC; ++j) {
+                const C c = fastrow::elem<ONE, C>(r[i], j) - mu;
+                q += c * c;
+              }
+          q = red(q, SumOp{});
         }
-        C q = 0;
-#pragma unroll
-        for (int i = 0; i < NV; ++i)
-          if (lane + std::int64_t(i) * TPR < nvec)
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-              const C c = cvt<C>(r[i].v[j]) - mu;
-              q += c * c;
-            }
-        q = red(q, SumOp{});
         const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
         T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
 #pragma unroll
@@ -139,7 +149,7 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
             if (b != nullptr) bv = ld_vec<T, VEC>(b + off[3] + e * VEC);
 #pragma unroll
             for (int j = 0; j < VEC; ++j) {
-              C y = (cvt<C>(r[i].v[j]) - mu) * inv;
+              C y = (fastrow::elem<ONE, C>(r[i], j) - mu) * inv;
               if (w != nullptr) y *= cvt<C>(wv.v[j]);
               if (b != nullptr) y += cvt<C>(bv.v[j]);
               o.v[j] = cvt<T>(y);
@@ -156,22 +166,32 @@ void norm(const IterArgs& a) {
   if (p.rows == 0 || p.n == 0) return;
   p.vec = rows_vectorisable(a, RMS ? 0b111 : 0b1111, 16 / sizeof(T), sizeof(T));
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  // 16-bit rows staged ahead (rows_fast.cuh) measured faster for
-  // layer_norm only (H200, 4096 x 4096 bf16: 52.4% of copy against 49.4;
-  // rms_norm 64.0 against 75.1, softmax 55.1 against 62.5; docs/ops.md).
-  constexpr bool staged = !RMS;
-  if (fastrow::dispatch<T>(p, staged, [&](auto tpr, auto nv) {
+  // 16-bit layer_norm rows staged ahead (rows_fast.cuh) measured faster than
+  // unstaged ones with two reductions (H200, 4096 x 4096 bf16: 52.4% of copy
+  // against 49.4; rms_norm 64.0 against 75.1, softmax 55.1 against 62.5;
+  // docs/ops.md). STRATA_ROWS_VARIANT picks the candidates (rows_variant.hpp).
+  const fastrow::Form form = fastrow::form_for<T>(!RMS);
+  if (fastrow::dispatch<T>(p, form.geometry, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
         constexpr int B = fastrow::kBlock<TPR>;
-        if constexpr (fastrow::kPipelined<T, TPR, NV>) {
-          if (staged) {
-            launch_row_kernel(norm_fast<RMS, T, TPR, NV, true>,
-                              fastrow::grid_resident<TPR, !RMS>(p.rows), B, st, p);
-            return;
+        // The warp geometry's 8 and 16 vectors are built in the ONE form only.
+        constexpr bool kOnlyOne = NV > fastrow::kMaxNV;
+        const bool one = form.one || kOnlyOne;
+        if constexpr (!RMS && fastrow::kPipelined<T, TPR, NV>) {
+          if (form.geometry == fastrow::Geometry::narrow) {
+            const int grid = fastrow::grid_resident<TPR, NV, true>(p.rows);
+            if (one)
+              return launch_row_kernel(norm_fast<RMS, T, TPR, NV, true, true>, grid, B, st, p);
+            return launch_row_kernel(norm_fast<RMS, T, TPR, NV, true, false>, grid, B, st, p);
           }
         }
-        launch_row_kernel(norm_fast<RMS, T, TPR, NV, false>, fastrow::grid_for<TPR>(p.rows), B, st,
-                          p);
+        const int grid = fastrow::grid_for<TPR>(p.rows);
+        if constexpr (sizeof(T) == 2) {
+          if (one)
+            return launch_row_kernel(norm_fast<RMS, T, TPR, NV, false, true>, grid, B, st, p);
+        }
+        if constexpr (!kOnlyOne)
+          launch_row_kernel(norm_fast<RMS, T, TPR, NV, false, false>, grid, B, st, p);
       }))
     return;
   if (p.n <= 32 * kCap)

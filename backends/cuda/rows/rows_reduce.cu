@@ -165,16 +165,19 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
 // the sum NaN and every output NaN. Softmax keeps exp(x - max) in f32
 // registers for the output pass in place of f32 inputs; 16-bit rows
 // recompute it (keeping it beside them, with the rows staged ahead through
-// shared memory, measured slower: rows_norm.cu).
-template <bool Log, class T, int TPR, int NV>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, false>)
+// shared memory, measured slower: rows_norm.cu). ONE (16-bit candidates):
+// max and sum in one reduction of (max, sum) pairs, exp as ex2.approx,
+// bf16 widened by fastrow::widen.
+template <bool Log, class T, int TPR, int NV, bool ONE>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, NV, false>)
     softmax_fast(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
   constexpr bool kKeepExp = !Log && std::is_same_v<T, C>;
-  __shared__ C sh[2 * (TPR / 32)];
+  static_assert(!ONE || sizeof(T) == 2, "the one-reduction form is for 16-bit rows");
+  __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
   __shared__ Vec<T, VEC> stage[1];
-  fastrow::Reducer<TPR, C> red{sh};
+  fastrow::Reducer<TPR> red{sh};
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
   const int lane = threadIdx.x % TPR;
@@ -185,25 +188,33 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
         Vec<T, VEC> r[NV];
 #pragma unroll
         for (int i = 0; i < NV; ++i) r[i] = in[i];
-        C m = -INFINITY;
+        C m = -INFINITY, s = 0;
+        if constexpr (ONE) {
+          const fastrow::MaxSum st =
+              red(fastrow::local_max_sum<TPR, NV>(r, lane, nvec), fastrow::MaxSumOp{});
+          m = st.m;
+          s = st.s;
+        } else {
 #pragma unroll
-        for (int i = 0; i < NV; ++i)
-          if (lane + std::int64_t(i) * TPR < nvec)
+          for (int i = 0; i < NV; ++i)
+            if (lane + std::int64_t(i) * TPR < nvec)
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, cvt<C>(r[i].v[j]));
-        m = red(m, MaxOp{});
-        C s = 0;
+              for (int j = 0; j < VEC; ++j) m = MaxOp{}(m, cvt<C>(r[i].v[j]));
+          m = red(m, MaxOp{});
 #pragma unroll
-        for (int i = 0; i < NV; ++i)
-          if (lane + std::int64_t(i) * TPR < nvec)
+          for (int i = 0; i < NV; ++i)
+            if (lane + std::int64_t(i) * TPR < nvec)
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-              const C ex = fn::m_exp(cvt<C>(r[i].v[j]) - m);
-              if constexpr (kKeepExp) r[i].v[j] = ex;
-              s += ex;
-            }
-        s = red(s, SumOp{});
-        const C inv = C(1) / s, lse = fn::m_log(s);
+              for (int j = 0; j < VEC; ++j) {
+                const C ex = fn::m_exp(cvt<C>(r[i].v[j]) - m);
+                if constexpr (kKeepExp) r[i].v[j] = ex;
+                s += ex;
+              }
+          s = red(s, SumOp{});
+        }
+        // ONE: exp(z) / s as 2^(z log2(e) - log2(s)), z = x - max exact in
+        // f32 for 16-bit x near the max (no large product to round).
+        const C inv = C(1) / s, lse = fn::m_log(s), l2s = ONE ? log2f(float(s)) : 0.0f;
         T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
 #pragma unroll
         for (int i = 0; i < NV; ++i) {
@@ -216,7 +227,9 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
               if constexpr (kKeepExp)
                 y = r[i].v[j] * inv;
               else if constexpr (Log)
-                y = cvt<C>(r[i].v[j]) - m - lse;
+                y = fastrow::elem<ONE, C>(r[i], j) - m - lse;
+              else if constexpr (ONE)
+                y = fastrow::ex2_approx(fmaf(fastrow::widen(r[i], j) - m, fastrow::kLog2e, -l2s));
               else
                 y = fn::m_exp(cvt<C>(r[i].v[j]) - m) * inv;
               o.v[j] = cvt<T>(y);
@@ -252,11 +265,20 @@ void softmax(const IterArgs& a) {
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   // One row per group: the staged 16-bit mode measured slower here (bf16
   // 4096 x 4096: 55.1% of copy against 62.5; rows_norm.cu), and so did the
-  // register-pipelined candidates (docs/ops.md).
-  if (fastrow::dispatch<T>(p, false, [&](auto tpr, auto nv) {
+  // register-pipelined candidates (docs/ops.md). STRATA_ROWS_VARIANT picks
+  // the 16-bit candidates (rows_variant.hpp).
+  const fastrow::Form form = fastrow::form_for<T>(false);
+  if (fastrow::dispatch<T>(p, form.geometry, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-        launch_row_kernel(softmax_fast<Log, T, TPR, NV>, fastrow::grid_for<TPR>(p.rows),
-                          fastrow::kBlock<TPR>, st, p);
+        const int grid = fastrow::grid_for<TPR>(p.rows);
+        constexpr int B = fastrow::kBlock<TPR>;
+        if constexpr (sizeof(T) == 2) {
+          // The warp geometry's 8 and 16 vectors are built in the ONE form only.
+          if (form.one || NV > fastrow::kMaxNV)
+            return launch_row_kernel(softmax_fast<Log, T, TPR, NV, true>, grid, B, st, p);
+        }
+        if constexpr (NV <= fastrow::kMaxNV)
+          launch_row_kernel(softmax_fast<Log, T, TPR, NV, false>, grid, B, st, p);
       }))
     return;
   launch_rows(&softmax_kernel<Log, T, 32>, &softmax_kernel<Log, T, kRowThreads>, p, a);

@@ -1,0 +1,40 @@
+// STRATA_ROWS_VARIANT (rows_variant.hpp), read once: the row launchers ask
+// for it on every call, so it must cost no environment lookup.
+#include "cuda/rows/rows_variant.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "strata/error.hpp"
+
+namespace strata::cuda {
+
+namespace {
+
+constexpr RowsVariant kAll[] = {RowsVariant::base, RowsVariant::one, RowsVariant::flat,
+                                RowsVariant::warp};
+
+RowsVariant parse(const char* e) {
+  if (e == nullptr || *e == '\0') return RowsVariant::base;
+  for (RowsVariant v : kAll)
+    if (std::string_view(e) == rows_variant_name(v)) return v;
+  fail("cuda.rows", "STRATA_ROWS_VARIANT is '", e, "'; expected base, one, flat or warp");
+}
+
+}  // namespace
+
+const char* rows_variant_name(RowsVariant v) {
+  constexpr const char* kNames[] = {"base", "one", "flat", "warp"};  // RowsVariant's order
+  return kNames[static_cast<int>(v)];
+}
+
+RowsVariant rows_variant() {
+  static const RowsVariant v = parse(std::getenv("STRATA_ROWS_VARIANT"));
+  return v;
+}
+
+// Testing hook for tests/cuda/test_cuda_rows_variants.cpp (declared there):
+// the variant this process runs.
+const char* rows_variant_for_test() { return rows_variant_name(rows_variant()); }
+
+}  // namespace strata::cuda

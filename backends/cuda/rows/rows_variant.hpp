@@ -1,0 +1,25 @@
+#pragma once
+// Candidate forms of the 16-bit contiguous row kernels (rows_fast.cuh), for
+// a GPU A/B in one build: STRATA_ROWS_VARIANT=<name>, read once per process.
+// f32, f64 and every layout the fast path does not take ignore it.
+//   base  the default: layer_norm's rows staged through shared memory
+//         (two reductions: mean, then squared deviations), softmax's max and
+//         sum in two reductions with expf, rms_norm one reduction.
+//   one   base's geometry, each op's statistics in one reduction: layer_norm
+//         (count, mean, M2) pairs combined as Chan et al., softmax (max, sum)
+//         pairs combined online; softmax's exp as ex2.approx of (x - max) *
+//         log2(e) (one MUFU op).
+//   flat  one's statistics, layer_norm unstaged with rms_norm's geometry
+//         (4096 bf16: one 128-thread block per row, 4 vectors per thread).
+//   warp  one's statistics, rows of 129-512 vectors (1032-4096 bf16) one
+//         warp each (8 or 16 vectors per lane, 4 rows per block): no
+//         __syncthreads, every load of the row in flight at once.
+namespace strata::cuda {
+
+enum class RowsVariant { base, one, flat, warp };
+
+// The process's variant; an unknown name is a strata::Error naming it.
+RowsVariant rows_variant();
+const char* rows_variant_name(RowsVariant v);
+
+}  // namespace strata::cuda
