@@ -2,7 +2,8 @@
 // f32 softmax attention on Hopper's warpgroup MMA (wgmma, sm_90a) with TF32
 // operands: medium (X3 = false) one wgmma per product, high (X3 = true)
 // 3xTF32. The bf16 wgmma kernel's structure (flash_wgmma.cuh) carried to
-// 32-bit elements (docs/cuda-tuning.md, "f32 on wgmma"):
+// 32-bit elements (docs/cuda-tuning.md, "bf16/f16 on wgmma" and "f32 on the
+// tensor cores: TF32 and 3xTF32"):
 //
 // - one CTA per (batch, q head, 64 * WG query rows); each warpgroup owns 64
 //   rows; scores, P and the output accumulator stay in registers;
@@ -14,11 +15,14 @@
 //   (tf32(x - big)) to a second panel set: no barrier, a thread reads only
 //   what it copied;
 // - .tf32 wgmma reads B only K-major, so V is stored transposed
-//   ([d][keys], keys contiguous): each thread loads its V chunks into
-//   registers one tile ahead (16 keys x 8 columns per warp: one 32-byte
-//   sector per key row) and stores them transposed, rounded (and split),
-//   while the tensor cores run the previous tile; 16 keys x 2 rows per
-//   store hit 32 different banks;
+//   ([d][keys], keys contiguous): each thread copies its V chunks (16 keys
+//   x 8 columns per warp: one 32-byte sector per key row) into a staging
+//   tile with cp.async a tile ahead, then stores them transposed, rounded
+//   (and split) while the tensor cores run the previous tile; 16 keys x 2
+//   rows per store hit 32 different banks. VREG instead loads them into
+//   registers and stores them into a single V^T slot after every
+//   warpgroup's P V (a second barrier per tile), which saves two tiles of
+//   shared memory (high's d 128 with two warpgroups needs that);
 // - S = Q K^T with both operands in shared memory (SS); O += P V with P from
 //   the score registers (RS). The S accumulator gives lane (g, t) keys 2t
 //   and 2t + 1 of each 8; the TF32 A fragment wants (g, t) and (g, t + 4):
@@ -34,7 +38,7 @@
 //   all keys would otherwise truncate N / 8 times);
 // - the P V of tile i and the S of tile i + 1 in flight together, the
 //   softmax of tile i + 1 between their waits (FlashAttention-3's
-//   in-warpgroup overlap); one barrier per tile.
+//   in-warpgroup overlap); one barrier per tile (two with VREG).
 //
 // Masking, bands, lse and empty rows as in flash_wgmma.cuh: fully masked
 // rows end with l = 0, out = 0, lse = -inf.

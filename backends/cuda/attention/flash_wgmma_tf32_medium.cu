@@ -1,7 +1,11 @@
 // TF32 (precision medium) configurations of the wgmma attention kernel
-// (flash_wgmma_tf32.cuh): candidates for the next GPU run, forced by
-// STRATA_FLASH_VARIANT (docs/cuda-tuning.md, "f32 on wgmma"). Empty without
-// sm_90a (STRATA_CUDA_WGMMA).
+// (flash_wgmma_tf32.cuh): candidates, forced by STRATA_FLASH_VARIANT until
+// promoted. Measured (H200, 2026-12-01, bench_attention_cuda f32medium_,
+// TFLOP/s; the mma.sync defaults in brackets): d 128 B1 H32 L8192 190.6
+// (110.9), causal 176.8 (105.3); d 64 B4 H16 L4096 155.8 (103.4), causal
+// 134.2 (95.7). Not kept: d 64 as one warpgroup at two CTAs per SM
+// (64x64.b2, 122.9) and with 128-key tiles (128x128, 64 / 92 bytes of
+// ptxas spill). Empty without sm_90a (STRATA_CUDA_WGMMA).
 #include "cuda/attention/flash_wgmma_tf32_make.cuh"
 
 namespace strata::cuda {
@@ -12,9 +16,6 @@ const std::vector<FlashVariant>& wgmma_variants_tf32() {
 #if defined(STRATA_CUDA_WGMMA)
     make_wgmma_tf32_variant<128, 2, 64, false, 1>("wg.tf32.d128.128x64"),
     make_wgmma_tf32_variant<64, 2, 64, false, 1>("wg.tf32.d64.128x64"),
-    // One warpgroup, two CTAs per SM (the bf16 d 64 default's shape):
-    // the warpgroups of different CTAs are not held in step by barriers.
-    make_wgmma_tf32_variant<64, 1, 64, false, 2>("wg.tf32.d64.64x64.b2"),
 #endif
   };
   return v;
