@@ -6,8 +6,11 @@
 // split counts change (a counter not put back to 0 leaves out unmerged:
 // out is poisoned with NaN before each call); a captured graph replayed
 // three times on new inputs, bit-identical to eager calls; and a capture
-// on a stream that has no counters yet (the separate merge kernel).
+// on a stream that has no counters yet (the separate merge kernel). The
+// [decode_bulk] case of test_cuda_decode_bulk.cpp runs this file again for
+// each bulk-copy decode candidate.
 // Part of strata_cuda_tests, which exits 77 (skip) without a GPU.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -57,14 +60,25 @@ std::int64_t splits_in(const std::string& plan) {
   return std::stoll(plan.substr(at + 7));
 }
 
-// Key counts whose plans have 1, 2 and 7 splits (the decode kernels take 32
-// keys per tile and one tile per split at least) and the most (40000 keys
-// fill a wave of blocks: twice as many keys give no more splits, but for
-// the rounding of keys per split).
+// Key counts whose plans have 1, 2 and 7 splits (fewer where a wave of
+// blocks holds fewer: the bulk-copy candidates forced by STRATA_CUDA_VARIANT
+// fill one or two blocks per SM) and the most (40000 keys fill a wave of
+// blocks: twice as many keys give no more splits, but for the rounding of
+// keys per split). The decode kernels take 32 keys per tile (the .tma8
+// candidates 64) and one tile per split at least.
 std::vector<std::int64_t> split_sweep(DType dt, std::int64_t M) {
+  const std::string most = plan_for(dt, {M, 40000});
+  INFO(most);
+  const std::int64_t n_most = splits_in(most);
+  REQUIRE(n_most > 2);
+  REQUIRE(std::abs(n_most - splits_in(plan_for(dt, {M, 80000}))) <= 1);
+  REQUIRE(most.find("merge=in_kernel") != std::string::npos);
+  std::int64_t tile = 32;
+  if (splits_in(plan_for(dt, {M, 2 * tile - 5})) == 1) tile = 64;
   std::vector<std::int64_t> Ns;
-  for (std::int64_t want : {1, 2, 7}) {
-    const std::int64_t N = 32 * want - 5;
+  for (std::int64_t want :
+       {std::int64_t(1), std::int64_t(2), std::min<std::int64_t>(7, n_most - 1)}) {
+    const std::int64_t N = tile * want - 5;
     const std::string plan = plan_for(dt, {M, N});
     INFO(plan);
     REQUIRE(plan.find("decode") != std::string::npos);
@@ -72,11 +86,6 @@ std::vector<std::int64_t> split_sweep(DType dt, std::int64_t M) {
     REQUIRE((plan.find("merge=in_kernel") != std::string::npos) == (want > 1));
     Ns.push_back(N);
   }
-  const std::string most = plan_for(dt, {M, 40000});
-  INFO(most);
-  REQUIRE(splits_in(most) > 7);
-  REQUIRE(std::abs(splits_in(most) - splits_in(plan_for(dt, {M, 80000}))) <= 1);
-  REQUIRE(most.find("merge=in_kernel") != std::string::npos);
   Ns.push_back(40000);
   return Ns;
 }
@@ -286,21 +295,24 @@ TEST_CASE("cuda decode merge: a captured call replays three times",
 // kernel instead; the replays are still right.
 TEST_CASE("cuda decode merge: a capture on a stream without counters",
           "[cuda][attention][decode_merge][graph]") {
-  Problem p = make_problem(DType::f32, {2, 2000}, 7900);
-  REQUIRE(splits_in(plan_for(DType::f32, {2, 2000})) > 1);
-  softmax_attention_out(p.out, p.q, p.k, p.v, p.opt, p.lse);  // kernel set-up, default stream
-  check_against_reference(p);
-  Stream s(kGpu);
-  AttentionOptions so = p.opt;
-  so.stream = s.handle();
-  Graph g = Graph::capture(s, [&] { softmax_attention_out(p.out, p.q, p.k, p.v, so, p.lse); });
-  for (int replay = 0; replay < 3; ++replay) {
-    INFO("replay " << replay);
-    p.q.copy_from(Tensor::randn(p.q.shape(), 7950 + replay, DType::f32));
-    reference(p);
-    poison(p, s.handle());
-    g.replay(s);
-    s.synchronize();
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO(strata::dtype_name(dt));
+    Problem p = make_problem(dt, {2, 2000}, 7900);
+    REQUIRE(splits_in(plan_for(dt, {2, 2000})) > 1);
+    softmax_attention_out(p.out, p.q, p.k, p.v, p.opt, p.lse);  // kernel set-up, default stream
     check_against_reference(p);
+    Stream s(kGpu);
+    AttentionOptions so = p.opt;
+    so.stream = s.handle();
+    Graph g = Graph::capture(s, [&] { softmax_attention_out(p.out, p.q, p.k, p.v, so, p.lse); });
+    for (int replay = 0; replay < 3; ++replay) {
+      INFO("replay " << replay);
+      p.q.copy_from(Tensor::randn(p.q.shape(), 7950 + replay, dt));
+      reference(p);
+      poison(p, s.handle());
+      g.replay(s);
+      s.synchronize();
+      check_against_reference(p);
+    }
   }
 }

@@ -233,7 +233,7 @@ Plan make_plan(const AttentionArgs& a, int dev) {
     p.m_tiles = a.M;
     p.dv_chunks = 1;
     rows_blocks = p.bh * a.M;
-    slots = std::int64_t(di.sms) * std::min(occ, 4);
+    slots = std::int64_t(di.sms) * std::min(occ, v.decode_blocks_per_sm);
   } else {
     p.m_tiles = (a.M + v.bm - 1) / v.bm;
     p.dv_chunks = (a.dv + v.dv_tile - 1) / v.dv_tile;
@@ -275,10 +275,12 @@ Plan make_plan(const AttentionArgs& a, int dev) {
 // splits the last block's merge saves a launch; one row over 528 splits
 // (M 1, N 262144) ran slower merged by one block (0.064 against 0.054 ms
 // with the merge kernel, H200, docs/cuda.md), so many splits keep the
-// block-parallel merge.
+// block-parallel merge, unless the variant's own merge keeps many splits'
+// loads in flight (merges_any_splits: the bulk-copy candidates).
 constexpr std::int64_t kFusedMergeMaxSplits = 256;
 bool fused_merge(const Plan& pl) {
-  return pl.merge && pl.v->decode && pl.p.splits <= kFusedMergeMaxSplits;
+  return pl.merge && pl.v->decode &&
+         (pl.v->merges_any_splits || pl.p.splits <= kFusedMergeMaxSplits);
 }
 
 // The decode kernel's ticket counters for `rows` row groups on (device,

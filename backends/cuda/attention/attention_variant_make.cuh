@@ -2,6 +2,7 @@
 // Builds Variant entries from kernel configurations (only the variant .cu
 // files include this: it instantiates the kernels).
 #include "cuda/attention/attention_decode.cuh"
+#include "cuda/attention/attention_decode_bulk.cuh"
 #include "cuda/attention/attention_dmma.cuh"
 #include "cuda/attention/attention_pipelined.cuh"
 #include "cuda/attention/attention_tiled.cuh"
@@ -71,6 +72,26 @@ Variant decode(const char* name, bool dflt = true) {
   return variant_of<C>(name, StorageDType<typename C::storage>::value, true, dflt, C::max_d,
                        C::max_dv, 1, C::WARPS * C::U, C::max_dv,
                        reinterpret_cast<const void*>(&attn_decode_kernel<C>), &launch_decode<C>);
+}
+
+// The bulk-copy decode kernel (attention_decode_bulk.cuh; a tuning
+// candidate, never a default): blocks_per_sm caps the plan's resident
+// blocks per SM (each keeps its ring of STAGES slots in flight); it merges
+// any number of splits itself.
+template <class C>
+void launch_decode_bulk(const AttnParams& p, unsigned* merge_count, int grid, std::size_t smem,
+                        cudaStream_t st) {
+  (void)launch_pdl(attn_decode_bulk_kernel<C>, grid, C::NT, smem, st, p, merge_count);
+}
+template <class C>
+Variant decode_bulk(const char* name, int blocks_per_sm) {
+  Variant v = variant_of<C>(name, StorageDType<typename C::storage>::value, true, false, C::max_d,
+                            C::max_dv, 1, C::KS, C::max_dv,
+                            reinterpret_cast<const void*>(&attn_decode_bulk_kernel<C>),
+                            &launch_decode_bulk<C>);
+  v.decode_blocks_per_sm = blocks_per_sm;
+  v.merges_any_splits = true;
+  return v;
 }
 
 // Restricts a variant to calls of at most `work` scores (batch x heads x M x

@@ -33,6 +33,12 @@ struct Variant {
   // Reads K and V fast only with 16-byte loads along the head dim (the
   // pipelined kernel): the launcher repacks other K/V layouts first.
   bool packs_kv = false;
+  // Decode variants: the plan fills sms x min(resident blocks, this) slots
+  // with (row, split) blocks; and whether the kernel's own merge of a row's
+  // splits is fast at any split count (else the separate merge kernel
+  // takes rows of more than kFusedMergeMaxSplits, attention_launch.cu).
+  int decode_blocks_per_sm = 4;
+  bool merges_any_splits = false;
 };
 
 // The launcher takes decode when it serves, else the default variant with the

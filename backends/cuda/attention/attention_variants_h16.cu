@@ -36,6 +36,20 @@ const std::vector<Variant>& variants_h16() {
       decode<DecodeConfig<float, 4, 1, 1, 32, H>>("f16.decode.d128.u32", false),
       decode<DecodeConvertAtLoad<float, 4, 1, 1, 8, H>>("f16.decode.d128.cvt8", false),
       decode<DecodeConvertAtLoad<float, 4, 2, 2, 4, H>>("f16.decode.d256.cvt4", false),
+      // Bulk-copy candidates (attention_decode_bulk.cuh): a producer warp
+      // keeps a ring of STAGES slots of WARPS x U keys in flight. .tma: 4
+      // consumer warps, 4 slots of 32 keys (64 KB at d 128), the plan at 2
+      // blocks per SM; .tma8: 8 warps, 4 slots of 64 keys (128 KB), one
+      // block per SM (fewer splits to merge); .xr: the same with the
+      // transposed score reduction (23 shuffles per 8 keys instead of 40).
+      decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, B>>("bf16.decode.d128.tma", 2),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B>>("bf16.decode.d128.tma8", 1),
+      decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma.xr", 2),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma8.xr", 1),
+      decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H>>("f16.decode.d128.tma", 2),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H>>("f16.decode.d128.tma8", 1),
+      decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma.xr", 2),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma8.xr", 1),
   };
   return v;
 }
