@@ -12,7 +12,9 @@
 //    multiple of VEC and decodes the vector's outer coordinates with 32-bit
 //    fast division.
 //  * ew_tiled_kernel (ew_tiled.cuh): an input transposed against the
-//    output, through 32 x 32 shared-memory tiles.
+//    output, through 32 x 32 shared-memory tiles; with STRATA_EW_VARIANT=
+//    tiled16, 16-bit operands through 64 x 64 tiles of 4- and 16-byte
+//    accesses (ew_tiled16.cuh, a candidate).
 //  * ew_strided_kernel<I>: anything else, one element per thread per step
 //    (UNROLL steps in flight), offsets decoded from the linear index with
 //    fast 32-bit division (I = int32) or plain 64-bit division (I = int64,
@@ -314,7 +316,9 @@ int sm_count();
 
 }  // namespace strata::cuda
 
+#include "cuda/elementwise/elementwise_cuda.hpp"
 #include "cuda/elementwise/ew_tiled.cuh"
+#include "cuda/elementwise/ew_tiled16.cuh"
 
 namespace strata::cuda {
 
@@ -408,6 +412,16 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
   }
   if constexpr (sizeof...(Ins) >= 1) {
     if (const unsigned tm = tiled_mask(a, N); tm != 0) {
+      if constexpr (sizeof(Out) == 2 && ((sizeof(Ins) == 2) && ...)) {
+        if (ew_variant_tiled16() && tiled16_fits(a, N, tm)) {
+          const std::int64_t tiles = numel / (a.shape[a.ndim - 1] * a.shape[a.ndim - 2]) *
+                                     ((a.shape[a.ndim - 2] + kT16 - 1) / kT16) *
+                                     ((a.shape[a.ndim - 1] + kT16 - 1) / kT16);
+          CUDA_CHECK(launch_pdl(ew_tiled16_kernel<Op, Out, Ins...>, grid_for(tiles, 1), kT16Threads,
+                                0, st, make_params<N, std::int64_t>(a), tm, op));
+          return;
+        }
+      }
       const std::int64_t rc = a.shape[a.ndim - 1] * a.shape[a.ndim - 2];
       const std::int64_t tiles = numel / rc * ((a.shape[a.ndim - 2] + kTile - 1) / kTile) *
                                  ((a.shape[a.ndim - 1] + kTile - 1) / kTile);

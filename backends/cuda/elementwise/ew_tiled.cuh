@@ -41,6 +41,29 @@ struct TileLayout {
 template <class... Ts>
 inline constexpr int kTiledMinBlocks = sizeof...(Ts) <= 3 && ((sizeof(Ts) <= 4) && ...) ? 6 : 4;
 
+// Tile t's first row and column (of edge x edge tiles; tc, tr tiles along
+// the last two dims) and every operand's element offset there, the batch
+// index decoded over the outer dims (64-bit, any strides).
+template <int N>
+__device__ __forceinline__ void tile_origin(const EwParams<N, std::int64_t>& p, std::int64_t t,
+                                            std::int64_t tc, std::int64_t tr, int edge,
+                                            std::int64_t& r0, std::int64_t& c0,
+                                            std::int64_t (&base)[N]) {
+  std::int64_t q = t;
+  c0 = q % tc * edge;
+  q /= tc;
+  r0 = q % tr * edge;
+  q /= tr;
+#pragma unroll
+  for (int k = 0; k < N; ++k) base[k] = r0 * p.stride[k][1] + c0 * p.stride[k][0];
+  for (int j = 2; j < p.ndim; ++j) {
+    const std::int64_t d = q % p.rshape[j];
+    q /= p.rshape[j];
+#pragma unroll
+    for (int k = 0; k < N; ++k) base[k] += d * p.stride[k][j];
+  }
+}
+
 // tmask: bit k set when operand k (an input) is read through its tile.
 template <class Op, class Out, class... Ins>
 __global__ void __launch_bounds__(kTile* kTileRows, kTiledMinBlocks<Out, Ins...>)
@@ -57,20 +80,8 @@ __global__ void __launch_bounds__(kTile* kTileRows, kTiledMinBlocks<Out, Ins...>
   const std::int64_t ntiles = p.numel / (R * C) * tr * tc;
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
   for (std::int64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
-    std::int64_t q = t;
-    const std::int64_t c0 = q % tc * kTile;
-    q /= tc;
-    const std::int64_t r0 = q % tr * kTile;
-    q /= tr;
-    std::int64_t base[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) base[k] = r0 * p.stride[k][1] + c0 * p.stride[k][0];
-    for (int j = 2; j < p.ndim; ++j) {  // the batch index over the outer dims
-      const std::int64_t d = q % p.rshape[j];
-      q /= p.rshape[j];
-#pragma unroll
-      for (int k = 0; k < N; ++k) base[k] += d * p.stride[k][j];
-    }
+    std::int64_t r0, c0, base[N];
+    tile_origin(p, t, tc, tr, kTile, r0, c0, base);
     // Every load of the tile first: transposed inputs into shared memory
     // (lane tx along the tile's rows r0 + tx, their unit-stride dim), the
     // others into registers at (r0 + ty + 8i, c0 + tx).
