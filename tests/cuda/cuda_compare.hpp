@@ -1,15 +1,27 @@
 #pragma once
-// Comparison of a GPU result with the reference backend's, for the cuda
-// tests: the first element out of tolerance is reported (one assertion per
-// compare); a NaN wanted must be a NaN, an infinity the same infinity.
+// What the cuda tests share: the GPU, options naming a backend, and the
+// comparison of a GPU result with the reference backend's (the first
+// element out of tolerance is reported, one assertion per compare; a NaN
+// wanted must be a NaN, an infinity the same infinity).
 #include <cmath>
 #include <cstddef>
 #include <vector>
 
 #include "catch.hpp"
+#include "strata/op_options.hpp"
 #include "strata/tensor.hpp"
 
 namespace cuda_test {
+
+inline const strata::Device kGpu = strata::Device::cuda(0);
+
+inline strata::OpOptions on(const char* backend) {
+  strata::OpOptions o;
+  o.backend = backend;
+  return o;
+}
+inline const strata::OpOptions kRef = on("reference");
+inline const strata::OpOptions kCuda = on("cuda");
 
 // Two ulps of a 16-bit dtype, or the error of f32 maths.
 inline double tol(strata::DType dt) {

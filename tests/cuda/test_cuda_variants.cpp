@@ -29,20 +29,13 @@ bool ew_variant_tiled16();
 }  // namespace strata::cuda
 
 using namespace strata;
+using cuda_test::kCuda;
+using cuda_test::kGpu;
+using cuda_test::kRef;
 using cuda_test::require_close;
 using cuda_test::tol;
 
 namespace {
-
-const Device kGpu = Device::cuda(0);
-
-OpOptions on(const char* backend) {
-  OpOptions o;
-  o.backend = backend;
-  return o;
-}
-const OpOptions kRef = on("reference");
-const OpOptions kCuda = on("cuda");
 
 std::string env(const char* name) {
   const char* e = std::getenv(name);
