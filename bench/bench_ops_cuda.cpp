@@ -152,29 +152,39 @@ void row_op(benchmark::State& state, DType dt, int which) {
 
 // Host wall time per call of a 4-element add (front end, allocation of the
 // output for the allocating form, registry, launch), the GPU kept busy
-// only by these calls; synchronised once per batch of 1000.
-void tiny_add(benchmark::State& state, bool allocating) {
+// only by these calls; synchronised once per batch of 1000. us_per_call is
+// the batch's wall time (the slower of host and GPU), host_us_per_call the
+// time until the last call returned (the host's share: below us_per_call,
+// the GPU is what limits). `which`: 0 add_out, 1 add, 2 only the
+// allocation and free of the 4-element output (Tensor::empty on the GPU).
+void tiny_add(benchmark::State& state, int which) {
   const Tensor a = random_dev({4}, DType::f32, 13), b = random_dev({4}, DType::f32, 14);
   const Tensor o = Tensor::empty({4}, DType::f32, kGpu);
   for (int i = 0; i < 100; ++i) (void)strata::add(a, b);
   check_cuda(cudaDeviceSynchronize(), "sync");
-  double total = 0;
+  double total = 0, host = 0;
   std::int64_t calls = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 1000; ++i) {
-      if (allocating)
+      if (which == 1)
         benchmark::DoNotOptimize(strata::add(a, b));
+      else if (which == 2)
+        benchmark::DoNotOptimize(Tensor::empty({4}, DType::f32, kGpu));
       else
         strata::add_out(o, a, b);
     }
+    const auto t1 = std::chrono::steady_clock::now();
     check_cuda(cudaDeviceSynchronize(), "sync");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t2 = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(t2 - t0).count();
     state.SetIterationTime(s);
     total += s;
+    host += std::chrono::duration<double>(t1 - t0).count();
     calls += 1000;
   }
   state.counters["us_per_call"] = calls ? total * 1e6 / double(calls) : 0.0;
+  state.counters["host_us_per_call"] = calls ? host * 1e6 / double(calls) : 0.0;
 }
 
 }  // namespace
@@ -220,6 +230,7 @@ BENCHMARK_CAPTURE(row_op, layer_norm_f32, DType::f32, 0)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(row_op, layer_norm_bf16, DType::bf16, 0)
     ->Args({4096, 4096})
+    ->Args({8192, 2048})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(row_op, rms_norm_f32, DType::f32, 1)
@@ -228,6 +239,7 @@ BENCHMARK_CAPTURE(row_op, rms_norm_f32, DType::f32, 1)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(row_op, rms_norm_bf16, DType::bf16, 1)
     ->Args({4096, 4096})
+    ->Args({8192, 2048})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(row_op, softmax_f32, DType::f32, 2)
@@ -236,8 +248,10 @@ BENCHMARK_CAPTURE(row_op, softmax_f32, DType::f32, 2)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(row_op, softmax_bf16, DType::bf16, 2)
     ->Args({4096, 4096})
+    ->Args({8192, 2048})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(tiny_add, alloc, true)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(tiny_add, out, false)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, alloc, 1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, out, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, empty_only, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -85,6 +85,15 @@ def cases():
             out.append((f"row_op/rms_norm_{tag}/4096/4096", by,
                         (lambda X=X, w=w: F.rms_norm(X, (4096,), w, 1e-6))))
         out.append((f"row_op/softmax_{tag}/4096/4096", by, (lambda X=X: torch.softmax(X, 1))))
+    # bf16 rows of 2048 (the warp geometry's 8 vectors per lane).
+    X = randn((8192, 2048), torch.bfloat16)
+    w, b = randn(2048, torch.bfloat16), randn(2048, torch.bfloat16)
+    by = 2 * 2 * 8192 * 2048
+    out.append(("row_op/layer_norm_bf16/8192/2048", by,
+                lambda: F.layer_norm(X, (2048,), w, b, 1e-5)))
+    if hasattr(F, "rms_norm"):
+        out.append(("row_op/rms_norm_bf16/8192/2048", by, lambda: F.rms_norm(X, (2048,), w, 1e-6)))
+    out.append(("row_op/softmax_bf16/8192/2048", by, lambda: torch.softmax(X, 1)))
     return out
 
 
