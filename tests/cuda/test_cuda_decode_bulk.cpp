@@ -5,8 +5,10 @@
 // unless STRATA_CUDA_VARIANT names them. The hidden [decode_bulk] case runs
 // this binary once per candidate with the variable set (it is read once per
 // process) through the decode suites ([decode], [decode_merge]) and the
-// cases below ([decode_bulk_cases]), each against the f64 reference. Run
-// it with strata_cuda_tests "[decode_bulk]" on an sm_90 GPU; the cases
+// cases below ([decode_bulk_cases]), each against the f64 reference; each
+// child's output goes to <tmp>/strata_decode_bulk_<name>.log. Run it with
+// strata_cuda_tests "[decode_bulk]" on an sm_90 GPU, or one candidate with
+// STRATA_CUDA_VARIANT=<name> strata_cuda_tests "<its spec>"; the cases
 // alone also hold for the default decode kernels.
 #include <algorithm>
 #include <array>
@@ -38,9 +40,18 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-const std::vector<std::string>& candidates() {
-  static const std::vector<std::string> c = {"bf16.decode.d128.tma", "bf16.decode.d128.tma8",
-                                             "f16.decode.d128.tma", "f16.decode.d128.tma8"};
+// Each candidate and the test spec its child run takes: the decode suites
+// for the plain ones; the .xr ones (the same kernel but for the softmax
+// step) the merge suite and the cases below.
+const std::vector<std::array<std::string, 2>>& candidates() {
+  static const std::string full = "[decode],[decode_merge],[decode_bulk_cases]";
+  static const std::string step = "[decode_merge],[decode_bulk_cases]";
+  static const std::vector<std::array<std::string, 2>> c = {
+      {"bf16.decode.d128.tma", full},    {"bf16.decode.d128.tma8", full},
+      {"f16.decode.d128.tma", full},     {"f16.decode.d128.tma8", full},
+      {"bf16.decode.d128.tma.xr", step}, {"bf16.decode.d128.tma8.xr", step},
+      {"f16.decode.d128.tma.xr", step},  {"f16.decode.d128.tma8.xr", step},
+  };
   return c;
 }
 
@@ -276,11 +287,10 @@ TEST_CASE("cuda decode bulk candidates: KV-cache layouts",
 // Every candidate through the decode suites and the cases above.
 TEST_CASE("cuda decode bulk candidates: each through the decode suites", "[.][decode_bulk]") {
   if (std::getenv("STRATA_CUDA_VARIANT")) return;  // a child run: nothing to spawn
-  const std::string spec = "[decode],[decode_merge],[decode_bulk_cases]";
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::filesystem::path logs = std::filesystem::temp_directory_path();
-  for (const std::string& name : candidates()) {
+  for (const auto& [name, spec] : candidates()) {
     const std::string log = (logs / ("strata_decode_bulk_" + name + ".log")).string();
     const std::string cmd =
         "STRATA_CUDA_VARIANT='" + name + "' '" + self + "' '" + spec + "' > '" + log + "' 2>&1";

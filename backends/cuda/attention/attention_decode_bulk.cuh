@@ -1,19 +1,24 @@
 #pragma once
 // The half-storage decode kernel fed by the copy engine (sm_90 bulk copies;
-// tuning candidates, docs/cuda-tuning.md "bf16 decode at memory bandwidth").
+// tuning candidates after docs/cuda-tuning.md "bf16/f16 decode at full
+// bandwidth").
 //
 // attn_decode_kernel (attention_decode.cuh) keeps a warp's loads in flight
 // only while the warp waits for them: each warp step issues its 2U row
 // loads, stalls until they land, then computes, and the SM has no loads of
-// that warp outstanding while it computes. Here one producer warp copies
-// the split's keys with cp.async.bulk into a ring of STAGES shared-memory
-// slots of KS = WARPS * U keys (K rows, then V rows), each slot completing
-// on an mbarrier (`full`); WARPS consumer warps wait for a slot, take U keys
-// each from shared memory with the same packed rows, dot products and
-// online softmax as attn_decode_kernel (decode_softmax_step), and release
-// it (`empty`, WARPS arrivals) for the producer to refill. The bytes in
-// flight per block are the ring, whatever the consumers are doing, and
-// the copies are a few instructions per slot.
+// that warp outstanding while it computes. bf16.decode.d128 (114 registers,
+// 4 blocks of 4 warps per SM, 4 KB per warp step) has at most 64 KB per SM
+// in flight; 3.55 TB/s at B 8, H 32, N 32768 (H200) means about 35 KB on
+// average at ~1.3 us of loaded latency, where 40-50 are needed for the 4.3
+// TB/s target. Here one producer warp copies the split's keys with
+// cp.async.bulk into a ring of STAGES shared-memory slots of KS = WARPS * U
+// keys (K rows, then V rows), each slot completing on an mbarrier (`full`);
+// WARPS consumer warps wait for a slot, take U keys each from shared memory
+// with the same packed rows, dot products and online softmax as
+// attn_decode_kernel (decode_softmax_step), and release it (`empty`, WARPS
+// arrivals) for the producer to refill. The bytes in flight per block are
+// the ring, whatever the consumers are doing, and the copies are a few
+// instructions per slot.
 //
 // Copies need 16-byte aligned rows of a multiple of 16 bytes: the vector
 // layout (q, k, v), d and dv multiples of 8, K and V row strides multiples
@@ -254,14 +259,15 @@ __device__ __forceinline__ void decode_consume(const AttnParams& p, const void* 
 }
 
 // merge_splits (attention_merge.cuh) for many splits at the end of one
-// block: the same sums, but each warp issues the loads of R splits before
-// it uses any (merge_splits: two), so that a row of a few hundred splits
-// costs a few L2 round trips instead of one per two splits per warp.
+// block: the same sums, but each warp issues the loads of R = 16 splits
+// before it uses any (merge_splits: two), so that a row of 256 splits
+// costs 4 L2 round trips per warp of 5 (.tma) instead of 26 (R 8: 7, and
+// 118 instead of 138 registers, which leaves 2 blocks per SM either way).
 // Columns lane + 32 k (k < CH) of out, every thread of the NT-thread block
 // calls it; red: merge_smem_elems<NT, CH>() elements of T.
 template <class T, class S, int NT, int CH>
 __device__ __forceinline__ void merge_splits_wide(const AttnParams& p, std::int64_t rid, T* red) {
-  constexpr int W = NT / 32, LD = 32 * CH + 1, R = 8;
+  constexpr int W = NT / 32, LD = 32 * CH + 1, R = 16;
   const AttentionArgs& a = p.a;
   const std::int64_t sstride = p.bh * a.M;  // partial rows per split
   const T* ml = static_cast<const T*>(p.part_ml);
@@ -339,7 +345,8 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 // One block per (batch-head, query row, key split), as attn_decode_kernel;
 // merge_count as there. The minimum of one block per SM in the launch
 // bounds keeps ptxas from capping the registers (it took 96 and spilled
-// 76 bytes without it; 118 and none with it, sm_90a).
+// 76 bytes without it; 138 (.tma) and 146 (.tma8.xr) and none with it,
+// sm_90a).
 template <class C>
 __global__ void __launch_bounds__(C::NT, 1)
     attn_decode_bulk_kernel(const AttnParams p, unsigned* merge_count) {
