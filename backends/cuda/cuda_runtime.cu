@@ -156,9 +156,12 @@ bool is_row_major(const StridedLayout& l) {
 }
 
 // Makes `index` current for the scope and restores the previous device.
+// `needed` false (one visible device: index 0 is the only one, and current)
+// skips the cudaGetDevice of a per-op allocation.
 class DeviceGuard {
  public:
-  explicit DeviceGuard(int index) {
+  explicit DeviceGuard(int index, bool needed = true) {
+    if (!needed) return;
     CUDA_CHECK(cudaGetDevice(&prev_));
     if (prev_ != index) CUDA_CHECK(cudaSetDevice(index));
     changed_ = prev_ != index;
@@ -211,7 +214,7 @@ class CudaRuntime final : public DeviceRuntime {
   void* allocate(std::size_t nbytes, int index) override {
     check_index(index, "cuda.allocate");
     if (nbytes == 0) return nullptr;
-    DeviceGuard g(index);
+    DeviceGuard g(index, count_ > 1);
     const bool pooled = pool_ready(index);
     void* p = nullptr;
     cudaError_t err =
@@ -234,8 +237,8 @@ class CudaRuntime final : public DeviceRuntime {
 
   void deallocate(void* p, int index) noexcept override {
     if (!p) return;
-    int prev = 0;
-    if (cudaGetDevice(&prev) != cudaSuccess) prev = index;
+    int prev = index;  // one device: it is current
+    if (count_ > 1 && cudaGetDevice(&prev) != cudaSuccess) prev = index;
     if (prev != index) (void)cudaSetDevice(index);
     // Never throws: a failing free (driver shutting down) is only reported.
     const bool pooled = index >= 0 && index < kMaxDevices &&

@@ -48,12 +48,14 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
     DeviceRuntime& rt = runtime_for(device, "Storage::allocate");
     p = rt.allocate(nbytes, device.index);
   }
-  // Once the Storage exists it owns p: a throw from the shared_ptr's control
-  // block leaves the unique_ptr to free p through ~Storage. Freeing p here too
-  // would free it twice.
-  std::unique_ptr<Storage> s;
+  // The Storage and its control block in one heap block (a small op's
+  // output is allocated per call). If that allocation throws, no Storage
+  // owns p yet: free it here.
+  struct Block : Storage {  // make_shared needs a public constructor
+    Block(void* d, std::size_t n, Device dev) : Storage(d, n, dev, true, nullptr) {}
+  };
   try {
-    s.reset(new Storage(p, nbytes, device, true, nullptr));
+    return std::make_shared<Block>(p, nbytes, device);
   } catch (...) {
     if (device.is_cpu()) {
       ::operator delete(p, kHostAlignment);
@@ -62,7 +64,6 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
     }
     throw;
   }
-  return std::shared_ptr<Storage>(std::move(s));
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t nbytes, Device device,

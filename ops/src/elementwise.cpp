@@ -49,10 +49,9 @@ std::pair<Shape, DType> check_inputs(const Call& c, std::initializer_list<Named>
   return {detail::broadcast_all(c.op, ins), out_dt};
 }
 
-void run(const Call& c, OpId id, const Tensor& out, std::initializer_list<Named> ins,
+// be: the call's backend, resolved once by the caller.
+void run(const Call& c, OpId id, BackendId be, const Tensor& out, std::initializer_list<Named> ins,
          const OpOptions& opt) {
-  const Device dev = out.device();
-  const BackendId be = detail::resolve_backend(c.op, opt.backend, dev);
   IterArgs it;
   if (ins.size() == 1)
     it = detail::make_iter(out, {ins.begin()->t});
@@ -87,7 +86,7 @@ void ew_out(const Call& c, OpId id, const Tensor& out, std::initializer_list<Nam
     detail::check_output(c.op, out, "out", shape, dt, dev);
   }
   detail::check_no_overlap(c.op, out, "out", ins, /*allow_same=*/true);
-  run(c, id, out, ins, opt);
+  run(c, id, detail::resolve_backend(c.op, opt.backend, dev), out, ins, opt);
 }
 
 // The allocating form: validation first, so nothing is allocated on bad input.
@@ -95,9 +94,9 @@ Tensor ew_new(const Call& c, OpId id, std::initializer_list<Named> ins, const Op
               DType convert_to = DType::f32) {
   const auto [shape, dt] = check_inputs(c, ins, convert_to);
   const Device dev = detail::check_same_device(c.op, ins);
-  detail::resolve_backend(c.op, opt.backend, dev);
+  const BackendId be = detail::resolve_backend(c.op, opt.backend, dev);
   Tensor out = Tensor::empty(shape, dt, dev);
-  run(c, id, out, ins, opt);
+  run(c, id, be, out, ins, opt);
   return out;
 }
 

@@ -9,8 +9,13 @@ namespace strata::cuda {
 
 int sm_count() {
   static int cached[64] = {};
+  // One visible device: it is the current one, no cudaGetDevice per launch.
+  static const int ndev = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+  }();
   int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
+  if (ndev != 1) CUDA_CHECK(cudaGetDevice(&dev));
   if (dev >= 64) dev = 63;
   if (cached[dev] == 0) {
     int n = 0;
