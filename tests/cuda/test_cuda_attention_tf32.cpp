@@ -117,7 +117,16 @@ std::string expected(Precision p, std::int64_t d, std::int64_t dv, bool fallback
   const std::int64_t D = std::max(d, dv);
   if (p == Precision::highest || D > 128 || fallback) return "cuda.attention.streaming";
   const std::string mode = p == Precision::high ? "tf32x3" : "tf32";
-  return "cuda.attention.mma_" + mode + (D <= 64 ? "_d64" : "_d128");
+  const std::string dim = D <= 64 ? "d64" : "d128";
+  // sm_90a: the wgmma kernel, unless STRATA_FLASH_VARIANT names an mma.sync
+  // configuration of this precision and head dim ("tf32x3.d64." ...).
+  std::string kind = "mma_";
+#if defined(STRATA_CUDA_WGMMA)
+  const char* e = std::getenv("STRATA_FLASH_VARIANT");
+  const std::string forced = std::string(",") + (e ? e : "");
+  if (forced.find("," + mode + "." + dim + ".") == std::string::npos) kind = "wgmma_";
+#endif
+  return "cuda.attention." + kind + mode + "_" + dim;
 }
 
 void require_pass(const AttentionCase& c, bool fallback = false) {
@@ -341,8 +350,8 @@ TEST_CASE("cuda tf32 attention: error on the peer shapes",
 }
 
 // Every compiled configuration (backends/cuda/attention/flash_tf32_high.cu,
-// flash_tf32_medium.cu, and the wgmma candidates of flash_wgmma_tf32_high.cu
-// and flash_wgmma_tf32_medium.cu, sm_90a builds) through this whole suite: the binary runs itself
+// flash_tf32_medium.cu, and the wgmma ones of flash_wgmma_tf32_high.cu and
+// flash_wgmma_tf32_medium.cu, sm_90a builds) through this whole suite: the binary runs itself
 // once per name with STRATA_FLASH_VARIANT set (the variant is read once per
 // process). Hidden, as it takes minutes: run it
 // with strata_cuda_tests "[tf32_variants]" after a kernel change.

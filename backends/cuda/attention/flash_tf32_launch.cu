@@ -1,4 +1,5 @@
-// Launcher of the f32 TF32 tensor-core attention kernel (flash_tf32.cuh):
+// Launcher of the f32 TF32 tensor-core attention kernels (flash_wgmma_tf32.cuh
+// on sm_90a, flash_tf32.cuh on mma.sync):
 // packs q, k or v into scratch when their rows cannot be read in 16-byte
 // chunks, converts the arguments (flash_launch_common.hpp, shared with the
 // bf16/f16 launcher), picks the configuration by precision and head dim,
@@ -22,24 +23,36 @@ using flash_host::kOp;
 
 constexpr int kF32Chunk = 4;  // f32 elements per 16-byte chunk
 
-const FlashVariant& pick(bool x3, int D) {
-  // The wgmma candidates (sm_90a builds) run only when STRATA_FLASH_VARIANT
-  // names one.
-  for (const FlashVariant& v : x3 ? wgmma_variants_tf32x3() : wgmma_variants_tf32())
-    if (v.D == D && flash_host::forced(v.name)) return v;
-  const FlashVariant* best = nullptr;
-  for (const FlashVariant& v : x3 ? flash_variants_tf32x3() : flash_variants_tf32()) {
-    if (v.D != D) continue;
-    if (flash_host::forced(v.name)) return v;
-    if (v.is_default && !best) best = &v;
-  }
-  check(best != nullptr, kOp, "cuda: no TF32 configuration for d = ", D);
-  return *best;
+// The tables of precision high (x3) or medium: the wgmma kernel's (sm_90a
+// builds; empty otherwise) or the mma.sync one's.
+const std::vector<FlashVariant>& table(bool wg, bool x3) {
+  if (wg) return x3 ? wgmma_variants_tf32x3() : wgmma_variants_tf32();
+  return x3 ? flash_variants_tf32x3() : flash_variants_tf32();
 }
 
-void run(const AttentionArgs& a, bool x3, int D) {
+// The configuration of head dim D: the one STRATA_FLASH_VARIANT names, else
+// the default; nullptr: none.
+const FlashVariant* pick(const std::vector<FlashVariant>& t, int D) {
+  const FlashVariant* best = nullptr;
+  for (const FlashVariant& v : t) {
+    if (v.D != D) continue;
+    if (flash_host::forced(v.name)) return &v;
+    if (v.is_default && !best) best = &v;
+  }
+  return best;
+}
+
+bool any_forced(const std::vector<FlashVariant>& t, int D) {
+  for (const FlashVariant& v : t)
+    if (v.D == D && flash_host::forced(v.name)) return true;
+  return false;
+}
+
+void run(const AttentionArgs& a, bool wg, bool x3, int D) {
   const flash_host::DeviceScope scope(a.out.data);
-  const FlashVariant& v = pick(x3, D);
+  const FlashVariant* found = pick(table(wg, x3), D);
+  check(found != nullptr, kOp, "cuda: no TF32 configuration for d = ", D);
+  const FlashVariant& v = *found;
   flash_host::prepare(v.kernel, v.smem, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
 
@@ -68,10 +81,14 @@ void run(const AttentionArgs& a, bool x3, int D) {
   flash_host::launch_query_tiles(v, f, a, st);
 }
 
-void run_x3_d64(const AttentionArgs& a) { run(a, true, 64); }
-void run_x3_d128(const AttentionArgs& a) { run(a, true, 128); }
-void run_tf32_d64(const AttentionArgs& a) { run(a, false, 64); }
-void run_tf32_d128(const AttentionArgs& a) { run(a, false, 128); }
+void run_x3_d64(const AttentionArgs& a) { run(a, false, true, 64); }
+void run_x3_d128(const AttentionArgs& a) { run(a, false, true, 128); }
+void run_tf32_d64(const AttentionArgs& a) { run(a, false, false, 64); }
+void run_tf32_d128(const AttentionArgs& a) { run(a, false, false, 128); }
+void run_wg_x3_d64(const AttentionArgs& a) { run(a, true, true, 64); }
+void run_wg_x3_d128(const AttentionArgs& a) { run(a, true, true, 128); }
+void run_wg_tf32_d64(const AttentionArgs& a) { run(a, true, false, 64); }
+void run_wg_tf32_d128(const AttentionArgs& a) { run(a, true, false, 128); }
 
 // "" when the kernel for precision `p` and head dims <= D serves `a`.
 std::string supports(const AttentionArgs& a, Precision p, std::int64_t D) {
@@ -83,18 +100,49 @@ std::string supports(const AttentionArgs& a, Precision p, std::int64_t D) {
   if (a.d > D || a.dv > D) return "head dims over " + std::to_string(D);
   return "";
 }
+// The wgmma kernel (H200, 2026-12-01, docs/cuda-tuning.md: medium 111 ->
+// 191 TFLOP/s at d 128, high 40.5 -> 75.0 at d 64 and 67.3 at d 128) takes
+// its precision's calls unless this build has none (not sm_90a) or
+// STRATA_FLASH_VARIANT names an mma.sync configuration of that head dim.
+std::string supports_wg(const AttentionArgs& a, Precision p, int D) {
+  const bool x3 = p == Precision::high;
+  if (table(true, x3).empty()) return "not built (needs sm_90a)";
+  if (any_forced(table(false, x3), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
+  return supports(a, p, D);
+}
 std::string supports_x3_d64(const AttentionArgs& a) { return supports(a, Precision::high, 64); }
 std::string supports_x3_d128(const AttentionArgs& a) { return supports(a, Precision::high, 128); }
 std::string supports_tf32_d64(const AttentionArgs& a) { return supports(a, Precision::medium, 64); }
 std::string supports_tf32_d128(const AttentionArgs& a) {
   return supports(a, Precision::medium, 128);
 }
+std::string supports_wg_x3_d64(const AttentionArgs& a) {
+  return supports_wg(a, Precision::high, 64);
+}
+std::string supports_wg_x3_d128(const AttentionArgs& a) {
+  return supports_wg(a, Precision::high, 128);
+}
+std::string supports_wg_tf32_d64(const AttentionArgs& a) {
+  return supports_wg(a, Precision::medium, 64);
+}
+std::string supports_wg_tf32_d128(const AttentionArgs& a) {
+  return supports_wg(a, Precision::medium, 128);
+}
 
 }  // namespace
 
 void register_cuda_flash_tf32(Registry& r) {
   // Ahead of cuda.attention.streaming: the registry takes the first kernel
-  // whose supports() accepts, and these accept only their own precision.
+  // whose supports() accepts, and these accept only their own precision;
+  // wgmma (sm_90a) before mma.sync.
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32x3_d64",
+                              &run_wg_x3_d64, &supports_wg_x3_d64);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32x3_d128",
+                              &run_wg_x3_d128, &supports_wg_x3_d128);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32_d64",
+                              &run_wg_tf32_d64, &supports_wg_tf32_d64);
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32_d128",
+                              &run_wg_tf32_d128, &supports_wg_tf32_d128);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32x3_d64", &run_x3_d64,
                               &supports_x3_d64);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32x3_d128",

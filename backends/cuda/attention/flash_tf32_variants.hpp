@@ -11,7 +11,7 @@ namespace strata::cuda {
 
 const std::vector<FlashVariant>& flash_variants_tf32x3();  // high: 3xTF32
 const std::vector<FlashVariant>& flash_variants_tf32();    // medium: TF32
-// The wgmma kernel's (flash_wgmma_tf32.cuh; candidates, empty without sm_90a).
+// The wgmma kernel's (flash_wgmma_tf32.cuh; the defaults on sm_90a, empty otherwise).
 const std::vector<FlashVariant>& wgmma_variants_tf32x3();
 const std::vector<FlashVariant>& wgmma_variants_tf32();
 

@@ -1,6 +1,5 @@
 // 3xTF32 (precision high) configurations of the wgmma attention kernel
-// (flash_wgmma_tf32.cuh): candidates, forced by STRATA_FLASH_VARIANT until
-// promoted. Q, K and V keep big and small parts in shared memory; at d 128
+// (flash_wgmma_tf32.cuh): the defaults on sm_90a since 2026-12-01. Q, K and V keep big and small parts in shared memory; at d 128
 // Q's alone take 128 KiB for two warpgroups, which fit only with V's
 // one-slot register path (.vr). Measured (H200, 2026-12-01,
 // bench_attention_cuda f32high_, TFLOP/s; the mma.sync defaults in

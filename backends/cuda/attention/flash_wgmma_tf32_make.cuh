@@ -12,8 +12,9 @@ void wgmma_tf32_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStrea
       <<<grid, flash::WgmmaTf32Config<D, WG, BN, X3, VREG>::kThreads, smem, st>>>(a);
 }
 
-// Candidates only (never defaults): the launcher takes one when
-// STRATA_FLASH_VARIANT names it.
+// Each table holds one configuration per head dim: the default of its
+// precision on sm_90a (the launcher, flash_tf32_launch.cu, registers the
+// wgmma kernels ahead of mma.sync).
 template <int D, int WG, int BN, bool X3, int MINB, bool VREG = false>
 FlashVariant make_wgmma_tf32_variant(const char* name) {
   using C = flash::WgmmaTf32Config<D, WG, BN, X3, VREG>;
@@ -25,7 +26,7 @@ FlashVariant make_wgmma_tf32_variant(const char* name) {
       BN,
       C::kThreads,
       C::kSmem,
-      false,
+      true,
       reinterpret_cast<const void*>(&flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB, VREG>),
       &wgmma_tf32_launch<D, WG, BN, X3, MINB, VREG>};
 }
