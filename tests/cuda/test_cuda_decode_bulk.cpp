@@ -236,10 +236,11 @@ TEST_CASE("cuda decode bulk candidates: slots, ring, layouts, masks",
   }
 }
 
-// One row over as many splits as the plan makes (264 for .tma, 132 for
-// .tma8 on an H200: above the 256 the default decode kernel merges itself),
-// merged by its last block; large logits (the rescaling across splits) and
-// a window that empties most splits.
+// One row over as many splits as the plan makes: on an H200 (132 SMs)
+// 25344 keys are 264 splits of 96 keys for .tma (2 x 132 slots; above the
+// 256 the default kernel merges itself) and 132 splits of 192 for .tma8,
+// merged by the row's last block; large logits (the rescaling across
+// splits) and a window that empties most splits.
 TEST_CASE("cuda decode bulk candidates: one row over many splits",
           "[.][cuda][attention][decode_bulk_cases]") {
   std::uint64_t seed = 16500;
@@ -247,7 +248,7 @@ TEST_CASE("cuda decode bulk candidates: one row over many splits",
     for (int step = 0; step < 3; ++step) {
       AttentionCase c;
       c.dtype = dt;
-      c.N = 40000;
+      c.N = 25344;
       c.d = 128;
       c.dv = 128;
       c.seed = ++seed;

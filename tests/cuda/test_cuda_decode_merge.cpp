@@ -230,14 +230,15 @@ TEST_CASE("cuda decode merge: 1 to the most splits against the reference",
 // Calls with different split counts on the same row groups, in turn, each
 // into a poisoned out: every call must find its counters at 0 (else no
 // block takes the last ticket and out stays NaN, or a block merges before
-// all partials are there) and give the first call's bits again.
+// all partials are there) and give the first call's bits again. (123 keys
+// still make 2 splits of the .tma8 candidate's 64-key tiles.)
 TEST_CASE("cuda decode merge: repeated calls reuse the counters",
           "[cuda][attention][decode_merge]") {
   for (DType dt : {DType::f32, DType::bf16}) {
     INFO(strata::dtype_name(dt));
     std::vector<Problem> ps;
     std::uint64_t seed = 7500;
-    for (std::int64_t N : {217, 40000, 59}) ps.push_back(make_problem(dt, {3, N}, seed += 10));
+    for (std::int64_t N : {217, 40000, 123}) ps.push_back(make_problem(dt, {3, N}, seed += 10));
     for (const Problem& p : ps) REQUIRE(splits_in(plan_for(dt, {3, p.k.size(2)})) > 1);
     std::vector<Tensor> first;
     for (int round = 0; round < 4; ++round) {

@@ -403,8 +403,9 @@ __global__ void __launch_bounds__(C::NT, 1)
   const bool vec_all = p.k_vec && p.q_vec && p.v_vec;
   const std::int64_t ks = attn::row_stride(a.k), vs = attn::row_stride(a.v);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const bool bulk = vec_all && j_begin < j_end && a.d % 8 == 0 && a.dv % 8 == 0 && ks % 8 == 0 &&
-                    vs % 8 == 0 && aligned16(kg) && aligned16(vg);
+  // (Copies of 0 bytes are not allowed: d, dv > 0.)
+  const bool bulk = vec_all && j_begin < j_end && a.d > 0 && a.dv > 0 && a.d % 8 == 0 &&
+                    a.dv % 8 == 0 && ks % 8 == 0 && vs % 8 == 0 && aligned16(kg) && aligned16(vg);
 #else
   const bool bulk = false;
 #endif
