@@ -227,11 +227,32 @@ __device__ __forceinline__ void decode_consume(const AttnParams& p, const void* 
       const S* const kst = ring + slot * C::slot_elems + warp * U * d;
       const S* const vst = ring + slot * C::slot_elems + KS * C::max_d + warp * U * dv;
       unsigned kw[U][QE / 2], vw[U][VE / 2];
+      if (jb + U <= j_end && d == C::max_d && dv == C::max_dv) {
+        // The usual step: U whole rows, no bounds to test per load.
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const bool ok = jb + u < j_end;
-        load_row_packed<S, QCH>(kw[u], kst + u * d, 1, d, true, ok, lane);
-        load_row_packed<S, VCH>(vw[u], vst + u * dv, 1, dv, true, ok, lane);
+        for (int u = 0; u < U; ++u) {
+#pragma unroll
+          for (int c = 0; c < QCH; ++c) {
+            const uint2 w =
+                *reinterpret_cast<const uint2*>(kst + u * C::max_d + (lane + 32 * c) * 4);
+            kw[u][2 * c] = w.x;
+            kw[u][2 * c + 1] = w.y;
+          }
+#pragma unroll
+          for (int c = 0; c < VCH; ++c) {
+            const uint2 w =
+                *reinterpret_cast<const uint2*>(vst + u * C::max_dv + (lane + 32 * c) * 4);
+            vw[u][2 * c] = w.x;
+            vw[u][2 * c + 1] = w.y;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const bool ok = jb + u < j_end;
+          load_row_packed<S, QCH>(kw[u], kst + u * d, 1, d, true, ok, lane);
+          load_row_packed<S, VCH>(vw[u], vst + u * dv, 1, dv, true, ok, lane);
+        }
       }
       T sc[U];
 #pragma unroll
@@ -261,8 +282,9 @@ __device__ __forceinline__ void decode_consume(const AttnParams& p, const void* 
 // merge_splits (attention_merge.cuh) for many splits at the end of one
 // block: the same sums, but each warp issues the loads of R = 16 splits
 // before it uses any (merge_splits: two), so that a row of 256 splits
-// costs 4 L2 round trips per warp of 5 (.tma) instead of 26 (R 8: 7, and
-// 118 instead of 138 registers, which leaves 2 blocks per SM either way).
+// costs 4 L2 round trips per warp of 5 (.tma) instead of 26 (R 8: 7
+// round trips and 20 registers fewer; .tma keeps 2 blocks per SM either
+// way).
 // Columns lane + 32 k (k < CH) of out, every thread of the NT-thread block
 // calls it; red: merge_smem_elems<NT, CH>() elements of T.
 template <class T, class S, int NT, int CH>
@@ -345,8 +367,8 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 // One block per (batch-head, query row, key split), as attn_decode_kernel;
 // merge_count as there. The minimum of one block per SM in the launch
 // bounds keeps ptxas from capping the registers (it took 96 and spilled
-// 76 bytes without it; 138 (.tma) and 146 (.tma8.xr) and none with it,
-// sm_90a).
+// 76 bytes without it; with it 146-150 registers and no spill, sm_90a:
+// 2 blocks of 5 warps per SM for .tma, 1 of 9 for .tma8).
 template <class C>
 __global__ void __launch_bounds__(C::NT, 1)
     attn_decode_bulk_kernel(const AttnParams p, unsigned* merge_count) {
