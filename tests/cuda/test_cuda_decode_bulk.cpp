@@ -133,10 +133,11 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 
 // K and V stored as a KV cache [batch, N, Hkv, d] (a view [batch, Hkv, N, d]
 // with row stride Hkv * d): with d a multiple of 8 each row is a bulk copy
-// of its own. `pad` extra elements per row (a multiple of 8 keeps rows
-// 16-byte aligned; 4 leaves them 8-byte aligned: the register path) and an
-// `offset` into the buffer (4 elements: 8-byte aligned heads, the register
-// path again) vary it. Checked against the f64 reference on the CPU.
+// of its own. `pad` extra elements per row (8: still copies; 4 with d 128:
+// heads 132 elements apart, so the odd KV head is only 8-byte aligned and
+// takes the register path, the even one copies) and an `offset` into the
+// buffer (4 elements: every head 8-byte aligned, the register path) vary
+// it. Checked against the f64 reference on the CPU.
 struct CacheCase {
   DType dt;
   std::int64_t M, N, d, dv;
@@ -153,6 +154,10 @@ Tensor cache_view(const Tensor& store, std::int64_t N, std::int64_t H, std::int6
 
 void run_cache_case(const CacheCase& cc, std::uint64_t seed) {
   constexpr std::int64_t Hq = 8, Hkv = 2;
+  AttentionCase sizes = harness::batched_case(cc.M, cc.N, cc.d, cc.dv, cc.dt, seed);
+  sizes.Hq = Hq;
+  sizes.Hkv = Hkv;
+  require_planned(sizes);
   const Tensor q = Tensor::randn({2, Hq, cc.M, cc.d}, seed, cc.dt, kGpu);
   const auto stored = [&](std::int64_t d, std::uint64_t s) {
     const std::int64_t n = cc.offset + 2 * cc.N * Hkv * (d + cc.pad);
@@ -264,8 +269,8 @@ TEST_CASE("cuda decode bulk candidates: one row over many splits",
 }
 
 // K and V as a KV cache [batch, N, Hkv, d]: rows Hkv * d apart, each its
-// own bulk copy; rows padded by 8 (still copies), by 4 or from an offset of
-// 4 elements (8-byte aligned: the register path).
+// own bulk copy; rows padded by 8 (still copies), by 4 (half the heads on
+// the register path) or from an offset of 4 elements (all of them).
 TEST_CASE("cuda decode bulk candidates: KV-cache layouts",
           "[.][cuda][attention][decode_bulk_cases]") {
   std::uint64_t seed = 17000;
