@@ -235,26 +235,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
       for (int i = 0; i < BN / 2; ++i) s[i] *= c;
     }
     if (need_mask && a.mask_kind == 0) {
-      // Bounds and band only (causal, windows, partial tiles): in 32 bits,
-      // relative to this thread's first key and row. key - row is
-      // rel + col - ro; the limits are clamped to +-2^30, far outside the
-      // tile, which keeps every comparison exact.
-      auto clamp32 = [](std::int64_t x) {
-        return int(x < -(1 << 30) ? -(1 << 30) : x > (1 << 30) ? (1 << 30) : x);
-      };
-      const std::int64_t rel = n0 - i0;
-      const int n_left = clamp32(a.N - n0), m_left = clamp32(a.M - i0);
-      const int lo = a.has_band ? clamp32(a.band_lo - rel) : -(1 << 30);
-      const int hi = a.has_band ? clamp32(a.band_hi - rel) : (1 << 30);
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = j * 8 + 2 * t4 + (e & 1), ro = (e >> 1) * 8;
-          const bool keep = col < n_left && ro < m_left && col - ro >= lo && col - ro <= hi;
-          if (!keep) s[4 * j + e] = kNegInf;
-        }
-      }
+      mask_bounds_band<BN>(a, s, n0, i0, t4);  // causal, windows, partial tiles
     } else if (need_mask) {
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
@@ -265,30 +246,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
         }
       }
     }
-    bool moved = false;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = kNegInf;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
-        mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      mx = fmaxf(mx * f, row_m[r]);
-      const float m_use = mx == kNegInf ? 0.f : mx;  // a row with nothing kept yet
-      alpha[r] = ex2(row_m[r] - m_use);
-      moved = moved || alpha[r] != 1.f;
-      row_m[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        s[4 * j + 2 * r] = ex2(fmaf(s[4 * j + 2 * r], f, -m_use));
-        s[4 * j + 2 * r + 1] = ex2(fmaf(s[4 * j + 2 * r + 1], f, -m_use));
-        sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
-      }
-      row_l[r] = row_l[r] * alpha[r] + sum;
-    }
-    return __any_sync(0xffffffffu, moved);
+    return online_softmax_tile<BN, true>(s, row_m, row_l, alpha, f);
   };
   // Once the row maxima settle, alpha is exactly 1 for the whole warp.
   auto rescale = [&](const float* alpha) {
