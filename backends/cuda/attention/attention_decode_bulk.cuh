@@ -62,30 +62,44 @@ struct DecodeBulkConfig {
 };
 
 // ---- sm_90 mbarrier and bulk-copy wrappers (shared::cta addresses) ----
+// Empty below sm_90, where the kernel never takes the bulk path (the
+// instructions do not exist there; unoptimised builds still emit them).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define STRATA_DECODE_BULK_ASM 1
+#endif
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 __device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+#ifdef STRATA_DECODE_BULK_ASM
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
                : "memory");
+#endif
 }
 // Makes the initialised barriers visible to the copy engine.
 __device__ __forceinline__ void mbar_fence_init() {
+#ifdef STRATA_DECODE_BULK_ASM
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
 }
 // Release semantics: this thread's earlier reads of the slot come first.
 __device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+#ifdef STRATA_DECODE_BULK_ASM
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+#endif
 }
 __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+#ifdef STRATA_DECODE_BULK_ASM
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
                "r"(bytes)
                : "memory");
+#endif
 }
 // Waits for the completion of the barrier's phase of parity `parity`.
 __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
+#ifdef STRATA_DECODE_BULK_ASM
   asm volatile(
       "{\n"
       ".reg .pred P1;\n"
@@ -95,17 +109,21 @@ __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
       "}\n" ::"r"(smem_u32(bar)),
       "r"(parity)
       : "memory");
+#endif
 }
 // bytes (a multiple of 16, both addresses 16-byte aligned) from global to
 // shared memory, counted against bar's expected transaction bytes.
 __device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, unsigned bytes,
                                               std::uint64_t* bar) {
+#ifdef STRATA_DECODE_BULK_ASM
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
           "r"(smem_u32(dst)),
       "l"(src), "r"(bytes), "r"(smem_u32(bar))
       : "memory");
+#endif
 }
+#undef STRATA_DECODE_BULK_ASM
 
 // The producer warp: copies keys [j_begin, j_end) of K (row stride ks, d
 // per row) and V (vs, dv) slot after slot, KS keys a slot (fewer in the
