@@ -42,15 +42,17 @@ const Device kGpu = Device::cuda(0);
 
 // Each candidate and the test spec its child run takes: the decode suites
 // for the plain ones; the .xr ones (the same kernel but for the softmax
-// step) the merge suite and the cases below.
+// step) and .s6 (but for the ring's depth) the merge suite and the cases
+// below.
 const std::vector<std::array<std::string, 2>>& candidates() {
   static const std::string full = "[decode],[decode_merge],[decode_bulk_cases]";
   static const std::string step = "[decode_merge],[decode_bulk_cases]";
   static const std::vector<std::array<std::string, 2>> c = {
-      {"bf16.decode.d128.tma", full},    {"bf16.decode.d128.tma8", full},
-      {"f16.decode.d128.tma", full},     {"f16.decode.d128.tma8", full},
-      {"bf16.decode.d128.tma.xr", step}, {"bf16.decode.d128.tma8.xr", step},
-      {"f16.decode.d128.tma.xr", step},  {"f16.decode.d128.tma8.xr", step},
+      {"bf16.decode.d128.tma", full},     {"bf16.decode.d128.tma8", full},
+      {"f16.decode.d128.tma", full},      {"f16.decode.d128.tma8", full},
+      {"bf16.decode.d128.tma.xr", step},  {"bf16.decode.d128.tma8.xr", step},
+      {"f16.decode.d128.tma.xr", step},   {"f16.decode.d128.tma8.xr", step},
+      {"bf16.decode.d128.tma8.s6", step},
   };
   return c;
 }

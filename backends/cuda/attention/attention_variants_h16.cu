@@ -41,11 +41,13 @@ const std::vector<Variant>& variants_h16() {
       // consumer warps, 4 slots of 32 keys (64 KB at d 128), the plan at 2
       // blocks per SM; .tma8: 8 warps, 4 slots of 64 keys (128 KB), one
       // block per SM (fewer splits to merge); .xr: the same with the
-      // transposed score reduction (23 shuffles per 8 keys instead of 40).
+      // transposed score reduction (23 shuffles per 8 keys instead of 40);
+      // .tma8.s6 (bf16 only, an A/B of the bytes in flight): 6 slots, 192 KB.
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, B>>("bf16.decode.d128.tma", 2),
       decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B>>("bf16.decode.d128.tma8", 1),
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma.xr", 2),
       decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma8.xr", 1),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 6, B>>("bf16.decode.d128.tma8.s6", 1),
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H>>("f16.decode.d128.tma", 2),
       decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H>>("f16.decode.d128.tma8", 1),
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma.xr", 2),
