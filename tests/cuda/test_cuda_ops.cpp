@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cuda_compare.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
 #include "strata/norm.hpp"
@@ -55,27 +56,10 @@ double tol(DType dt) {
   }
 }
 
-// One assertion per compare: the first element out of tolerance.
+// One assertion per compare (cuda_compare.hpp), and the result on the GPU.
 void require_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
-  REQUIRE(got.shape() == want.shape());
   REQUIRE(got.device() == kGpu);
-  const std::vector<double> g = got.to(Device::cpu()).to_vector<double>();
-  const std::vector<double> w = want.to_vector<double>();
-  std::size_t bad = g.size();
-  for (std::size_t i = 0; i < g.size() && bad == g.size(); ++i) {
-    bool ok;
-    if (std::isnan(w[i]))
-      ok = std::isnan(g[i]);
-    else if (std::isinf(w[i]))
-      ok = g[i] == w[i];
-    else
-      ok = std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
-    if (!ok) bad = i;
-  }
-  INFO("first bad element " << bad << " of " << g.size() << ": got "
-                            << (bad < g.size() ? g[bad] : 0.0) << " want "
-                            << (bad < g.size() ? w[bad] : 0.0));
-  REQUIRE(bad == g.size());
+  cuda_test::require_close(got, want, atol, rtol);
 }
 
 enum class Layout { contiguous, transposed, broadcast, flipped, offset_slice, strided_last };

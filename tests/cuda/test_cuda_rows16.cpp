@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cuda_compare.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
@@ -28,29 +29,8 @@ OpOptions on(const char* backend) {
 const OpOptions kRef = on("reference");
 const OpOptions kCuda = on("cuda");
 
-// Two ulps of dt (as test_cuda_ops.cpp).
-double tol(DType dt) { return dt == DType::bf16 ? 1.6e-2 : dt == DType::f16 ? 2e-3 : 3e-5; }
-
-void require_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
-  REQUIRE(got.shape() == want.shape());
-  const std::vector<double> g = got.to(Device::cpu()).to_vector<double>();
-  const std::vector<double> w = want.to_vector<double>();
-  std::size_t bad = g.size();
-  for (std::size_t i = 0; i < g.size() && bad == g.size(); ++i) {
-    bool ok;
-    if (std::isnan(w[i]))
-      ok = std::isnan(g[i]);
-    else if (std::isinf(w[i]))
-      ok = g[i] == w[i];
-    else
-      ok = std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
-    if (!ok) bad = i;
-  }
-  INFO("first bad element " << bad << " of " << g.size() << ": got "
-                            << (bad < g.size() ? g[bad] : 0.0) << " want "
-                            << (bad < g.size() ? w[bad] : 0.0));
-  REQUIRE(bad == g.size());
-}
+using cuda_test::require_close;
+using cuda_test::tol;  // two ulps of a 16-bit dtype
 
 }  // namespace
 
