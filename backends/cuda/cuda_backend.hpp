@@ -14,4 +14,8 @@ namespace strata::cuda {
 int probe_devices(std::string* why);
 std::unique_ptr<DeviceRuntime> make_runtime();
 
+// Multiprocessors of the current device, cached per device (the launchers
+// size their grids by it; elementwise/ew_misc.cu).
+int sm_count();
+
 }  // namespace strata::cuda

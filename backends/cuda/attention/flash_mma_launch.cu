@@ -80,11 +80,6 @@ bool any_forced(const std::vector<FlashVariant>& table, int D) {
   return false;
 }
 
-int sm_count(int dev) {
-  int sms = 0;
-  return cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess ? sms : 0;
-}
-
 std::int64_t query_tiles(const FlashVariant& v, const AttentionArgs& a) {
   return (a.M + v.bm - 1) / v.bm * a.batch_count() * a.Hq;
 }
@@ -104,7 +99,7 @@ int choose_splits(const FlashVariant& v, const AttentionArgs& a, int dev) {
   if (a.N == 0 || a.M == 0) return 1;
   if (forced_splits > 0) return int(std::min<std::int64_t>(forced_splits, kMaxSplits));
   const std::int64_t grid = query_tiles(v, a);
-  const std::int64_t slots = std::int64_t(sm_count(dev)) * flash_host::ctas_per_sm(v, dev);
+  const std::int64_t slots = std::int64_t(sm_count()) * flash_host::ctas_per_sm(v, dev);
   if (grid >= slots) return 1;
   const std::int64_t key_tiles = (a.N + v.bn - 1) / v.bn;
   const std::int64_t s = std::min(slots / grid, key_tiles / kMinSplitTiles);
@@ -140,8 +135,7 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
   // keys) takes the table's small-grid tiles, if any (one head of 8192 at
   // d 128 before split-KV: 202 -> 282 TFLOP/s, H200).
   const int splits = found->splits_keys ? choose_splits(*found, a, scope.dev) : 1;
-  if (splits == 1 && !forced(found->name) && !use_pieces &&
-      query_tiles(*found, a) < sm_count(scope.dev)) {
+  if (splits == 1 && !forced(found->name) && !use_pieces && query_tiles(*found, a) < sm_count()) {
     const FlashVariant* small = pick(table, D, a.d, false, true);
     if (small) found = small;
   }

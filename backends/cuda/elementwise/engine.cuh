@@ -35,6 +35,7 @@
 #include <utility>
 
 #include "common/convert.hpp"
+#include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pdl_launch.cuh"
 #include "strata/dtype.hpp"
@@ -311,8 +312,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- launcher -------------------------------------------------------------------------
-// Multiprocessors of the current device (cached per device).
-int sm_count();
 
 }  // namespace strata::cuda
 
