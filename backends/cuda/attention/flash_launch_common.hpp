@@ -177,6 +177,35 @@ inline bool forced(const char* name) {
   return list.find(item) != std::string::npos;
 }
 
+// The q/k head dim a configuration serves (FlashVariant::qk_cols, 0: D).
+inline std::int64_t qk_cols(const FlashVariant& v) { return v.qk_cols > 0 ? v.qk_cols : v.D; }
+
+// The configuration of head dim D in a launcher's table for a call of q/k
+// head dim d: the one STRATA_FLASH_VARIANT (forced) names, if its S covers
+// d (and it reads 8-byte pieces where pieces8 asks for them); otherwise,
+// among the defaults with the given flags (reads 8-byte pieces, small
+// grid), the narrowest S that covers d: the wgmma d 128 kernel also comes
+// with S over 80, 96 and 112 columns (d 80: 268 -> 292 TFLOP/s, d 96: 324
+// -> 343, H200, docs/cuda-tuning.md). nullptr: none in the table.
+inline const FlashVariant* pick(const std::vector<FlashVariant>& table, int D, std::int64_t d,
+                                bool pieces8 = false, bool small_grid = false) {
+  const FlashVariant* best = nullptr;
+  for (const FlashVariant& v : table) {
+    if (v.D != D || d > qk_cols(v)) continue;
+    if (forced(v.name) && (v.pieces8 || !pieces8)) return &v;
+    if (!v.is_default || v.pieces8 != pieces8 || v.small_grid != small_grid) continue;
+    if (!best || qk_cols(v) < qk_cols(*best)) best = &v;
+  }
+  return best;
+}
+
+// Whether STRATA_FLASH_VARIANT names a configuration of head dim D in table.
+inline bool any_forced(const std::vector<FlashVariant>& table, int D) {
+  for (const FlashVariant& v : table)
+    if (v.D == D && forced(v.name)) return true;
+  return false;
+}
+
 // Raises the dynamic shared-memory limit of `kernel` once per device.
 inline void prepare(const void* kernel, std::size_t smem, int dev) {
   static std::mutex mu;

@@ -32,12 +32,14 @@
 namespace strata::cuda {
 namespace {
 
+using flash_host::any_forced;
 using flash_host::chunk_ok;
 using flash_host::DeviceScope;
 using flash_host::forced;
 using flash_host::kOp;
 using flash_host::make_flash_args;
 using flash_host::Pack;
+using flash_host::pick;
 using flash_host::piece8_ok;
 using flash_host::place;
 using flash_host::plan_pack;
@@ -50,34 +52,6 @@ const std::vector<FlashVariant>& mma_table(DType dt) {
 }
 const std::vector<FlashVariant>& wgmma_table(DType dt) {
   return dt == DType::bf16 ? wgmma_variants_bf16() : wgmma_variants_f16();
-}
-
-// The q/k head dim a configuration serves (FlashVariant::qk_cols, 0: D).
-std::int64_t qk_cols(const FlashVariant& v) { return v.qk_cols > 0 ? v.qk_cols : v.D; }
-
-// The configuration of head dim D for a call of q/k head dim d: the one
-// STRATA_FLASH_VARIANT (flash_host::forced) names, if its S covers d (and
-// it reads 8-byte pieces where pieces8 asks for them);
-// otherwise, among the defaults with the given flags (reads 8-byte pieces,
-// small grid), the narrowest S that covers d: the wgmma d 128 kernel also
-// comes with S over 80, 96 and 112 columns (d 80: 268 -> 292 TFLOP/s, d 96:
-// 324 -> 343, H200, docs/cuda-tuning.md). nullptr: none in the table.
-const FlashVariant* pick(const std::vector<FlashVariant>& table, int D, std::int64_t d,
-                         bool pieces8 = false, bool small_grid = false) {
-  const FlashVariant* best = nullptr;
-  for (const FlashVariant& v : table) {
-    if (v.D != D || d > qk_cols(v)) continue;
-    if (forced(v.name) && (v.pieces8 || !pieces8)) return &v;
-    if (!v.is_default || v.pieces8 != pieces8 || v.small_grid != small_grid) continue;
-    if (!best || qk_cols(v) < qk_cols(*best)) best = &v;
-  }
-  return best;
-}
-
-bool any_forced(const std::vector<FlashVariant>& table, int D) {
-  for (const FlashVariant& v : table)
-    if (v.D == D && forced(v.name)) return true;
-  return false;
 }
 
 std::int64_t query_tiles(const FlashVariant& v, const AttentionArgs& a) {

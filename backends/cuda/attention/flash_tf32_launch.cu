@@ -30,27 +30,9 @@ const std::vector<FlashVariant>& table(bool wg, bool x3) {
   return x3 ? flash_variants_tf32x3() : flash_variants_tf32();
 }
 
-// The configuration of head dim D: the one STRATA_FLASH_VARIANT names, else
-// the default; nullptr: none.
-const FlashVariant* pick(const std::vector<FlashVariant>& t, int D) {
-  const FlashVariant* best = nullptr;
-  for (const FlashVariant& v : t) {
-    if (v.D != D) continue;
-    if (flash_host::forced(v.name)) return &v;
-    if (v.is_default && !best) best = &v;
-  }
-  return best;
-}
-
-bool any_forced(const std::vector<FlashVariant>& t, int D) {
-  for (const FlashVariant& v : t)
-    if (v.D == D && flash_host::forced(v.name)) return true;
-  return false;
-}
-
 void run(const AttentionArgs& a, bool wg, bool x3, int D) {
   const flash_host::DeviceScope scope(a.out.data);
-  const FlashVariant* found = pick(table(wg, x3), D);
+  const FlashVariant* found = flash_host::pick(table(wg, x3), D, a.d);
   check(found != nullptr, kOp, "cuda: no TF32 configuration for d = ", D);
   const FlashVariant& v = *found;
   flash_host::prepare(v.kernel, v.smem, scope.dev);
@@ -107,7 +89,7 @@ std::string supports(const AttentionArgs& a, Precision p, std::int64_t D) {
 std::string supports_wg(const AttentionArgs& a, Precision p, int D) {
   const bool x3 = p == Precision::high;
   if (table(true, x3).empty()) return "not built (needs sm_90a)";
-  if (any_forced(table(false, x3), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
+  if (flash_host::any_forced(table(false, x3), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
   return supports(a, p, D);
 }
 std::string supports_x3_d64(const AttentionArgs& a) { return supports(a, Precision::high, 64); }
