@@ -12,6 +12,7 @@
 
 #include "catch.hpp"
 #include "cuda/attention_layout_sweep.hpp"
+#include "cuda/attention_pass.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
@@ -25,22 +26,7 @@ using strata::harness::MaskKind;
 
 namespace {
 
-void require_cuda_pass(const AttentionCase& c) {
-  const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
-  INFO(r.summary());
-  bool saw_cuda = false;
-  for (const auto& b : r.results) {
-    if (b.backend != "cuda") continue;
-    saw_cuda = true;
-    CHECK(b.error.empty());
-    CHECK(b.fully_written);
-    CHECK(b.guard_intact);
-    CHECK(b.nan_mismatch == 0);
-    CHECK(b.inf_mismatch == 0);
-    CHECK(b.pass);
-  }
-  CHECK(saw_cuda);
-}
+void require_cuda_pass(const AttentionCase& c) { strata_test::require_cuda_attention_pass(c); }
 
 }  // namespace
 

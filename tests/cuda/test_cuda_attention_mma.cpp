@@ -18,6 +18,7 @@
 
 #include "catch.hpp"
 #include "cuda/attention_layout_sweep.hpp"
+#include "cuda/attention_pass.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
@@ -73,21 +74,9 @@ bool expected_kernel(const AttentionCase& c, const std::string& name) {
 // Runs the case; requires the cuda result to pass and to come from `kernel`
 // (a prefix of the registry name; by default any expected_kernel).
 void require_mma_pass(const AttentionCase& c, const std::string& kernel = "") {
-  const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
-  INFO(r.summary());
-  bool saw_cuda = false;
-  for (const auto& b : r.results) {
-    if (b.backend != "cuda") continue;
-    saw_cuda = true;
-    CHECK(b.error.empty());
-    CHECK((kernel.empty() ? expected_kernel(c, b.kernel) : b.kernel.rfind(kernel, 0) == 0));
-    CHECK(b.fully_written);
-    CHECK(b.guard_intact);
-    CHECK(b.nan_mismatch == 0);
-    CHECK(b.inf_mismatch == 0);
-    CHECK(b.pass);
-  }
-  CHECK(saw_cuda);
+  strata_test::require_cuda_attention_pass(c, [&](const std::string& name) {
+    return kernel.empty() ? expected_kernel(c, name) : name.rfind(kernel, 0) == 0;
+  });
 }
 
 }  // namespace

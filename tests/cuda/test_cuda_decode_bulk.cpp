@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cuda/attention_pass.hpp"
 #include "strata/attention.hpp"
 #include "strata/detail/attention_plan.hpp"
 #include "strata/harness.hpp"
@@ -103,21 +104,9 @@ void require_planned(const AttentionCase& c) {
 
 void require_pass(const AttentionCase& c) {
   require_planned(c);
-  const harness::CaseReport r = harness::run_attention_case(c);
-  INFO(r.summary());
-  bool saw_cuda = false;
-  for (const auto& b : r.results) {
-    if (b.backend != "cuda") continue;
-    saw_cuda = true;
-    CHECK(b.kernel == "cuda.attention.decode_" + dt_name(c.dtype));
-    CHECK(b.error.empty());
-    CHECK(b.fully_written);
-    CHECK(b.guard_intact);
-    CHECK(b.nan_mismatch == 0);
-    CHECK(b.inf_mismatch == 0);
-    CHECK(b.pass);
-  }
-  CHECK(saw_cuda);
+  strata_test::require_cuda_attention_pass(c, [&](const std::string& name) {
+    return name == "cuda.attention.decode_" + dt_name(c.dtype);
+  });
 }
 
 // Largest |a - b| over the elements; NaN when a holds a NaN.
