@@ -74,21 +74,20 @@ Variant decode(const char* name, bool dflt = true) {
                        reinterpret_cast<const void*>(&attn_decode_kernel<C>), &launch_decode<C>);
 }
 
-// The bulk-copy decode kernel (attention_decode_bulk.cuh; a tuning
-// candidate, never a default): blocks_per_sm caps the plan's resident
-// blocks per SM (each keeps its ring of STAGES slots in flight); it merges
-// any number of splits itself.
+// The bulk-copy decode kernel (attention_decode_bulk.cuh): blocks_per_sm
+// caps the plan's resident blocks per SM (each keeps its ring of STAGES
+// slots in flight); it merges any number of splits itself.
 template <class C>
 void launch_decode_bulk(const AttnParams& p, unsigned* merge_count, int grid, std::size_t smem,
                         cudaStream_t st) {
   (void)launch_pdl(attn_decode_bulk_kernel<C>, grid, C::NT, smem, st, p, merge_count);
 }
 template <class C>
-Variant decode_bulk(const char* name, int blocks_per_sm) {
-  Variant v = variant_of<C>(name, StorageDType<typename C::storage>::value, true, false, C::max_d,
-                            C::max_dv, 1, C::KS, C::max_dv,
-                            reinterpret_cast<const void*>(&attn_decode_bulk_kernel<C>),
-                            &launch_decode_bulk<C>);
+Variant decode_bulk(const char* name, int blocks_per_sm, bool dflt = false) {
+  Variant v =
+      variant_of<C>(name, StorageDType<typename C::storage>::value, true, dflt, C::max_d, C::max_dv,
+                    1, C::KS, C::max_dv, reinterpret_cast<const void*>(&attn_decode_bulk_kernel<C>),
+                    &launch_decode_bulk<C>);
   v.decode_blocks_per_sm = blocks_per_sm;
   v.merges_any_splits = true;
   return v;

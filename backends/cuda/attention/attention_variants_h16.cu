@@ -4,7 +4,11 @@
 // use, and computes in f32 (attention_decode.cuh). d, dv <= 128 in one chunk
 // per lane, <= 256 in two. The keys per warp step of the f32 variants (U 8):
 // twice as many (U 16: the same bytes in flight as f32) measured slower
-// on the H200 (below).
+// on the H200 (below). At d, dv <= 128 the default is the bulk-copy kernel
+// (.tma8.xr, attention_decode_bulk.cuh), which keeps its ring of keys in
+// flight whatever its consumers do: run s12r1 (H200, docs/cuda-tuning.md),
+// one head of N 262144 0.054 -> 0.041 ms, B 8 x H 32 x N 32768 1.22 ->
+// 0.971 ms against the register kernel (.d128, now a candidate).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -20,14 +24,19 @@ const std::vector<Variant>& variants_h16() {
       // 9 run 3, bf16) one head of N 262144 0.050 against 0.055 ms, B 8 x
       // H 32 x N 32768 1.17 against 1.77 ms, the benchmark model's graph
       // step 0.245 against 0.269 ms (f16 takes the same shape, not timed).
-      decode<DecodeConfig<float, 4, 1, 1, 8, B>>("bf16.decode.d128"),
       decode<DecodeConfig<float, 4, 2, 2, 8, B>>("bf16.decode.d256"),
-      decode<DecodeConfig<float, 4, 1, 1, 8, H>>("f16.decode.d128"),
       decode<DecodeConfig<float, 4, 2, 2, 8, H>>("f16.decode.d256"),
-      // Tuning candidates, only by STRATA_CUDA_VARIANT=name. Packed rows
-      // with twice the keys per step (.u16, the first default) and four
-      // times (.u32); and the first version (.cvt8, .cvt4: rows widened
-      // right behind each load, U 8 / 4), for A/B against it.
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma8.xr", 1,
+                                                                   true),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma8.xr", 1,
+                                                                   true),
+      // Tuning candidates, only by STRATA_CUDA_VARIANT=name. The register
+      // kernels at d <= 128 (the defaults before run s12r1):
+      decode<DecodeConfig<float, 4, 1, 1, 8, B>>("bf16.decode.d128", false),
+      decode<DecodeConfig<float, 4, 1, 1, 8, H>>("f16.decode.d128", false),
+      // Packed rows with twice the keys per step (.u16, the first default)
+      // and four times (.u32); and the first version (.cvt8, .cvt4: rows
+      // widened right behind each load, U 8 / 4), for A/B against it.
       decode<DecodeConfig<float, 4, 1, 1, 16, B>>("bf16.decode.d128.u16", false),
       decode<DecodeConfig<float, 4, 1, 1, 32, B>>("bf16.decode.d128.u32", false),
       decode<DecodeConvertAtLoad<float, 4, 1, 1, 8, B>>("bf16.decode.d128.cvt8", false),
@@ -36,7 +45,7 @@ const std::vector<Variant>& variants_h16() {
       decode<DecodeConfig<float, 4, 1, 1, 32, H>>("f16.decode.d128.u32", false),
       decode<DecodeConvertAtLoad<float, 4, 1, 1, 8, H>>("f16.decode.d128.cvt8", false),
       decode<DecodeConvertAtLoad<float, 4, 2, 2, 4, H>>("f16.decode.d256.cvt4", false),
-      // Bulk-copy candidates (attention_decode_bulk.cuh): a producer warp
+      // Other bulk-copy candidates (attention_decode_bulk.cuh): a producer warp
       // keeps a ring of STAGES slots of WARPS x U keys in flight. .tma: 4
       // consumer warps, 4 slots of 32 keys (64 KB at d 128), the plan at 2
       // blocks per SM; .tma8: 8 warps, 4 slots of 64 keys (128 KB), one
@@ -46,12 +55,10 @@ const std::vector<Variant>& variants_h16() {
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, B>>("bf16.decode.d128.tma", 2),
       decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B>>("bf16.decode.d128.tma8", 1),
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma.xr", 2),
-      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma8.xr", 1),
       decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 6, B>>("bf16.decode.d128.tma8.s6", 1),
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H>>("f16.decode.d128.tma", 2),
       decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H>>("f16.decode.d128.tma8", 1),
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma.xr", 2),
-      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma8.xr", 1),
   };
   return v;
 }

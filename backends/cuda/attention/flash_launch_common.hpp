@@ -149,11 +149,29 @@ inline Operand place(Pack& p, const Operand& x, void* at, std::size_t isz, cudaS
 // Makes out's device current for the call and restores the caller's.
 using DeviceScope = AttentionDeviceScope;
 
+// Heads per chunk of the longest-first block order under a band
+// (flash_block_tile; 0: each head's row tiles together).
+// STRATA_FLASH_LPT=<g> sets it for tuning runs.
+inline int lpt_heads() {
+  static const int g = [] {
+    const char* e = std::getenv("STRATA_FLASH_LPT");
+    if (e == nullptr || *e == 0) return 0;
+    char* end = nullptr;
+    const long n = std::strtol(e, &end, 10);
+    check(*end == 0 && n >= 0 && n <= 1 << 20, kOp, "STRATA_FLASH_LPT is '", e,
+          "'; expected a number of heads from 0 to 2^20");
+    return int(n);
+  }();
+  return g;
+}
+
 // Launches v with one block per (query tile of v.bm rows, batch, head) and
 // reports a launch error under v's name.
 inline void launch_query_tiles(const FlashVariant& v, FlashArgs f, const AttentionArgs& a,
                                cudaStream_t st) {
   f.m_tiles = (a.M + v.bm - 1) / v.bm;
+  f.bh_count = a.batch_count() * a.Hq;
+  f.lpt_heads = lpt_heads();
   const std::int64_t grid = f.m_tiles * a.batch_count() * a.Hq * f.splits;
   check(grid <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", grid, " blocks)");
   v.launch(f, int(grid), v.smem, st);

@@ -49,6 +49,12 @@ struct FlashArgs {
 
   float scale_log2 = 0;  // scale * log2(e)
   std::int64_t m_tiles = 1;
+  // Block order under a band (flash_block_tile): 0 keeps a (batch, head)'s
+  // row tiles neighbours; g > 0 walks heads in chunks of g, heaviest row
+  // tiles of the whole chunk first (longest-first scheduling). bh_count =
+  // B... * Hq.
+  std::int64_t bh_count = 1;
+  int lpt_heads = 0;
   bool o_vec = false;  // 16-byte stores of out rows are safe
 
   // Split-KV (the wgmma kernel): each tile of rows takes its key tiles in

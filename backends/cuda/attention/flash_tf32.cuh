@@ -157,13 +157,8 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
 
-  // Heads of one (batch, head) are neighbours in the grid so that their CTAs
-  // share K and V in L2; the heaviest (last) query tiles of a band start
-  // first.
-  const std::int64_t bid = blockIdx.x;
-  std::int64_t mt = bid % a.m_tiles;
-  const std::int64_t bh = bid / a.m_tiles;
-  if (a.has_band) mt = a.m_tiles - 1 - mt;
+  std::int64_t mt = 0, bh = 0;
+  flash_block_tile(a, blockIdx.x, mt, bh);
   const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
   const std::int64_t m0 = mt * BM;
   const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;

@@ -123,14 +123,13 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   const int g = lane >> 2, t4 = lane & 3;
   const int wrow = wg * 64 + ((tid & 127) >> 5) * 16;  // this warp's first row
 
-  // Block order: the splits of a tile of rows, then its tiles of rows, then
-  // (batch, head).
+  // Block order: the splits of a tile of rows innermost, then the tiles of
+  // rows and (batch, head) as flash_block_tile orders them.
   std::int64_t bid = blockIdx.x;
   const int split = a.splits > 1 ? int(bid % a.splits) : 0;
   if (a.splits > 1) bid /= a.splits;
-  std::int64_t mt = bid % a.m_tiles;
-  const std::int64_t bh = bid / a.m_tiles;
-  if (a.has_band) mt = a.m_tiles - 1 - mt;
+  std::int64_t mt = 0, bh = 0;
+  flash_block_tile(a, bid, mt, bh);
   const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
   const std::int64_t m0 = mt * BM;
   const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;

@@ -145,10 +145,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
   const int g = lane >> 2, t4 = lane & 3;
   const int wrow = wg * 64 + (warp & 3) * 16;  // this warp's first row
 
-  const std::int64_t bid = blockIdx.x;
-  std::int64_t mt = bid % a.m_tiles;
-  const std::int64_t bh = bid / a.m_tiles;
-  if (a.has_band) mt = a.m_tiles - 1 - mt;
+  std::int64_t mt = 0, bh = 0;
+  flash_block_tile(a, blockIdx.x, mt, bh);
   const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
   const std::int64_t m0 = mt * BM;
   const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
