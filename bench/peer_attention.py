@@ -85,6 +85,8 @@ SHAPES = {
     "bf16_decode_262144_d128": (1, 1, 1, 262144, 128, False, False, True, torch.bfloat16, False),
     "bf16_decode_b8h32_32768_d128": (8, 32, 1, 32768, 128, False, False, False, torch.bfloat16,
                                      False),
+    "bf16_decode_65536_d128": (1, 1, 1, 65536, 128, False, False, True, torch.bfloat16, False),
+    "bf16_decode_1048576_d128": (1, 1, 1, 1048576, 128, False, False, True, torch.bfloat16, False),
 }
 
 
