@@ -5,15 +5,47 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/launch_mode.cuh"
 #include "cuda/strided_copy.hpp"
 #include "strata/dtype.hpp"
 
 namespace strata::cuda {
+
+// ---- launch mode (launch_mode.cuh) ---------------------------------------------------------
+namespace {
+// -1: not read yet; else a LaunchMode. Relaxed: every thread that reads the
+// variable derives the same value, and set_launch_mode is for benchmarks.
+std::atomic<int> g_launch_mode{-1};
+thread_local int t_capturing = 0;
+}  // namespace
+
+LaunchMode launch_mode() {
+  int m = g_launch_mode.load(std::memory_order_relaxed);
+  if (m >= 0) return static_cast<LaunchMode>(m);
+  const char* e = std::getenv("STRATA_CUDA_LAUNCH");
+  const char* names[] = {"pdl", "ex", "plain", "graph"};
+  m = e == nullptr || *e == '\0' ? 0 : -1;
+  for (int i = 0; i < 4 && m < 0; ++i)
+    if (std::strcmp(e, names[i]) == 0) m = i;
+  STRATA_CHECK(m >= 0, "cuda", "STRATA_CUDA_LAUNCH='", e,
+               "' is not one of pdl, ex, plain, graph");
+  g_launch_mode.store(m, std::memory_order_relaxed);
+  return static_cast<LaunchMode>(m);
+}
+
+void set_launch_mode(LaunchMode m) {
+  g_launch_mode.store(static_cast<int>(m), std::memory_order_relaxed);
+}
+
+bool thread_capturing() noexcept { return t_capturing > 0; }
+
 namespace {
 
 // Kernel argument for the strided copy: both layouts over one shape.
@@ -330,8 +362,10 @@ class CudaRuntime final : public DeviceRuntime {
     DeviceGuard g(index);
     CUDA_CHECK(
         cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal));
+    ++t_capturing;
   }
   void* end_capture(void* s, int index) override {
+    if (t_capturing > 0) --t_capturing;
     DeviceGuard g(index);
     cudaGraph_t graph = nullptr;
     const cudaError_t err = cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph);
@@ -348,6 +382,7 @@ class CudaRuntime final : public DeviceRuntime {
     return exec;
   }
   void abort_capture(void* s, int index) noexcept override {
+    if (t_capturing > 0) --t_capturing;
     int prev = 0;
     if (cudaGetDevice(&prev) != cudaSuccess) return;
     if (prev != index) (void)cudaSetDevice(index);

@@ -102,9 +102,34 @@ void check_no_accumulate(const char* op, const char* out_form, const MatmulOptio
                out_form);
 }
 
+// MatmulArgs fields that do not depend on the layout, then the kernel.
+void dispatch(MatmulArgs& args, const Tensor& out, const Tensor& bias, const MatmulOptions& opt,
+              BackendId be) {
+  static const OpId id = Registry::get().op_id("matmul");
+  if (bias.defined()) args.bias = bias.operand();
+  args.precision = opt.precision;
+  args.accumulate = opt.accumulate;
+  args.stream = opt.stream;
+  const auto k = Registry::get().find(id, be, out.dtype(), args);
+  if (out.numel() == 0) return;
+  k.run(args);
+}
+
 void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptions& opt,
          BackendId be) {
-  static const OpId id = Registry::get().op_id("matmul");
+  if (p.batch.empty() && !p.a_1d && !p.b_1d) {
+    // Two 2-D operands: the kernel sees them and out as they are (no views
+    // to make, no shared ownership to copy).
+    MatmulArgs args;
+    args.M = p.M;
+    args.N = p.N;
+    args.K = p.K;
+    args.a = p.a2.operand();
+    args.b = p.b2.operand();
+    args.out = out.operand();
+    dispatch(args, out, bias, opt, be);
+    return;
+  }
   Shape sa = p.batch, sb = p.batch;
   sa.push_back(p.M);
   sa.push_back(p.K);
@@ -139,13 +164,7 @@ void run(const Plan& p, const Tensor& out, const Tensor& bias, const MatmulOptio
   args.a = ta.operand();
   args.b = tb.operand();
   args.out = o.operand();
-  if (bias.defined()) args.bias = bias.operand();
-  args.precision = opt.precision;
-  args.accumulate = opt.accumulate;
-  args.stream = opt.stream;
-  const auto k = Registry::get().find(id, be, out.dtype(), args);
-  if (out.numel() == 0) return;
-  k.run(args);
+  dispatch(args, out, bias, opt, be);
 }
 
 }  // namespace

@@ -23,8 +23,9 @@
 // Launches are grid-stride with at most one full wave of blocks (8 blocks
 // of 256 threads per SM), but for the flat vector path, whose grid visits
 // every vector once (grid_flat). launch_elementwise is the only code that launches
-// them, with programmatic dependent launch (pdl_launch.cuh): a small op's
-// kernel is scheduled while the previous kernel drains.
+// them, through launch_kernel (launch_mode.cuh): by default with programmatic
+// dependent launch (pdl_launch.cuh), so a small op's kernel is scheduled while
+// the previous kernel drains; STRATA_CUDA_LAUNCH picks a cheaper launch.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -37,6 +38,7 @@
 #include "common/convert.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/launch_mode.cuh"
 #include "cuda/pdl_launch.cuh"
 #include "strata/dtype.hpp"
 #include "strata/iter_args.hpp"
@@ -406,7 +408,7 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
                          ? grid_flat(numel / VEC)
                          : grid_for(numel / VEC > 0 ? numel / VEC : 1, kThreads * kVecUnroll);
     CUDA_CHECK(
-        launch_pdl(ew_vec_kernel<VEC, Op, Out, Ins...>, grid, kThreads, 0, st, p, bcast, op));
+        launch_kernel(ew_vec_kernel<VEC, Op, Out, Ins...>, grid, kThreads, 0, st, p, bcast, op));
     return;
   }
   if constexpr (sizeof...(Ins) >= 1) {
@@ -416,7 +418,7 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
           const std::int64_t tiles = numel / (a.shape[a.ndim - 1] * a.shape[a.ndim - 2]) *
                                      ((a.shape[a.ndim - 2] + kT16 - 1) / kT16) *
                                      ((a.shape[a.ndim - 1] + kT16 - 1) / kT16);
-          CUDA_CHECK(launch_pdl(ew_tiled16_kernel<Op, Out, Ins...>, grid_for(tiles, 1), kT16Threads,
+          CUDA_CHECK(launch_kernel(ew_tiled16_kernel<Op, Out, Ins...>, grid_for(tiles, 1), kT16Threads,
                                 0, st, make_params<N, std::int64_t>(a), tm, op));
           return;
         }
@@ -424,18 +426,18 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
       const std::int64_t rc = a.shape[a.ndim - 1] * a.shape[a.ndim - 2];
       const std::int64_t tiles = numel / rc * ((a.shape[a.ndim - 2] + kTile - 1) / kTile) *
                                  ((a.shape[a.ndim - 1] + kTile - 1) / kTile);
-      CUDA_CHECK(launch_pdl(ew_tiled_kernel<Op, Out, Ins...>,
+      CUDA_CHECK(launch_kernel(ew_tiled_kernel<Op, Out, Ins...>,
                             grid_for(tiles, kThreads / (kTile * kTileRows)), kTile * kTileRows, 0,
                             st, make_params<N, std::int64_t>(a), tm, op));
       return;
     }
   }
   if (small) {
-    CUDA_CHECK(launch_pdl(ew_strided_kernel<std::int32_t, Op, Out, Ins...>,
+    CUDA_CHECK(launch_kernel(ew_strided_kernel<std::int32_t, Op, Out, Ins...>,
                           grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
                           make_params<N, std::int32_t>(a), op));
   } else {
-    CUDA_CHECK(launch_pdl(ew_strided_kernel<std::int64_t, Op, Out, Ins...>,
+    CUDA_CHECK(launch_kernel(ew_strided_kernel<std::int64_t, Op, Out, Ins...>,
                           grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
                           make_params<N, std::int64_t>(a), op));
   }

@@ -40,7 +40,8 @@
 // after it with beta = 1. K = 0 with a bias is that K = 1 GEMM alone.
 //
 // Handles: one cuBLAS and one cuBLASLt handle per device and thread, made
-// on first use and kept; set to the call's stream each call. The GEMM
+// on first use and kept; set to the call's stream (and its workspace) only
+// when it differs from the previous call's on that handle. The GEMM
 // workspace is kept per thread, device and stream (workspace()); other
 // temporaries come from the stream-ordered allocator (cudaMallocAsync) and
 // go back with cudaFreeAsync on the same stream; the device's default pool
@@ -51,6 +52,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <mutex>
@@ -84,6 +86,11 @@ constexpr std::uint64_t kPoolKeep = std::uint64_t(256) << 20;
 struct Handles {
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
+  // The stream and workspace last given to `blas` (bound): a call on the
+  // same stream skips cublasSetStream / cublasSetWorkspace.
+  bool bound = false;
+  cudaStream_t stream = nullptr;
+  void* ws = nullptr;
 };
 
 struct HandleCache {
@@ -134,8 +141,18 @@ void* workspace(int dev, cudaStream_t st) {
 }
 
 // Once per device: the default pool keeps kPoolKeep bytes reserved over
-// synchronisations (it never lowers a larger setting).
+// synchronisations (it never lowers a larger setting). After the first call
+// per device (of the first 64) one atomic load, no lock.
 void keep_pool(int dev) {
+  static std::atomic<std::uint64_t> seen{0};
+  const std::uint64_t bit = dev < 64 ? std::uint64_t(1) << dev : 0;
+  if (bit != 0 && (seen.load(std::memory_order_acquire) & bit) != 0) return;
+  struct Mark {  // set once the pool is configured (also when this returns early)
+    std::uint64_t b;
+    ~Mark() {
+      if (b != 0) seen.fetch_or(b, std::memory_order_release);
+    }
+  } mark{bit};
   static std::mutex mu;
   static std::vector<bool> done;
   std::lock_guard<std::mutex> lock(mu);
@@ -507,10 +524,40 @@ std::string matmul_cublas_supports(const MatmulArgs& a) {
   return "";
 }
 
+namespace {
+
+// The current device; with one visible device it is 0 and no
+// cudaGetDevice is made per call.
+int current_device() {
+  static const int ndev = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+  }();
+  int dev = 0;
+  if (ndev != 1) CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
+// h's cuBLAS handle on stream st with this thread's workspace for (dev, st);
+// the workspace. cublasSetStream resets the workspace, so both are set
+// together, and only when the stream differs from the last call's.
+void* bind(Handles& h, int dev, cudaStream_t st) {
+  if (h.bound && h.stream == st) return h.ws;
+  h.bound = false;
+  CUBLAS_CHECK(cublasSetStream(h.blas, st));
+  void* ws = workspace(dev, st);
+  CUBLAS_CHECK(cublasSetWorkspace(h.blas, ws, kWorkspace));
+  h.stream = st;
+  h.ws = ws;
+  h.bound = true;
+  return ws;
+}
+
+}  // namespace
+
 void matmul_cublas(const MatmulArgs& args) {
   cudaStream_t st = static_cast<cudaStream_t>(args.stream);
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
+  const int dev = current_device();
   keep_pool(dev);
   Scratch scratch(st);
   const DType dt = args.out.dtype;
@@ -639,9 +686,7 @@ void matmul_cublas(const MatmulArgs& args) {
   }
 
   Handles& h = handles(dev);
-  CUBLAS_CHECK(cublasSetStream(h.blas, st));  // resets the workspace: set it after
-  void* ws = workspace(dev, st);
-  CUBLAS_CHECK(cublasSetWorkspace(h.blas, ws, kWorkspace));
+  void* ws = bind(h, dev, st);
   const cublasComputeType_t ct = compute_type(dt, args.precision);
 
   bool done = false;

@@ -22,7 +22,9 @@
 //    row kernel behind it (rotary, a norm) is resident before it ends.
 // Sums run in f32 (f16/bf16 widened), out's old value and the bias added
 // before the one rounding, as the MatmulArgs contract says.
-// STRATA_CUDA_GEMV=0 sends these calls back to cuBLAS (for A/B runs).
+// STRATA_CUDA_GEMV=0 sends these calls back to cuBLAS (for A/B runs);
+// STRATA_CUDA_LAUNCH (launch_mode.cuh) launches without PDL, or with it only
+// inside graphs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -35,6 +37,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/matmul/matmul_cuda.hpp"
+#include "cuda/launch_mode.cuh"
 #include "cuda/pdl_launch.cuh"
 
 namespace strata::cuda {
@@ -203,9 +206,9 @@ void launch(const GemvParams& p, bool vec, cudaStream_t st) {
   const std::int64_t blocks = std::min<std::int64_t>((p.N + kWarps - 1) / kWarps, 1 << 16);
   const dim3 grid(static_cast<unsigned>(blocks)), block(kWarps * 32);
   if (vec)
-    CUDA_CHECK(launch_pdl(gemv_kernel<T, MR, true>, grid, block, 0, st, p));
+    CUDA_CHECK(launch_kernel(gemv_kernel<T, MR, true>, grid, block, 0, st, p));
   else
-    CUDA_CHECK(launch_pdl(gemv_kernel<T, MR, false>, grid, block, 0, st, p));
+    CUDA_CHECK(launch_kernel(gemv_kernel<T, MR, false>, grid, block, 0, st, p));
 }
 
 template <class T>
