@@ -135,15 +135,20 @@ inline Pack plan_pack(const Operand& x, std::size_t isz, std::int64_t row) {
   p.zero = row != x.shape[r - 1];
   return p;
 }
+// The operand the kernels read in place of x once p.dst (data set) holds
+// its copy: x's broadcast dims keep stride 0.
+inline Operand packed_view(const Pack& p, const Operand& x) {
+  Operand y = x;
+  y.data = p.dst.data;
+  for (int i = 0; i < x.rank; ++i) y.strides[i] = x.strides[i] == 0 ? 0 : p.dst.strides[i];
+  return y;
+}
 // Copies x into `at` on st and returns the operand the kernels read.
 inline Operand place(Pack& p, const Operand& x, void* at, std::size_t isz, cudaStream_t st) {
   p.dst.data = at;
   if (p.zero) CUDA_CHECK(cudaMemsetAsync(at, 0, p.bytes, st));
   strided_copy_async(p.dst, p.src, isz, st);
-  Operand y = x;
-  y.data = at;
-  for (int i = 0; i < x.rank; ++i) y.strides[i] = x.strides[i] == 0 ? 0 : p.dst.strides[i];
-  return y;
+  return packed_view(p, x);
 }
 
 // Makes out's device current for the call and restores the caller's.

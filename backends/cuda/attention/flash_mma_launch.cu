@@ -1,8 +1,10 @@
 // Launcher of the bf16/f16 tensor-core attention kernels (flash_wgmma.cuh on
 // sm_90a, flash_mma.cuh on mma.sync): turns AttentionArgs into FlashArgs and
-// packs q, k or v into scratch when their layout cannot be read in 16-byte
-// chunks (flash_launch_common.hpp, shared with the f32 TF32 launcher),
-// picks the configuration by head dim, splits the keys of small grids over
+// copies q, k or v into scratch when their layout cannot be read in 16-byte
+// chunks (rows padded to a multiple of 8 by the pad pass, flash_pad.hpp,
+// where the columns are contiguous; packed by flash_launch_common.hpp's
+// strided copy otherwise), picks the configuration by head dim and value
+// head dim (flash_wgmma_narrow.hpp), splits the keys of small grids over
 // more CTAs (wgmma; merged by attention_merge.cuh), and registers the
 // kernels. Calls with M <= 8 query rows (decode) go to the native bf16/f16
 // split-KV decode kernel of attention_launch.cu (registered first,
@@ -24,6 +26,8 @@
 #include "cuda/attention/flash_launch_common.hpp"
 #include "cuda/attention/flash_mma.hpp"
 #include "cuda/attention/flash_mma_variants.hpp"
+#include "cuda/attention/flash_pad.hpp"
+#include "cuda/attention/flash_wgmma_narrow.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
@@ -39,6 +43,7 @@ using flash_host::forced;
 using flash_host::kOp;
 using flash_host::make_flash_args;
 using flash_host::Pack;
+using flash_host::packed_view;
 using flash_host::pick;
 using flash_host::piece8_ok;
 using flash_host::place;
@@ -52,6 +57,26 @@ const std::vector<FlashVariant>& mma_table(DType dt) {
 }
 const std::vector<FlashVariant>& wgmma_table(DType dt) {
   return dt == DType::bf16 ? wgmma_variants_bf16() : wgmma_variants_f16();
+}
+// The table of a call with value head dim dv: with the configurations
+// whose P V covers only kWgmmaNarrowV columns where dv fits them.
+const std::vector<FlashVariant>& wgmma_table(DType dt, std::int64_t dv) {
+  if (dv > kWgmmaNarrowV) return wgmma_table(dt);
+  return dt == DType::bf16 ? wgmma_variants_narrow_v_bf16() : wgmma_variants_narrow_v_f16();
+}
+
+// The pad pass (flash_pad.hpp): q, k or v whose rows are not 16-byte
+// chunks are copied with rows padded to a multiple of 8 and run on the
+// 16-byte-row configurations, rather than on those reading 8-byte pieces
+// (d 100: the pieces cost ~19%, the copy ~5%; docs/cuda-tuning.md).
+// STRATA_FLASH_PAD=0 turns it off (A/B runs): 8-byte pieces where every
+// operand allows them, the generic strided copy otherwise, as before.
+bool pad_pass_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRATA_FLASH_PAD");
+    return !(e != nullptr && std::string(e) == "0");
+  }();
+  return on;
 }
 
 std::int64_t query_tiles(const FlashVariant& v, const AttentionArgs& a) {
@@ -82,7 +107,8 @@ int choose_splits(const FlashVariant& v, const AttentionArgs& a, int dev) {
 
 // pieces8: the table may read 8-byte pieces (the wgmma one has
 // configurations for d 128 that do), so operands whose rows are only
-// 8-byte aligned need no packed copy.
+// 8-byte aligned need no copy (with the pad pass off, or a forced
+// configuration that reads pieces).
 void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, int D,
                bool pieces8) {
   const DeviceScope scope(a.out.data);
@@ -100,9 +126,11 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
     any_need = any_need || need[i];
     all_pieces = all_pieces && piece8_ok(*ops[i]);
   }
-  // A configuration that reads 8-byte pieces itself (a forced one) keeps the call.
+  // A configuration that reads 8-byte pieces itself (a forced one) keeps the
+  // call; otherwise the pad pass copies the rows, if on.
+  const bool by_pieces_ok = any_need && all_pieces && (found->pieces8 || !pad_pass_on());
   const FlashVariant* by_pieces =
-      any_need && all_pieces ? (found->pieces8 ? found : pick(table, D, a.d, true)) : nullptr;
+      by_pieces_ok ? (found->pieces8 ? found : pick(table, D, a.d, true)) : nullptr;
   const bool use_pieces = by_pieces != nullptr;
   if (use_pieces) found = by_pieces;
   // Only the wgmma kernel splits the keys; a grid it cannot split (too few
@@ -129,19 +157,30 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
     acc_bytes = round256(rows * std::size_t(a.dv) * sizeof(float));
     ml_bytes = round256(rows * 2 * sizeof(float));
   }
+  // Each copy planned (and its size checked) before the scratch is taken.
   std::size_t total = acc_bytes + ml_bytes;
+  PadPlan pads[3];
+  bool padded[3] = {false, false, false};
   for (int i = 0; i < 3; ++i) {
     if (use_pieces) need[i] = false;
     if (!need[i]) continue;
     const std::int64_t cols = ops[i]->shape[ops[i]->rank - 1];
-    packs[i] = plan_pack(*ops[i], 2, (cols + 7) / 8 * 8);
+    const std::int64_t row = (cols + 7) / 8 * 8;
+    packs[i] = plan_pack(*ops[i], 2, row);
+    padded[i] = pad_pass_on() && plan_pad(packs[i].src, row, pads[i]);
     total += packs[i].bytes;
   }
   Scratch scratch(total, st);
   std::size_t off = acc_bytes + ml_bytes;
   for (int i = 0; i < 3; ++i) {
     if (!need[i]) continue;
-    *ops[i] = place(packs[i], *ops[i], scratch.at(off), 2, st);
+    if (padded[i]) {
+      packs[i].dst.data = scratch.at(off);
+      pad_rows_async(pads[i], packs[i].src.data, packs[i].dst.data, st);
+      *ops[i] = packed_view(packs[i], *ops[i]);
+    } else {
+      *ops[i] = place(packs[i], *ops[i], scratch.at(off), 2, st);
+    }
     off += packs[i].bytes;
   }
 
@@ -237,7 +276,7 @@ void run_via_f32(const AttentionArgs& a) {
 void run_d64(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 64, false); }
 void run_d128(const AttentionArgs& a) { run_tiles(a, mma_table(a.dtype()), 128, false); }
 void run_wg_d64(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 64, true); }
-void run_wg_d128(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype()), 128, true); }
+void run_wg_d128(const AttentionArgs& a) { run_tiles(a, wgmma_table(a.dtype(), a.dv), 128, true); }
 
 // Head dims over 128 on wgmma: the d 192 tiles up to 192, the d 256 ones
 // beyond; a configuration STRATA_FLASH_VARIANT names as wide as d and dv

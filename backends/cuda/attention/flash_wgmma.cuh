@@ -31,6 +31,7 @@
 
 #include "cuda/attention/flash_mma.cuh"
 #include "cuda/attention/wgmma_ops.cuh"
+#include "cuda/attention/wgmma_ops_n40.cuh"
 
 namespace strata::cuda::flash {
 
@@ -98,12 +99,19 @@ struct WgmmaConfig {
 };
 
 // KQ: the k-steps (16 columns each) of S = Q K^T, D / 16 but for the
-// candidates that serve smaller head dims (d <= 16 KQ) with the P V of D
-// columns (MN-major operands come in whole 64-column panels): d 100 on the
-// d 128 kernel with KQ 7 computes 7 + 8 k-steps per tile instead of 8 + 8.
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8, int KQ = D / 16>
+// candidates that serve smaller head dims (d <= 16 KQ): d 100 on the d 128
+// kernel with KQ 7 computes 7 k-steps of S per tile instead of 8.
+// NV: the value columns P V computes and O keeps (dv <= NV), D but for the
+// configurations of smaller value head dims: each whole 64-column panel of
+// V takes one N = 64 wgmma, the rest one N = NV % 64 wgmma starting at the
+// next panel's base (MN-major operands are laid out in whole panels, but an
+// instruction may read a part of one). d 100 with NV 104 keeps 52
+// accumulators per thread instead of 64 and issues 64 + 40 columns per
+// k-step of P V instead of 128.
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8, int KQ = D / 16, int NV = D>
 __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const FlashArgs a) {
   static_assert(KQ > 0 && KQ <= D / 16, "KQ: k-steps of S within the tile's D columns");
+  static_assert(NV > 0 && NV <= D && NV % 8 == 0, "NV: whole 8-column blocks within D");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = WgmmaConfig<T, D, WG, BN>;
   constexpr int STAGES = C::kSlots;
@@ -166,14 +174,14 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     const std::int64_t n0 = (t_begin + it) * BN;
     if (it >= n_tiles) return;
     const int nrows = a.N - n0 < BN ? int(a.N - n0) : BN;
-    load_panels<T, D, BN, kThreads, P8>(sV_u + (it % STAGES) * kTileBytes, v + n0 * a.v_ns, a.v_ns,
-                                        nrows, a.dv, tid);
+    load_panels<T, D, BN, kThreads, P8, NV>(sV_u + (it % STAGES) * kTileBytes, v + n0 * a.v_ns,
+                                            a.v_ns, nrows, a.dv, tid);
   };
 
-  float o[D / 2], s[BN / 2];
+  float o[NV / 2], s[BN / 2];
   std::uint32_t pf[BN / 16][4];
 #pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+  for (int i = 0; i < NV / 2; ++i) o[i] = 0.f;
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) s[i] = 0.f;
   float row_m[2] = {kNegInf, kNegInf}, row_l[2] = {0.f, 0.f};
@@ -196,13 +204,26 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
       wgmma::Wgmma<BN, T>::ss(s, q_desc + step_qk(kk, BM), kst + step_qk(kk, BN), kk > 0);
     wgmma::commit();
   };
-  // O += P V over tile it, P from pf, issued.
+  // O += P V over tile it, P from pf, issued: all D columns in one
+  // instruction per k-step, or NV's panels (o holds 32 accumulators per
+  // whole panel) one instruction each.
   auto issue_pv = [&](int it) {
     const std::uint64_t vst = v_desc + std::uint64_t(((it % STAGES) * kTileBytes) >> 4);
     wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-      wgmma::Wgmma<D, T>::rs(o, pf[kk], vst + std::uint64_t((kk * 16 * 128) >> 4), 1);
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const std::uint64_t vk = vst + std::uint64_t((kk * 16 * 128) >> 4);
+      if constexpr (NV == D) {
+        wgmma::Wgmma<D, T>::rs(o, pf[kk], vk, 1);
+      } else {
+#pragma unroll
+        for (int p = 0; p < NV / 64; ++p)
+          wgmma::Wgmma<64, T>::rs(o + 32 * p, pf[kk], vk + std::uint64_t((p * BN * 128) >> 4), 1);
+        if constexpr (NV % 64 != 0)
+          wgmma::Wgmma<NV % 64, T>::rs(o + 32 * (NV / 64), pf[kk],
+                                       vk + std::uint64_t(((NV / 64) * BN * 128) >> 4), 1);
+      }
+    }
     wgmma::commit();
   };
 
@@ -250,7 +271,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   // Once the row maxima settle, alpha is exactly 1 for the whole warp.
   auto rescale = [&](const float* alpha) {
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
+    for (int n = 0; n < NV / 8; ++n) {
       o[4 * n + 0] *= alpha[0];
       o[4 * n + 1] *= alpha[0];
       o[4 * n + 2] *= alpha[1];
@@ -310,7 +331,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     float alpha[2];
     const bool moved = softmax(it + 1, alpha);
     wgmma::wait<0>();
-    wgmma::touch_regs<D / 2>(o);
+    wgmma::touch_regs<NV / 2>(o);
     if (moved) rescale(alpha);
     pack_p();
     __syncthreads();  // K slot of it + 1 and V slot of it are free
@@ -323,7 +344,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     landed();
     issue_pv(n_tiles - 1);
     wgmma::wait<0>();
-    wgmma::touch_regs<D / 2>(o);
+    wgmma::touch_regs<NV / 2>(o);
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -345,7 +366,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
       }
       float* acc = a.part_acc + (base + row) * a.dv;
 #pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
+      for (int n = 0; n < NV / 8; ++n) {
         const int col = n * 8 + 2 * t4;
         if ((a.dv & 1) == 0 && col + 1 < a.dv) {
           *reinterpret_cast<float2*>(acc + col) =
@@ -370,7 +391,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   // when the D / 8 chunks are whole groups of 8 (64, 128, 192, 256).
   static_assert((D / 8) % 8 == 0, "swz<D> needs D / 8 a multiple of 8");
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n)
+  for (int n = 0; n < NV / 8; ++n)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = wrow + g + 8 * r;
@@ -379,7 +400,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     }
   __syncthreads();
   T* out = static_cast<T*>(a.out) + batch_off(a, b, a.o_bs) + h * a.o_hs + m0 * a.o_ms;
-  constexpr int kChunks = D / 8;
+  constexpr int kChunks = NV / 8;  // the chunks of out's rows dv <= NV can reach
   for (int i = tid; i < BM * kChunks; i += kThreads) {
     const int r = i / kChunks, cc = i % kChunks;
     if (r >= rows || cc * 8 >= a.dv) continue;

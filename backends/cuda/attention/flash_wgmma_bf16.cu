@@ -9,4 +9,14 @@ const std::vector<FlashVariant>& wgmma_variants_bf16() {
   return v;
 }
 
+const std::vector<FlashVariant>& wgmma_variants_narrow_v_bf16() {
+  static const std::vector<FlashVariant> v = [] {
+    std::vector<FlashVariant> all = wgmma_narrow_v_configs<__nv_bfloat16>(DType::bf16);
+    const std::vector<FlashVariant>& rest = wgmma_variants_bf16();
+    all.insert(all.end(), rest.begin(), rest.end());
+    return all;
+  }();
+  return v;
+}
+
 }  // namespace strata::cuda

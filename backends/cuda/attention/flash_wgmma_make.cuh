@@ -3,34 +3,37 @@
 // (flash_wgmma.cuh): the only place that launches it with <<<>>>.
 #include "cuda/attention/flash_mma_variants.hpp"
 #include "cuda/attention/flash_wgmma.cuh"
+#include "cuda/attention/flash_wgmma_narrow.hpp"
 
 namespace strata::cuda {
 
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16,
+          int NV = D>
 void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
-  flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ>
+  flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ, NV>
       <<<grid, flash::WgmmaConfig<T, D, WG, BN>::kThreads, smem, st>>>(a);
 }
 
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16,
+          int NV = D>
 FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
                                 bool small_grid = false) {
   using C = flash::WgmmaConfig<T, D, WG, BN>;
-  return FlashVariant{
-      name,
-      dt,
-      D,
-      C::kBM,
-      BN,
-      C::kThreads,
-      C::kSmem,
-      is_default,
-      reinterpret_cast<const void*>(&flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ>),
-      &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ>,
-      small_grid,
-      P8,
-      16 * KQ,
-      true};
+  return FlashVariant{name,
+                      dt,
+                      D,
+                      C::kBM,
+                      BN,
+                      C::kThreads,
+                      C::kSmem,
+                      is_default,
+                      reinterpret_cast<const void*>(
+                          &flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ, NV>),
+                      &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ, NV>,
+                      small_grid,
+                      P8,
+                      16 * KQ,
+                      true};
 }
 
 // The compiled wgmma configurations for T (bf16 or f16); names leave the
@@ -68,6 +71,28 @@ std::vector<FlashVariant> wgmma_configs(DType dt) {
       make_wgmma_variant<T, 192, 2, 96, 1, false>("wg.d192.128x96.ov", dt, true),
       make_wgmma_variant<T, 192, 2, 64, 1, false>("wg.d192.128x64.ov", dt, false),
       make_wgmma_variant<T, 256, 2, 64, 1, false>("wg.d256.128x64.ov", dt, true),
+  };
+#else
+  (void)dt;
+  return {};
+#endif
+}
+
+// The configurations whose P V covers only kWgmmaNarrowV value columns
+// (NV in flash_wgmma.cuh; ".v<n>"): a call with dv <= kWgmmaNarrowV takes
+// them ahead of wgmma_configs' (the launcher's wgmma_table). The 16-byte-row
+// one is the default of d 97-104 (q/k/v rows only 8-byte aligned reach it
+// through the pad pass, flash_pad.cu); the 8-byte-piece one only forced, so
+// that STRATA_FLASH_PAD=0 keeps the ".p8.k112" path for the A/B.
+template <class T>
+std::vector<FlashVariant> wgmma_narrow_v_configs(DType dt) {
+#if defined(STRATA_CUDA_WGMMA)
+  static_assert(kWgmmaNarrowV == 104, "the names below say v104");
+  return {
+      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 7, kWgmmaNarrowV>(
+          "wg.d128.128x128.ov.k112.v104", dt, true),
+      make_wgmma_variant<T, 128, 2, 128, 1, false, true, 7, kWgmmaNarrowV>(
+          "wg.d128.128x128.ov.p8.k112.v104", dt, false),
   };
 #else
   (void)dt;
