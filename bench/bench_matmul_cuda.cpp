@@ -3,13 +3,21 @@
 // default workspace), timed with CUDA events (Google Benchmark manual time,
 // each iteration a batch of calls after warm-up). Reports TFLOP/s (2 M N K).
 // bench/peer_matmul.py times torch.matmul on the same shapes and reads this
-// binary's JSON output.
+// binary's JSON output. Every case also reports host_us_per_call: the host
+// time until the batch's last call returned (when it is close to the event
+// time per call, the host is what limits). The matmul_cuda_host/ cases
+// split the skinny calls' host cost: linear (x W^T, the shape the gemv
+// kernel serves; the matmul_cuda/ skinny cases have b row-major, which the
+// gemv refuses, so they run cuBLAS) launched with or without PDL, and
+// cuBLAS directly on a handle set up as Strata's (math mode, 32 MiB
+// workspace).
 //
 //   bench_matmul_cuda --benchmark_out=matmul_cuda.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +26,14 @@
 
 #include "strata/matmul.hpp"
 #include "strata/tensor.hpp"
+
+// The cuda backend's launch switch (backends/cuda/launch_mode.cuh; that
+// header needs nvcc): 0 pdl, 1 ex, 2 plain, 3 graph.
+namespace strata::cuda {
+enum class LaunchMode : int;
+LaunchMode launch_mode();
+void set_launch_mode(LaunchMode m);
+}  // namespace strata::cuda
 
 namespace {
 
@@ -85,10 +101,12 @@ void time_loop(benchmark::State& st, const Shape& s, F call) {
   cudaEvent_t e0, e1;
   cuda_ok(cudaEventCreate(&e0), "event");
   cuda_ok(cudaEventCreate(&e1), "event");
-  double total_s = 0;
+  double total_s = 0, host_s = 0;
   for (auto _ : st) {
     cuda_ok(cudaEventRecord(e0), "record");
+    const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < reps; ++i) call();
+    host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
     cuda_ok(cudaEventRecord(e1), "record");
     cuda_ok(cudaEventSynchronize(e1), "sync");
     float ms = 0;
@@ -101,6 +119,7 @@ void time_loop(benchmark::State& st, const Shape& s, F call) {
   // A plain value (not a rate counter): flop per second of the event time.
   const double flop = 2.0 * double(s.M) * double(s.N) * double(s.K);
   st.counters["TFLOP/s"] = total_s > 0 ? flop * double(st.iterations()) / total_s * 1e-12 : 0;
+  st.counters["host_us_per_call"] = host_s * 1e6 / double(st.iterations());
 }
 
 void bm_strata(benchmark::State& st, Shape s, Mode m) {
@@ -129,6 +148,55 @@ void bm_cublas(benchmark::State& st, Shape s, Mode m) {
   blas_ok(cublasDestroy(h), "cublasDestroy");
 }
 
+// linear_out(out, x, W) with W [N, K] (x W^T: the gemv's layout for M <= 8),
+// launched in launch mode `mode` (0 PDL, 2 plain).
+void bm_strata_linear(benchmark::State& st, Shape s, Mode m, int mode) {
+  namespace sc = strata::cuda;
+  const Device g = Device::cuda(0);
+  const Tensor x = Tensor::randn({s.M, s.K}, 1, m.dt, g), w = Tensor::randn({s.N, s.K}, 2, m.dt, g);
+  const Tensor out = Tensor::empty({s.M, s.N}, m.dt, g);
+  strata::MatmulOptions o;
+  o.precision = m.p;
+  const sc::LaunchMode before = sc::launch_mode();
+  sc::set_launch_mode(static_cast<sc::LaunchMode>(mode));
+  time_loop(st, s, [&] { strata::linear_out(out, x, w, Tensor(), o); });
+  sc::set_launch_mode(before);
+}
+
+// cuBLAS directly for x W^T, or for a b (weight == false), on a handle set
+// up as matmul_cublas.cu's: reduced-precision reductions disallowed, a
+// 32 MiB workspace of our own.
+void bm_cublas_like_strata(benchmark::State& st, Shape s, Mode m, bool weight) {
+  Buffers b = make(s, m.dt);
+  const Tensor w = Tensor::randn({s.N, s.K}, 2, m.dt, Device::cuda(0));
+  cublasHandle_t h;
+  blas_ok(cublasCreate(&h), "cublasCreate");
+  blas_ok(cublasSetMathMode(h, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION), "math mode");
+  void* ws = nullptr;
+  cuda_ok(cudaMalloc(&ws, std::size_t(32) << 20), "workspace");
+  blas_ok(cublasSetStream(h, nullptr), "stream");
+  blas_ok(cublasSetWorkspace(h, ws, std::size_t(32) << 20), "workspace");
+  const cudaDataType_t t = m.dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cublasComputeType_t ct =
+      m.p == Precision::medium ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const float alpha = 1, beta = 0;
+  const int M = int(s.M), N = int(s.N), K = int(s.K);
+  time_loop(st, s, [&] {
+    if (weight)
+      blas_ok(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w.data_ptr(), t, K,
+                           b.a.data_ptr(), t, K, &beta, b.out.data_ptr(), t, N, ct,
+                           CUBLAS_GEMM_DEFAULT),
+              "cublasGemmEx");
+    else
+      blas_ok(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b.b.data_ptr(), t, N,
+                           b.a.data_ptr(), t, K, &beta, b.out.data_ptr(), t, N, ct,
+                           CUBLAS_GEMM_DEFAULT),
+              "cublasGemmEx");
+  });
+  blas_ok(cublasDestroy(h), "cublasDestroy");
+  cuda_ok(cudaFree(ws), "free");
+}
+
 }  // namespace
 
 // Strata and cuBLAS in turn per shape and mode.
@@ -153,6 +221,22 @@ int main(int argc, char** argv) {
           ->Iterations(kIters)
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  // The host-cost split of the skinny shapes (not read by peer_matmul.py).
+  for (const Mode& m : {kModes[0], kModes[2]}) {
+    for (const Shape& s : {kShapes[5], kShapes[6]}) {
+      const std::string base = std::string("matmul_cuda_host/") + s.name + "/" + m.name;
+      const auto reg = [&](const std::string& who, auto fn, auto... extra) {
+        benchmark::RegisterBenchmark((base + "/" + who).c_str(), fn, s, m, extra...)
+            ->Iterations(kIters)
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      };
+      reg("linear_strata", bm_strata_linear, 0);
+      reg("linear_strata_plain", bm_strata_linear, 2);
+      reg("linear_cublas_strata_handle", bm_cublas_like_strata, true);
+      reg("matmul_cublas_strata_handle", bm_cublas_like_strata, false);
     }
   }
   benchmark::Initialize(&argc, argv);

@@ -17,10 +17,20 @@
 #include <functional>
 #include <string>
 
+#include "strata/detail/iter.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
+#include "strata/registry.hpp"
 #include "strata/tensor.hpp"
+
+// The cuda backend's launch switch (backends/cuda/launch_mode.cuh; that
+// header needs nvcc): 0 pdl, 1 ex, 2 plain, 3 graph.
+namespace strata::cuda {
+enum class LaunchMode : int;
+LaunchMode launch_mode();
+void set_launch_mode(LaunchMode m);
+}  // namespace strata::cuda
 
 namespace {
 
@@ -155,11 +165,28 @@ void row_op(benchmark::State& state, DType dt, int which) {
 // only by these calls; synchronised once per batch of 1000. us_per_call is
 // the batch's wall time (the slower of host and GPU), host_us_per_call the
 // time until the last call returned (the host's share: below us_per_call,
-// the GPU is what limits). `which`: 0 add_out, 1 add, 2 only the
-// allocation and free of the 4-element output (Tensor::empty on the GPU).
-void tiny_add(benchmark::State& state, int which) {
+// the GPU is what limits). `which` splits the call into its parts:
+//   0 add_out               1 add (allocating)
+//   2 Tensor::empty({4}) on the GPU and its free, nothing else
+//   3 the raw launcher: the registry's cuda kernel run on an IterArgs
+//     prepared once (the engine's checks, parameters and the launch)
+//   4 the host work before the launch of add_out: resolve the backend,
+//     build the IterArgs, find the kernel (no validation, no launch)
+//   5 add_out's validation alone (every check an _out front end makes)
+// `mode` is the launch (launch_mode.cuh): 0 PDL (the default), 1
+// cudaLaunchKernelEx without attributes, 2 <<<>>>. So add_out ~ 5 + 4 + 3,
+// and 3 at mode 0 against mode 2 is the PDL attribute's host cost.
+void tiny_add(benchmark::State& state, int which, int mode) {
+  namespace sc = strata::cuda;
+  const sc::LaunchMode before = sc::launch_mode();
+  sc::set_launch_mode(static_cast<sc::LaunchMode>(mode));
   const Tensor a = random_dev({4}, DType::f32, 13), b = random_dev({4}, DType::f32, 14);
   const Tensor o = Tensor::empty({4}, DType::f32, kGpu);
+  const strata::Registry& reg = strata::Registry::get();
+  const strata::OpId id = reg.op_id("add");
+  const strata::BackendId be = reg.resolve_backend("add", "auto", kGpu);
+  const strata::IterArgs it = strata::detail::make_iter(o, {&a, &b});
+  const auto kernel = reg.find(id, be, DType::f32, it).run;
   for (int i = 0; i < 100; ++i) (void)strata::add(a, b);
   check_cuda(cudaDeviceSynchronize(), "sync");
   double total = 0, host = 0;
@@ -167,12 +194,42 @@ void tiny_add(benchmark::State& state, int which) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 1000; ++i) {
-      if (which == 1)
-        benchmark::DoNotOptimize(strata::add(a, b));
-      else if (which == 2)
-        benchmark::DoNotOptimize(Tensor::empty({4}, DType::f32, kGpu));
-      else
-        strata::add_out(o, a, b);
+      switch (which) {
+        case 1:
+          benchmark::DoNotOptimize(strata::add(a, b));
+          break;
+        case 2:
+          benchmark::DoNotOptimize(Tensor::empty({4}, DType::f32, kGpu));
+          break;
+        case 3:
+          kernel(it);
+          break;
+        case 4: {
+          const strata::OpOptions opt;
+          const strata::BackendId e = strata::detail::resolve_backend("add", opt.backend, kGpu);
+          strata::IterArgs x = strata::detail::make_iter(o, {&a, &b});
+          x.stream = opt.stream;
+          benchmark::DoNotOptimize(reg.find(id, e, DType::f32, x).run);
+          benchmark::DoNotOptimize(x);
+          break;
+        }
+        case 5: {
+          using strata::detail::Named;
+          const char* op = "add";
+          strata::detail::check_defined(op, o, "out");
+          strata::detail::check_defined(op, a, "a");
+          strata::detail::check_defined(op, b, "b");
+          strata::detail::check_floating(op, a, "a");
+          strata::detail::check_dtype(op, b, "b", a.dtype(), "a");
+          const strata::Shape sh = strata::detail::broadcast_all(op, {{&a, "a"}, {&b, "b"}});
+          strata::detail::check_same_device(op, {{&o, "out"}, {&a, "a"}, {&b, "b"}});
+          strata::detail::check_output(op, o, "out", sh, a.dtype(), o.device());
+          strata::detail::check_no_overlap(op, o, "out", {{&a, "a"}, {&b, "b"}}, true);
+          break;
+        }
+        default:
+          strata::add_out(o, a, b);
+      }
     }
     const auto t1 = std::chrono::steady_clock::now();
     check_cuda(cudaDeviceSynchronize(), "sync");
@@ -183,6 +240,7 @@ void tiny_add(benchmark::State& state, int which) {
     host += std::chrono::duration<double>(t1 - t0).count();
     calls += 1000;
   }
+  sc::set_launch_mode(before);
   state.counters["us_per_call"] = calls ? total * 1e6 / double(calls) : 0.0;
   state.counters["host_us_per_call"] = calls ? host * 1e6 / double(calls) : 0.0;
 }
@@ -251,7 +309,15 @@ BENCHMARK_CAPTURE(row_op, softmax_bf16, DType::bf16, 2)
     ->Args({8192, 2048})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(tiny_add, alloc, 1)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(tiny_add, out, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(tiny_add, empty_only, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, alloc, 1, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, out, 0, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, empty_only, 2, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+// The split of add_out's host time (see tiny_add) and the launch A/B.
+BENCHMARK_CAPTURE(tiny_add, validate_only, 5, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, prepare_only, 4, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, launch_pdl, 3, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, launch_ex, 3, 1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, launch_plain, 3, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, out_plain, 0, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tiny_add, alloc_plain, 1, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

@@ -34,8 +34,7 @@ LaunchMode launch_mode() {
   m = e == nullptr || *e == '\0' ? 0 : -1;
   for (int i = 0; i < 4 && m < 0; ++i)
     if (std::strcmp(e, names[i]) == 0) m = i;
-  STRATA_CHECK(m >= 0, "cuda", "STRATA_CUDA_LAUNCH='", e,
-               "' is not one of pdl, ex, plain, graph");
+  STRATA_CHECK(m >= 0, "cuda", "STRATA_CUDA_LAUNCH='", e, "' is not one of pdl, ex, plain, graph");
   g_launch_mode.store(m, std::memory_order_relaxed);
   return static_cast<LaunchMode>(m);
 }

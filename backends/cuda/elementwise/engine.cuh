@@ -418,8 +418,8 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
           const std::int64_t tiles = numel / (a.shape[a.ndim - 1] * a.shape[a.ndim - 2]) *
                                      ((a.shape[a.ndim - 2] + kT16 - 1) / kT16) *
                                      ((a.shape[a.ndim - 1] + kT16 - 1) / kT16);
-          CUDA_CHECK(launch_kernel(ew_tiled16_kernel<Op, Out, Ins...>, grid_for(tiles, 1), kT16Threads,
-                                0, st, make_params<N, std::int64_t>(a), tm, op));
+          CUDA_CHECK(launch_kernel(ew_tiled16_kernel<Op, Out, Ins...>, grid_for(tiles, 1),
+                                   kT16Threads, 0, st, make_params<N, std::int64_t>(a), tm, op));
           return;
         }
       }
@@ -427,19 +427,19 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
       const std::int64_t tiles = numel / rc * ((a.shape[a.ndim - 2] + kTile - 1) / kTile) *
                                  ((a.shape[a.ndim - 1] + kTile - 1) / kTile);
       CUDA_CHECK(launch_kernel(ew_tiled_kernel<Op, Out, Ins...>,
-                            grid_for(tiles, kThreads / (kTile * kTileRows)), kTile * kTileRows, 0,
-                            st, make_params<N, std::int64_t>(a), tm, op));
+                               grid_for(tiles, kThreads / (kTile * kTileRows)), kTile * kTileRows,
+                               0, st, make_params<N, std::int64_t>(a), tm, op));
       return;
     }
   }
   if (small) {
     CUDA_CHECK(launch_kernel(ew_strided_kernel<std::int32_t, Op, Out, Ins...>,
-                          grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
-                          make_params<N, std::int32_t>(a), op));
+                             grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
+                             make_params<N, std::int32_t>(a), op));
   } else {
     CUDA_CHECK(launch_kernel(ew_strided_kernel<std::int64_t, Op, Out, Ins...>,
-                          grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
-                          make_params<N, std::int64_t>(a), op));
+                             grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
+                             make_params<N, std::int64_t>(a), op));
   }
 }
 

@@ -36,8 +36,8 @@
 #include <string>
 
 #include "cuda/cuda_check.hpp"
-#include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/launch_mode.cuh"
+#include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
 
 namespace strata::cuda {
