@@ -1,0 +1,271 @@
+// bf16/f16 attention at head dims 97-112, whose q/k/v rows are mostly not
+// 16-byte chunks (d 100: 200-byte rows, 8-byte aligned; d 97: 194 bytes,
+// 2-byte aligned): the launcher's pad pass (backends/cuda/attention/
+// flash_pad.cu: rows copied padded to a multiple of 8, zeros after d, with
+// 8-byte loads where the rows are 8-byte aligned and element loads
+// otherwise; stride-0 dims copied once) and the wgmma configuration whose
+// P V covers 104 value columns (flash_wgmma.cuh's NV, the default for
+// d 97-112 with dv <= 104). docs/cuda-tuning.md, "Head dim 100: pad pass
+// and narrow P·V (session 12)". Every case against the f64 reference of
+// the same rounded inputs through the cross-backend harness, lse compared.
+//
+// The cases pick the layouts that reach each copy: contiguous and fused
+// QKV slices (8-byte rows at d 100, 2-byte at d 97), sliced windows (odd
+// row strides and offsets: element loads), broadcast batches (stride 0:
+// one copy), flipped key rows (negative row stride), and the layouts the
+// generic strided copy still serves (transposed, strided or flipped
+// columns). d 104 and 112 with 16-byte rows take no copy at all.
+//
+// The hidden [flash_pad_ab] case runs [flash_pad] again under each switch
+// the lead A/Bs on the GPU (the variables are read once per process): the
+// pad pass off (8-byte pieces), P V over all 128 columns, the 8-byte-piece
+// configuration with the narrow P V, and every call's keys split in 5.
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "cuda/attention_layout_sweep.hpp"
+#include "cuda/attention_pass.hpp"
+#include "strata/attention.hpp"
+#include "strata/harness.hpp"
+
+using strata::Causal;
+using strata::DType;
+using strata::harness::AttentionCase;
+using strata::harness::Layout;
+using strata::harness::MaskKind;
+
+namespace {
+
+std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
+
+// The registry kernel of a call with head dims up to 128 and M > 8: the
+// wgmma d 128 entry in an sm_90a build (unless STRATA_FLASH_VARIANT names
+// an mma.sync d 128 configuration, "d128."), mma.sync otherwise.
+std::string d128_kernel(DType dt) {
+  std::string name = "cuda.attention.mma_";
+#if defined(STRATA_CUDA_WGMMA)
+  const char* e = std::getenv("STRATA_FLASH_VARIANT");
+  const std::string forced = std::string(",") + (e ? e : "");
+  if (forced.find(",d128.") == std::string::npos) name = "cuda.attention.wgmma_";
+#endif
+  return name + dt_name(dt) + "_d128";
+}
+
+void require_pass(const AttentionCase& c) {
+  const std::string want = d128_kernel(c.dtype);
+  strata_test::require_cuda_attention_pass(
+      c, [&](const std::string& name) { return name.rfind(want, 0) == 0; });
+}
+
+}  // namespace
+
+// Each head dim with partial query and key tiles, one key, no key, and
+// more than one key tile; dv on both sides of the narrow P V's 104 columns
+// (dv 105 and 112 take the 128-column P V, d 113+ the full S).
+TEST_CASE("cuda flash pad: head dims 97-112, tile edges", "[cuda][attention][flash_pad]") {
+  std::uint64_t seed = 21000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {97, 100, 104, 108, 112}) {
+      for (auto [M, N] :
+           std::vector<std::array<std::int64_t, 2>>{{130, 200}, {65, 1}, {128, 0}, {200, 333}}) {
+        AttentionCase c;
+        c.dtype = dt;
+        c.Hq = 2;
+        c.Hkv = 2;
+        c.M = M;
+        c.N = N;
+        c.d = d;
+        c.dv = d;
+        c.seed = ++seed;
+        INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
+        require_pass(c);
+      }
+    }
+    for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
+             {100, 104}, {100, 105}, {100, 112}, {112, 100}, {97, 64}, {64, 100}, {100, 97}}) {
+      AttentionCase c = strata::harness::batched_case(150, 170, d, dv, dt, ++seed);
+      c.Hkv = 1;
+      INFO(dt_name(dt) << " d " << d << " dv " << dv);
+      require_pass(c);
+    }
+  }
+}
+
+// Every harness layout at each head dim (fused QKV: q, k, v column slices
+// of one buffer; broadcast: k and v of one batch item expanded with stride
+// 0), GQA (4 query heads on 2), then masks and bands: a float [M, N] mask
+// with top-left causal, a bool [M, N] mask with a (5, 3) window, a full
+// float mask with fully masked rows.
+TEST_CASE("cuda flash pad: every layout, GQA, masks and bands",
+          "[cuda][attention][flash_pad][layout]") {
+  std::uint64_t seed = 22000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    std::vector<strata_test::CaseStep> steps = strata_test::bcast_masks_and_bands();
+    steps.push_back([](AttentionCase& c) {
+      c.mask = MaskKind::float_full;
+      c.window.reset();
+      c.masked_rows = true;
+    });
+    strata_test::sweep_layouts({.dtype = dt,
+                                .Hkv = 2,
+                                .N = 150,
+                                .d_M = {{100, 200}, {97, 130}, {104, 70}, {112, 129}},
+                                .steps = steps},
+                               seed, [](const AttentionCase& c) { require_pass(c); });
+  }
+}
+
+// Broadcast batch dims with GQA (k and v stored once for 2 x 3 batch items:
+// the pad pass copies one), causal and a bool mask; the same as fused QKV
+// slices; one kv head for 8 query heads with large logits; a 2-D q, k, v.
+TEST_CASE("cuda flash pad: GQA and batch broadcast", "[cuda][attention][flash_pad]") {
+  std::uint64_t seed = 23000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {97, 100}) {
+      AttentionCase c;
+      c.dtype = dt;
+      c.batch = {2, 3};
+      c.Hq = 8;
+      c.Hkv = 2;
+      c.M = 150;
+      c.N = 170;
+      c.d = d;
+      c.dv = d;
+      c.layout = Layout::broadcast;
+      c.causal = Causal::bottom_right;
+      c.mask = MaskKind::bool_full;
+      c.seed = ++seed;
+      INFO(dt_name(dt) << " d " << d << " broadcast, GQA 8:2, causal, bool mask");
+      require_pass(c);
+      c.layout = Layout::fused_qkv;  // needs M == N
+      c.N = 150;
+      c.seed = ++seed;
+      INFO("fused QKV, GQA 8:2");
+      require_pass(c);
+      c.layout = Layout::contiguous;
+      c.batch = {2};
+      c.Hkv = 1;
+      c.mask = MaskKind::none;
+      c.causal = Causal::none;
+      c.input_scale = 8.0;
+      c.seed = ++seed;
+      INFO("one kv head, large logits");
+      require_pass(c);
+      AttentionCase q2 = strata::harness::batched_case(140, 190, d, d, dt, ++seed);
+      q2.batch = {};
+      q2.Hq = 1;
+      q2.Hkv = 1;
+      q2.q_2d = true;
+      INFO("2-D q, k, v");
+      require_pass(q2);
+    }
+  }
+}
+
+// Bands over several key tiles: tiles skipped before and after the band,
+// diagonal tiles masked, rows with no key (bottom-right causal, M > N).
+TEST_CASE("cuda flash pad: causal and windows across tiles", "[cuda][attention][flash_pad]") {
+  std::uint64_t seed = 24000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{300, 500}, {500, 300}}) {
+      for (std::int64_t d : {97, 100, 112}) {
+        for (int band = 0; band < 4; ++band) {
+          AttentionCase c = strata::harness::batched_case(M, N, d, d, dt, ++seed);
+          if (band == 0) c.causal = Causal::bottom_right;
+          if (band == 1) c.causal = Causal::top_left;
+          if (band == 2) c.window = std::make_pair<std::int64_t, std::int64_t>(100, 0);
+          if (band == 3) {
+            c.window = std::make_pair<std::int64_t, std::int64_t>(64, 64);
+            c.window_top_left = true;
+          }
+          INFO(dt_name(dt) << " M " << M << " N " << N << " d " << d << " band " << band);
+          require_pass(c);
+        }
+      }
+    }
+  }
+}
+
+// Grids too small for the GPU: one head of 130-290 rows against 1000-3000
+// keys takes 2-6 splits (wgmma), whose partials the narrow P V writes over
+// its 104 columns; causal both ways, a window with a bool mask and fully
+// masked rows, a float mask.
+TEST_CASE("cuda flash pad: split keys on small grids", "[cuda][attention][flash_pad]") {
+  std::uint64_t seed = 25000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {97, 100, 104, 112}) {
+      for (int step = 0; step < 5; ++step) {
+        AttentionCase c =
+            strata::harness::batched_case(130 + 40 * step, 1000 + 500 * step, d, d, dt, ++seed);
+        c.batch = {};
+        c.Hq = step == 4 ? 2 : 1;
+        c.Hkv = 1;
+        if (step == 1) c.causal = Causal::bottom_right;
+        if (step == 2) c.causal = Causal::top_left;
+        if (step == 3) {
+          c.window = std::make_pair<std::int64_t, std::int64_t>(300, 0);
+          c.mask = MaskKind::bool_full;
+          c.masked_rows = true;
+        }
+        if (step == 4) c.mask = MaskKind::float_bcast;
+        INFO(dt_name(dt) << " d " << d << " step " << step);
+        require_pass(c);
+      }
+    }
+  }
+}
+
+// At least as many CTAs as SMs (132 on the H200): the 128x128 tiles the
+// benchmark shapes take, not the small-grid fallback; fused QKV slices.
+TEST_CASE("cuda flash pad: grids that fill the GPU", "[cuda][attention][flash_pad]") {
+  std::uint64_t seed = 26000;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::int64_t d : {97, 100, 104}) {
+      for (Causal causal : {Causal::none, Causal::bottom_right}) {
+        AttentionCase c = strata::harness::batched_case(260, 260, d, d, dt, ++seed);
+        c.batch = {9};
+        c.Hq = 8;
+        c.Hkv = 2;
+        c.causal = causal;
+        c.layout = causal == Causal::none ? Layout::fused_qkv : Layout::contiguous;
+        INFO(dt_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
+        require_pass(c);
+      }
+    }
+  }
+}
+
+// [flash_pad] under each switch, one child process each: the pad pass off
+// (d 100 back on the 8-byte-piece ".p8.k112"); the pad pass with P V over
+// all 128 columns (".k112" forced); the narrow P V reading 8-byte pieces
+// (".p8.k112.v104" forced: a forced piece reader keeps 8-byte rows); and
+// the keys of every call split in 5 (calls with fewer key tiles leave
+// some splits empty), with the default and the 8-byte-piece narrow P V.
+TEST_CASE("cuda flash pad: the suite under each switch", "[.][flash_pad_ab]") {
+  if (std::getenv("STRATA_FLASH_PAD") || std::getenv("STRATA_FLASH_VARIANT") ||
+      std::getenv("STRATA_FLASH_SPLITS"))
+    return;  // a child run: nothing to spawn
+#if defined(STRATA_CUDA_WGMMA)
+  const std::vector<std::string> envs = {
+      "STRATA_FLASH_PAD=0",
+      "STRATA_FLASH_VARIANT=wg.d128.128x128.ov.k112",
+      "STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112.v104",
+      "STRATA_FLASH_SPLITS=5",
+      "STRATA_FLASH_SPLITS=5 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112.v104",
+  };
+  // This binary's path (std::system's shell would see its own /proc/self).
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (const std::string& env : envs) {
+    const std::string cmd = env + " '" + self + "' '[flash_pad]' > /dev/null 2>&1";
+    INFO(cmd);
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+#else
+  WARN("built without sm_90a: no wgmma configurations to switch");
+#endif
+}
