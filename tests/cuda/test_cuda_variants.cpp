@@ -1,4 +1,4 @@
-// The 16-bit candidates of session 11 (docs/ops.md): the row kernels'
+// The 16-bit candidates of sessions 11 and 12 (docs/ops.md): the row kernels'
 // STRATA_ROWS_VARIANT forms (backends/cuda/rows/rows_variant.hpp) and the
 // 16-bit tiled elementwise kernel of STRATA_EW_VARIANT=tiled16
 // (backends/cuda/elementwise/ew_tiled16.cuh), each against the reference
@@ -188,8 +188,9 @@ TEST_CASE("cuda variants: each candidate through the suites", "[.][cuda_variants
     return;  // a child run: nothing to spawn
   const std::string spec = "[variant_cases],[rows16],[rows],[elementwise]~[large]";
   const std::vector<std::string> runs = {
-      "STRATA_ROWS_VARIANT=base", "STRATA_ROWS_VARIANT=one",   "STRATA_ROWS_VARIANT=flat",
-      "STRATA_ROWS_VARIANT=warp", "STRATA_EW_VARIANT=tiled16",
+      "STRATA_ROWS_VARIANT=base",  "STRATA_ROWS_VARIANT=one",   "STRATA_ROWS_VARIANT=flat",
+      "STRATA_ROWS_VARIANT=warp",  "STRATA_ROWS_VARIANT=fused", "STRATA_ROWS_VARIANT=fusedw",
+      "STRATA_EW_VARIANT=tiled16",
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

@@ -249,25 +249,31 @@ enum class Geometry { base, narrow, warp };
 // always take the base form.
 struct Form {
   Geometry geometry;
-  bool one;  // statistics in one reduction
+  bool one;      // statistics in one reduction
+  bool fused;    // the `fused` kernels (rows_fused.cuh; geometry base)
+  bool w_early;  // fused: weight and bias loaded before the reduction
 };
 template <class T>
 Form form_for(bool staged) {
   const Geometry base = staged ? Geometry::narrow : Geometry::base;
   if constexpr (sizeof(T) != 2) {
-    return {Geometry::base, false};
+    return {Geometry::base, false, false, false};
   } else {
     switch (rows_variant()) {
       case RowsVariant::one:
-        return {base, true};
+        return {base, true, false, false};
       case RowsVariant::flat:
-        return {Geometry::base, true};
+        return {Geometry::base, true, false, false};
       case RowsVariant::warp:
-        return {Geometry::warp, true};
+        return {Geometry::warp, true, false, false};
+      case RowsVariant::fused:
+        return {Geometry::base, true, true, false};
+      case RowsVariant::fusedw:
+        return {Geometry::base, true, true, true};
       case RowsVariant::base:
         break;
     }
-    return {base, false};
+    return {base, false, false, false};
   }
 }
 

@@ -11,6 +11,7 @@
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_fast.cuh"
+#include "cuda/rows/rows_fused.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -160,6 +161,84 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
       });
 }
 
+// The `fused` candidates (16-bit rows, rows_fused.cuh): one reduction with
+// a short chain: rms_norm's sum of squares, or layer_norm's (count, sum,
+// M2) after a thread-local exact two-pass; rsqrt of the variance.
+// W_EARLY: weight and bias loaded right after the row, so that their
+// latency hides behind the reduction's (85-register cap instead of 64).
+template <bool RMS, class T, int TPR, int NV, bool W_EARLY>
+inline constexpr int kFusedMinBlocks = W_EARLY ? (640 / fastrow::kBlock<TPR> > 0
+                                                      ? 640 / fastrow::kBlock<TPR>
+                                                      : 1)
+                                               : fastrow::kMinBlocks<TPR, NV, !RMS>;
+template <bool RMS, class T, int TPR, int NV, bool W_EARLY>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, kFusedMinBlocks<RMS, T, TPR, NV, W_EARLY>)
+    norm_fused(RowParams p) {
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int NW = W_EARLY ? NV : 1;
+  __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
+  __shared__ Vec<T, VEC> stage[1];
+  fastrow::Reducer<TPR> red{sh};
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
+  const int lane = threadIdx.x % TPR;
+  const std::int64_t nvec = p.n / VEC;
+  // Independent of the data: taken while the first row is in flight.
+  const float eps = static_cast<float>(p.scalar[0]);
+  const float rn = 1.0f / static_cast<float>(p.n);
+  const float c = fastrow::thread_count<TPR, NV, VEC>(lane, nvec);
+  const float rc = c > 0.0f ? 1.0f / c : 0.0f;
+  const T* w = reinterpret_cast<const T*>(p.ptr[2]);
+  const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
+  fastrow::for_rows<T, TPR, NV, false>(
+      p, stage,
+      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
+        Vec<T, VEC> r[NV];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) r[i] = in[i];
+        Vec<T, VEC> wv[NW], bv[NW];
+        if constexpr (W_EARLY) {
+#pragma unroll
+          for (int i = 0; i < NV; ++i) {
+            const std::int64_t e = lane + std::int64_t(i) * TPR;
+            if (e < nvec && w != nullptr) wv[i] = ld_vec<T, VEC>(w + off[2] + e * VEC);
+            if (e < nvec && b != nullptr) bv[i] = ld_vec<T, VEC>(b + off[3] + e * VEC);
+          }
+        }
+        float mu = 0.0f, var;
+        if constexpr (RMS) {
+          var = red(fastrow::local_sumsq<NV>(r), SumOp{}) * rn;
+        } else {
+          const fastrow::SumM2 st =
+              red(fastrow::local_sum_m2<TPR, NV>(r, lane, nvec, c, rc), fastrow::SumM2Op{});
+          mu = st.s * rn;
+          var = st.m2 * rn;
+        }
+        const float inv = rsqrtf(var + eps);
+        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) {
+          const std::int64_t e = lane + std::int64_t(i) * TPR;
+          if (e < nvec) {
+            const int k = W_EARLY ? i : 0;
+            if constexpr (!W_EARLY) {
+              if (w != nullptr) wv[k] = ld_vec<T, VEC>(w + off[2] + e * VEC);
+              if (b != nullptr) bv[k] = ld_vec<T, VEC>(b + off[3] + e * VEC);
+            }
+            Vec<T, VEC> o;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              float y = (fastrow::widen(r[i], j) - mu) * inv;
+              if (w != nullptr) y *= cvt<float>(wv[k].v[j]);
+              if (b != nullptr) y += cvt<float>(bv[k].v[j]);
+              o.v[j] = cvt<T>(y);
+            }
+            st_vec<T, VEC>(out + e * VEC, o);
+          }
+        }
+      });
+}
+
 template <bool RMS, class T>
 void norm(const IterArgs& a) {
   RowParams p = make_row_params(a);
@@ -171,6 +250,20 @@ void norm(const IterArgs& a) {
   // against 49.4; rms_norm 64.0 against 75.1, softmax 55.1 against 62.5;
   // docs/ops.md). STRATA_ROWS_VARIANT picks the candidates (rows_variant.hpp).
   const fastrow::Form form = fastrow::form_for<T>(!RMS);
+  if constexpr (sizeof(T) == 2) {
+    if (form.fused && fastrow::dispatch<T>(p, fastrow::Geometry::base, [&](auto tpr, auto nv) {
+          constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
+          const int grid = fastrow::grid_for<TPR>(p.rows);
+          constexpr int B = fastrow::kBlock<TPR>;
+          if constexpr (NV <= fastrow::kMaxNV) {  // larger NV: the warp geometry's only
+            if (form.w_early)
+              launch_row_kernel(norm_fused<RMS, T, TPR, NV, true>, grid, B, st, p);
+            else
+              launch_row_kernel(norm_fused<RMS, T, TPR, NV, false>, grid, B, st, p);
+          }
+        }))
+      return;
+  }
   if (fastrow::dispatch<T>(p, form.geometry, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
         constexpr int B = fastrow::kBlock<TPR>;

@@ -10,6 +10,7 @@
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_fast.cuh"
+#include "cuda/rows/rows_fused.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -240,6 +241,79 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
       });
 }
 
+// The `fused` candidate (16-bit rows, rows_fused.cuh): each thread's max mt
+// and sum of e = 2^((x - mt) log2(e)) (one MUFU op per element), then one
+// (max, sum) reduction combined online. softmax keeps e in f32 registers in
+// place of the row and writes e * 2^((mt - max) log2(e)) / sum: one
+// multiply per element, no second exponential. A thread whose elements are
+// all -inf has e = 0 and a scale of 0; a row of -inf gets a NaN scale, a
+// NaN makes the sum NaN (as softmax_fast).
+// KEEP (softmax only): e kept; else (and log_softmax) the output is
+// recomputed from the row, 2^((x - max) log2(e) - log2(sum)).
+template <bool Log, class T, int TPR, int NV, bool KEEP>
+__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, NV, false>)
+    softmax_fused(RowParams p) {
+  constexpr int VEC = 16 / sizeof(T);
+  constexpr int NE = KEEP ? NV : 1;
+  static_assert(!(Log && KEEP));
+  __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
+  __shared__ Vec<T, VEC> stage[1];
+  fastrow::Reducer<TPR> red{sh};
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
+  const int lane = threadIdx.x % TPR;
+  const std::int64_t nvec = p.n / VEC;
+  fastrow::for_rows<T, TPR, NV, false>(
+      p, stage,
+      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
+        Vec<T, VEC> r[NV];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) r[i] = in[i];
+        const float mt = fastrow::local_max<TPR, NV>(r, lane, nvec);
+        const float shift = mt == -INFINITY ? 0.0f : mt;  // all -inf (or NaN): e 0 (or NaN)
+        float e[NE][VEC], s[NV];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) {
+          s[i] = 0.0f;
+          if (fastrow::vec_valid<TPR>(lane, i, nvec))
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              const float ex =
+                  fastrow::ex2_approx((fastrow::widen(r[i], j) - shift) * fastrow::kLog2e);
+              if constexpr (KEEP) e[i][j] = ex;
+              s[i] += ex;
+            }
+        }
+        float st = s[0];
+#pragma unroll
+        for (int i = 1; i < NV; ++i) st += s[i];
+        const fastrow::MaxSum g = red(fastrow::MaxSum{mt, st}, fastrow::MaxSumOp{});
+        const float scale =
+            KEEP ? __fdividef(fastrow::ex2_approx((mt - g.m) * fastrow::kLog2e), g.s) : 0.0f;
+        const float lse = Log ? logf(g.s) : 0.0f;
+        const float l2s = !Log && !KEEP ? log2f(g.s) : 0.0f;
+        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) {
+          const std::int64_t v = lane + std::int64_t(i) * TPR;
+          if (v < nvec) {
+            Vec<T, VEC> o;
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              const float z = fastrow::widen(r[i], j) - g.m;
+              if constexpr (Log)
+                o.v[j] = cvt<T>(z - lse);
+              else if constexpr (KEEP)
+                o.v[j] = cvt<T>(e[i][j] * scale);
+              else
+                o.v[j] = cvt<T>(fastrow::ex2_approx(fmaf(z, fastrow::kLog2e, -l2s)));
+            }
+            st_vec<T, VEC>(out + v * VEC, o);
+          }
+        }
+      });
+}
+
 template <class K>
 void launch_rows(K kernel_warp, K kernel_block, const RowParams& p, const IterArgs& a) {
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
@@ -268,6 +342,20 @@ void softmax(const IterArgs& a) {
   // register-pipelined candidates (docs/ops.md). STRATA_ROWS_VARIANT picks
   // the 16-bit candidates (rows_variant.hpp).
   const fastrow::Form form = fastrow::form_for<T>(false);
+  if constexpr (sizeof(T) == 2) {
+    if (form.fused && fastrow::dispatch<T>(p, fastrow::Geometry::base, [&](auto tpr, auto nv) {
+          constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
+          const int grid = fastrow::grid_for<TPR>(p.rows);
+          constexpr int B = fastrow::kBlock<TPR>;
+          if constexpr (NV <= fastrow::kMaxNV) {  // larger NV: the warp geometry's only
+            if (form.w_early)                     // fusedw: softmax recomputes the exponentials
+              launch_row_kernel(softmax_fused<Log, T, TPR, NV, false>, grid, B, st, p);
+            else
+              launch_row_kernel(softmax_fused<Log, T, TPR, NV, !Log>, grid, B, st, p);
+          }
+        }))
+      return;
+  }
   if (fastrow::dispatch<T>(p, form.geometry, [&](auto tpr, auto nv) {
         constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
         const int grid = fastrow::grid_for<TPR>(p.rows);

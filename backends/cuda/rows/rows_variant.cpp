@@ -11,20 +11,22 @@ namespace strata::cuda {
 
 namespace {
 
-constexpr RowsVariant kAll[] = {RowsVariant::base, RowsVariant::one, RowsVariant::flat,
-                                RowsVariant::warp};
+constexpr RowsVariant kAll[] = {RowsVariant::base, RowsVariant::one,   RowsVariant::flat,
+                                RowsVariant::warp, RowsVariant::fused, RowsVariant::fusedw};
 
 RowsVariant parse(const char* e) {
   if (e == nullptr || *e == '\0') return RowsVariant::base;
   for (RowsVariant v : kAll)
     if (std::string_view(e) == rows_variant_name(v)) return v;
-  fail("cuda.rows", "STRATA_ROWS_VARIANT is '", e, "'; expected base, one, flat or warp");
+  fail("cuda.rows", "STRATA_ROWS_VARIANT is '", e,
+       "'; expected base, one, flat, warp, fused or fusedw");
 }
 
 }  // namespace
 
 const char* rows_variant_name(RowsVariant v) {
-  constexpr const char* kNames[] = {"base", "one", "flat", "warp"};  // RowsVariant's order
+  constexpr const char* kNames[] = {"base", "one",   "flat",
+                                    "warp", "fused", "fusedw"};  // RowsVariant's order
   return kNames[static_cast<int>(v)];
 }
 

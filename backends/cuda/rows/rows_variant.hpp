@@ -14,9 +14,19 @@
 //   warp  one's statistics, rows of 129-512 vectors (1032-4096 bf16) one
 //         warp each (8 or 16 vectors per lane, 4 rows per block): no
 //         __syncthreads, every load of the row in flight at once.
+//   fused  rms_norm's geometry for all three ops (4096 bf16: one 128-thread
+//          block per row, 4 vectors per thread), each op's statistics in
+//          ONE reduction with a short chain (rows_fused.cuh): layer_norm
+//          thread-local exact two-pass, then (count, sum, M2) combined
+//          without division; softmax thread-local (max, sum of ex2) with the
+//          exponentials kept in f32 registers (one MUFU per element; the
+//          output is one multiply); rsqrt; weight and bias read in the
+//          output pass (64-register cap, 8 blocks of 128 per SM).
+//   fusedw fused with weight and bias loaded right after the row, in flight
+//          during the reduction (85-register cap); softmax as fused.
 namespace strata::cuda {
 
-enum class RowsVariant { base, one, flat, warp };
+enum class RowsVariant { base, one, flat, warp, fused, fusedw };
 
 // The process's variant; an unknown name is a strata::Error naming it.
 RowsVariant rows_variant();
