@@ -155,19 +155,26 @@ inline Operand place(Pack& p, const Operand& x, void* at, std::size_t isz, cudaS
 using DeviceScope = AttentionDeviceScope;
 
 // Heads per chunk of the longest-first block order under a band
-// (flash_block_tile; 0: each head's row tiles together).
-// STRATA_FLASH_LPT=<g> sets it for tuning runs.
-inline int lpt_heads() {
-  static const int g = [] {
+// (flash_block_tile): as many heads as have their K and V within 32 MiB of
+// L2 (of the H200's 50), at most 16. Run s12r2 (H200, docs/cuda-tuning.md,
+// "Causal block order"), causal bf16 against head-major order: B4 H16 4096
+// d64 (1 MiB of K and V per head) 299 -> 309 TFLOP/s at 16 heads (306 at 8,
+// 305 at 32, 295 at 64); B1 H32 8192 d128 (4 MiB) 412 -> 423 at 8 heads
+// (415 at 16). STRATA_FLASH_LPT=<g> forces g (0: head-major) in tuning runs.
+inline int lpt_heads(const AttentionArgs& a, std::size_t isz) {
+  static const int forced = [] {
     const char* e = std::getenv("STRATA_FLASH_LPT");
-    if (e == nullptr || *e == 0) return 0;
+    if (e == nullptr || *e == 0) return -1;
     char* end = nullptr;
     const long n = std::strtol(e, &end, 10);
     check(*end == 0 && n >= 0 && n <= 1 << 20, kOp, "STRATA_FLASH_LPT is '", e,
           "'; expected a number of heads from 0 to 2^20");
     return int(n);
   }();
-  return g;
+  if (forced >= 0) return forced;
+  const double per_head = double(a.N) * double(a.d + a.dv) * double(isz);
+  const double fit = double(32 << 20) / (per_head > 1 ? per_head : 1);
+  return fit >= 16 ? 16 : fit >= 1 ? int(fit) : 1;
 }
 
 // Launches v with one block per (query tile of v.bm rows, batch, head) and
@@ -176,7 +183,7 @@ inline void launch_query_tiles(const FlashVariant& v, FlashArgs f, const Attenti
                                cudaStream_t st) {
   f.m_tiles = (a.M + v.bm - 1) / v.bm;
   f.bh_count = a.batch_count() * a.Hq;
-  f.lpt_heads = lpt_heads();
+  f.lpt_heads = lpt_heads(a, itemsize(a.dtype()));
   const std::int64_t grid = f.m_tiles * a.batch_count() * a.Hq * f.splits;
   check(grid <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", grid, " blocks)");
   v.launch(f, int(grid), v.smem, st);
