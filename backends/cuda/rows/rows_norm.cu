@@ -167,10 +167,10 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
 // W_EARLY: weight and bias loaded right after the row, so that their
 // latency hides behind the reduction's (85-register cap instead of 64).
 template <bool RMS, class T, int TPR, int NV, bool W_EARLY>
-inline constexpr int kFusedMinBlocks = W_EARLY ? (640 / fastrow::kBlock<TPR> > 0
-                                                      ? 640 / fastrow::kBlock<TPR>
-                                                      : 1)
-                                               : fastrow::kMinBlocks<TPR, NV, !RMS>;
+inline constexpr int kFusedMinBlocks =
+    W_EARLY ? (640 / fastrow::kBlock<TPR> > 0 ? 640 / fastrow::kBlock<TPR> : 1)
+    : RMS   ? fastrow::kMinBlocks<TPR, NV, false>
+            : (896 / fastrow::kBlock<TPR> > 0 ? 896 / fastrow::kBlock<TPR> : 1);  // 72 registers
 template <bool RMS, class T, int TPR, int NV, bool W_EARLY>
 __global__ void __launch_bounds__(fastrow::kBlock<TPR>, kFusedMinBlocks<RMS, T, TPR, NV, W_EARLY>)
     norm_fused(RowParams p) {
