@@ -172,17 +172,20 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
   }
   Scratch scratch(total, st);
   std::size_t off = acc_bytes + ml_bytes;
+  PadJob jobs[3];
+  int n_jobs = 0;
   for (int i = 0; i < 3; ++i) {
     if (!need[i]) continue;
     if (padded[i]) {
       packs[i].dst.data = scratch.at(off);
-      pad_rows_async(pads[i], packs[i].src.data, packs[i].dst.data, st);
+      jobs[n_jobs++] = {pads[i], packs[i].src.data, packs[i].dst.data};
       *ops[i] = packed_view(packs[i], *ops[i]);
     } else {
       *ops[i] = place(packs[i], *ops[i], scratch.at(off), 2, st);
     }
     off += packs[i].bytes;
   }
+  pad_rows_async(jobs, n_jobs, st);  // q, k and v in one launch
 
   FlashArgs f = make_flash_args(w);
   f.o_vec = chunk_ok(w.out, 8);

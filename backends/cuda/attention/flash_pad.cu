@@ -17,14 +17,21 @@ constexpr int kThreads = 256;
 constexpr std::int64_t kMaxInner = std::int64_t(1) << 31;  // inner * chunks: a 32-bit index
 constexpr std::uint32_t kMaxGridY = 65535;
 
+// Up to three copies (q, k, v) in one launch, blockIdx.z picking the copy.
+struct PadBatch {
+  PadPlan p[kMaxPadJobs];
+  const std::uint16_t* src[kMaxPadJobs];
+  std::uint16_t* dst[kMaxPadJobs];
+};
+
 // Thread i of blockIdx.x's row of blocks writes chunk i % chunks of inner
 // row i / chunks, for each outer index blockIdx.y + k gridDim.y. VEC: the
 // two 8-byte halves of the chunk in one load each (the source row is
 // 8-byte aligned and d a multiple of 4, so each half is wholly inside or
 // wholly past column d); otherwise element by element.
 template <bool VEC>
-__global__ void __launch_bounds__(kThreads)
-    pad_rows_kernel(const PadPlan p, const std::uint16_t* src, std::uint16_t* dst) {
+__device__ __forceinline__ void pad_rows(const PadPlan& p, const std::uint16_t* src,
+                                         std::uint16_t* dst) {
   const std::uint32_t i = blockIdx.x * kThreads + threadIdx.x;
   const std::uint32_t chunks = std::uint32_t(p.chunks);
   if (i >= p.inner * chunks) return;
@@ -57,6 +64,31 @@ __global__ void __launch_bounds__(kThreads)
       v = make_uint4(w[0], w[1], w[2], w[3]);
     }
     *reinterpret_cast<uint4*>(dst + (std::int64_t(o) * p.inner + r) * row_len + col) = v;
+  }
+}
+
+template <int J>
+__device__ __forceinline__ void pad_job(const PadBatch& b) {
+  if (b.p[J].vec)
+    pad_rows<true>(b.p[J], b.src[J], b.dst[J]);
+  else
+    pad_rows<false>(b.p[J], b.src[J], b.dst[J]);
+}
+
+// Constant indices into the parameter arrays (a runtime index would copy
+// them to local memory).
+__global__ void __launch_bounds__(kThreads) pad_rows_kernel(const PadBatch b) {
+  static_assert(kMaxPadJobs == 3, "one case per copy");
+  switch (blockIdx.z) {
+    case 0:
+      pad_job<0>(b);
+      break;
+    case 1:
+      pad_job<1>(b);
+      break;
+    default:
+      pad_job<2>(b);
+      break;
   }
 }
 
@@ -118,18 +150,28 @@ bool plan_pad(const Operand& x, std::int64_t row, PadPlan& p) {
   return true;
 }
 
-void pad_rows_async(const PadPlan& p, const void* src, void* dst, cudaStream_t st) {
-  check((reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0, kOp,
-        "cuda pad pass: destination not 16-byte aligned");
-  if (p.rows == 0) return;
-  const std::int64_t per = std::int64_t(p.inner) * p.chunks;
-  const dim3 grid(unsigned((per + kThreads - 1) / kThreads), std::min(p.outer_count, kMaxGridY));
-  const auto* s = static_cast<const std::uint16_t*>(src);
-  auto* d = static_cast<std::uint16_t*>(dst);
-  if (p.vec)
-    pad_rows_kernel<true><<<grid, kThreads, 0, st>>>(p, s, d);
-  else
-    pad_rows_kernel<false><<<grid, kThreads, 0, st>>>(p, s, d);
+void pad_rows_async(const PadJob* jobs, int n, cudaStream_t st) {
+  check(n >= 0 && n <= kMaxPadJobs, kOp, "cuda pad pass: ", n, " copies in one launch");
+  PadBatch b{};
+  std::int64_t blocks_x = 0;
+  std::uint32_t outer = 0;
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    const PadJob& j = jobs[i];
+    check((reinterpret_cast<std::uintptr_t>(j.dst) & 15u) == 0, kOp,
+          "cuda pad pass: destination not 16-byte aligned");
+    if (j.plan.rows == 0) continue;
+    b.p[k] = j.plan;
+    b.src[k] = static_cast<const std::uint16_t*>(j.src);
+    b.dst[k] = static_cast<std::uint16_t*>(j.dst);
+    blocks_x =
+        std::max(blocks_x, (std::int64_t(j.plan.inner) * j.plan.chunks + kThreads - 1) / kThreads);
+    outer = std::max(outer, j.plan.outer_count);
+    ++k;
+  }
+  if (k == 0) return;
+  const dim3 grid(unsigned(blocks_x), std::min(outer, kMaxGridY), unsigned(k));
+  pad_rows_kernel<<<grid, kThreads, 0, st>>>(b);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -4,8 +4,8 @@
 // 8-byte aligned) copied into scratch as rows of round_up(d, 8) elements,
 // 16-byte aligned, zeros after column d, so that the 16-byte-row kernels
 // serve them (FlashAttention's wrapper pads d to a multiple of 8 the same
-// way). One kernel, flash_pad.cu: each thread writes one 16-byte chunk of a
-// padded row with one store, from two 8-byte loads where the source rows
+// way). One launch for the call's copies, flash_pad.cu: each thread writes
+// one 16-byte chunk of a padded row with one store, from two 8-byte loads where the source rows
 // allow (PadPlan::vec) or eight 2-byte ones; consecutive threads take
 // consecutive chunks, so both sides are coalesced. Replaces the generic
 // strided copy (and its memset) there, which ran at ~90 GB/s
@@ -46,8 +46,15 @@ struct PadPlan {
 // Shape: x [..., rows, d] -> [..., rows, row].
 bool plan_pad(const Operand& x, std::int64_t row, PadPlan& p);
 
-// Launches the planned copy from src (x's data) to dst (16-byte aligned)
-// on st.
-void pad_rows_async(const PadPlan& p, const void* src, void* dst, cudaStream_t st);
+// One planned copy: from src (x's data) to dst (16-byte aligned).
+struct PadJob {
+  PadPlan plan;
+  const void* src = nullptr;
+  void* dst = nullptr;
+};
+inline constexpr int kMaxPadJobs = 3;  // q, k and v
+
+// Launches the n (at most kMaxPadJobs) copies on st, all in one kernel.
+void pad_rows_async(const PadJob* jobs, int n, cudaStream_t st);
 
 }  // namespace strata::cuda
