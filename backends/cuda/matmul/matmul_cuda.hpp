@@ -1,6 +1,6 @@
 #pragma once
 // Host-side entry points of the cuda matmul (matmul_cublas.cu,
-// matmul_gemv.cu), free of CUDA headers so that register_matmul.cpp
+// matmul_gemv.cu, matmul_gemv_rows.cu), free of CUDA headers so that register_matmul.cpp
 // compiles as plain C++.
 #include <string>
 
@@ -20,5 +20,14 @@ void matmul_gemv(const MatmulArgs& a);
 // "" when matmul_gemv can run `a`, else the reason (STRATA_CUDA_GEMV=0:
 // never).
 std::string matmul_gemv_supports(const MatmulArgs& a);
+
+// out [M, N] (+)= a [M, K] b [K, N] (+ bias) for M <= 16, b's rows
+// unit-stride and 16-byte aligned (row-major b), a any strides with
+// (M rounded up to a power of 2) x K <= 32768, no batch; f32, f16, bf16
+// (f32 sums, deterministic order).
+void matmul_gemv_rows(const MatmulArgs& a);
+// "" when matmul_gemv_rows can run `a`, else the reason (STRATA_CUDA_GEMV=0:
+// never).
+std::string matmul_gemv_rows_supports(const MatmulArgs& a);
 
 }  // namespace strata::cuda

@@ -1,0 +1,337 @@
+// Matrix-vector products on cuda with a row-major b: out [M, N] (+)= a [M, K]
+// b [K, N] (+ bias) for 1 <= M <= 16 rows where b's columns are unit-stride
+// (matmul(x, W) with W [K, N] stored as it reads; any K stride that keeps
+// 16-byte rows). matmul_gemv.cu serves the other layout (b unit-stride
+// along K, linear's W^T); cuBLAS served this one at ~2 us of host time over
+// a direct cublasGemmEx (issue 13).
+//
+// Geometry: a block of 256 threads owns CT column groups of V columns (one
+// 16-byte load of a row of b: 4 f32 or 8 f16/bf16 columns) and splits K into
+// 256 / CT slices. A warp is CT column groups x 32 / CT rows, so one load
+// instruction reads 32 / CT rows of CT * 16 contiguous bytes: whole 32-byte
+// sectors for CT >= 2. CT is picked per call so that the grid has >= ~1.5
+// blocks per SM (every SM streams b: at 1x512x1536 the 3 MB of b must all be
+// in flight at once to read at HBM rate); STRATA_GEMV_ROWS_CT=1|2|4|8 forces
+// it (A/B runs). Each thread sums its rows in order, lanes of one column
+// group reduce with shuffles, warps through shared memory in warp order:
+// one fixed order, so results are deterministic, no atomics and no second
+// kernel.
+// a [M, K] (any strides) is read once per block into shared memory as f32,
+// zero rows up to the template row count, so the inner loop has no row test.
+// Like matmul_gemv it is launched with launch_kernel (PDL by default) and
+// asks L2 for its slice of b before grid_dependency_wait(): b is only read,
+// and an L2 prefetch moves no data into registers or L1, so a b the
+// previous kernel wrote is still read correctly after the wait. a is read
+// only after the wait.
+// Sums run in f32 (f16/bf16 widened), out's old value and the bias added
+// before the one rounding, as the MatmulArgs contract says.
+// STRATA_CUDA_GEMV=0 sends these calls to cuBLAS as well.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/launch_mode.cuh"
+#include "cuda/matmul/matmul_cuda.hpp"
+#include "cuda/pdl_launch.cuh"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxRows = 16;
+constexpr int kMaxCt = 8;
+// a staged as f32: rows rounded up to the template count times K, <= 128 KB.
+constexpr std::int64_t kMaxStaged = std::int64_t(1) << 15;
+constexpr int kTargetBlocks = 192;  // ~1.5 per SM of an H200 (132 SMs)
+
+struct RowsParams {
+  const void* a;
+  const void* b;
+  const void* bias;
+  void* out;
+  std::int64_t M, N, K;
+  std::int64_t am, ak;  // a's strides
+  std::int64_t bk;      // b's row (K) stride; its column stride is 1
+  std::int64_t om, on, bs;
+  int ct;  // column groups per block, 1, 2, 4 or 8
+  bool accumulate;
+};
+
+template <class T>
+struct Vec;  // V elements of T in one 16-byte load
+template <>
+struct Vec<float> {
+  static constexpr int V = 4;
+};
+template <>
+struct Vec<__half> {
+  static constexpr int V = 8;
+};
+template <>
+struct Vec<__nv_bfloat16> {
+  static constexpr int V = 8;
+};
+
+template <class T>
+__device__ __forceinline__ float to_f(T x) {
+  return static_cast<float>(x);
+}
+template <class T>
+__device__ __forceinline__ T from_f(float x) {
+  return static_cast<T>(x);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__device__ __forceinline__ __half from_f<__half>(float x) {
+  return __float2half_rn(x);
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// The V columns [n0, n0 + V) of b's row at `row`, widened; columns at or
+// past N (the last group of an N that is not a multiple of V) read as 0
+// without touching memory.
+template <class T>
+__device__ __forceinline__ void widen(const uint4& raw, float* f) {
+  const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < Vec<T>::V; ++j) f[j] = to_f(e[j]);
+}
+template <class T>
+__device__ __forceinline__ uint4 load_row(const T* row, bool full, int valid) {
+  if (full) return __ldg(reinterpret_cast<const uint4*>(row));
+  uint4 raw;
+  T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+  for (int j = 0; j < Vec<T>::V; ++j) e[j] = j < valid ? row[j] : from_f<T>(0.0f);
+  return raw;
+}
+
+template <class T, int MR>
+__global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p) {
+  constexpr int V = Vec<T>::V;
+  constexpr int kU = MR * V >= 64 ? 4 : 8;  // rows in flight per thread (registers)
+  extern __shared__ float smem[];           // a as f32 [MR][K], then the warps' partials
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const int ct = p.ct, ks = kThreads / ct;  // column groups, K slices
+  const int c = lane % ct;                  // this thread's column group in the block
+  const int slice = warp * (32 / ct) + lane / ct;
+  const std::int64_t n0 = (std::int64_t(blockIdx.x) * ct + c) * V;
+  const bool active = n0 < p.N;
+  const bool full = n0 + V <= p.N;
+  const int valid = active ? static_cast<int>(p.N - n0 < V ? p.N - n0 : V) : 0;
+  const T* b = static_cast<const T*>(p.b) + n0;
+  const std::int64_t K = p.K;
+
+  {  // b is read-only here: warm L2 with this block's rows while the previous kernel drains
+    const std::int64_t g0 = std::int64_t(blockIdx.x) * ct * V;
+    const std::int64_t span = (p.N - g0 < std::int64_t(ct) * V ? p.N - g0 : std::int64_t(ct) * V) *
+                              std::int64_t(sizeof(T));
+    const char* base = static_cast<const char*>(p.b) + g0 * std::int64_t(sizeof(T));
+    for (std::int64_t k = t; k < K; k += kThreads) {
+      const char* r = base + k * p.bk * std::int64_t(sizeof(T));
+      prefetch_l2(r);
+      // The group's bytes cross a 128-byte line: ask for the second one too.
+      if ((reinterpret_cast<std::uintptr_t>(r) ^ reinterpret_cast<std::uintptr_t>(r + span - 1)) >=
+          128)
+        prefetch_l2(r + span - 1);
+    }
+  }
+  grid_dependency_wait();
+  allow_dependents();
+
+  const T* a = static_cast<const T*>(p.a);
+  for (std::int64_t i = t; i < MR * K; i += kThreads) {
+    const std::int64_t m = i / K, k = i - m * K;
+    smem[i] = m < p.M ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
+  }
+  __syncthreads();
+
+  float acc[MR][V];
+#pragma unroll
+  for (int m = 0; m < MR; ++m)
+#pragma unroll
+    for (int j = 0; j < V; ++j) acc[m][j] = 0.0f;
+  if (active) {
+    for (std::int64_t k0 = slice; k0 < K; k0 += std::int64_t(ks) * kU) {
+      uint4 raw[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const std::int64_t k = k0 + std::int64_t(u) * ks;
+        if (k < K) raw[u] = load_row(b + k * p.bk, full, valid);
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const std::int64_t k = k0 + std::int64_t(u) * ks;
+        if (k < K) {
+          float w[V];
+          widen<T>(raw[u], w);
+#pragma unroll
+          for (int m = 0; m < MR; ++m) {
+            const float x = smem[m * K + k];
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[m][j] = fmaf(x, w[j], acc[m][j]);
+          }
+        }
+      }
+    }
+  }
+
+  // Lanes of one column group (lane % ct equal) hold different rows: fold them.
+#pragma unroll
+  for (int m = 0; m < MR; ++m)
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      for (int sh = 16; sh >= ct; sh >>= 1)
+        acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], sh);
+  __syncthreads();     // every warp is done reading a: its space takes the partials
+  float* part = smem;  // [warp][group][MR][V]
+  if (lane < ct) {
+#pragma unroll
+    for (int m = 0; m < MR; ++m)
+#pragma unroll
+      for (int j = 0; j < V; ++j) part[((warp * ct + lane) * MR + m) * V + j] = acc[m][j];
+  }
+  __syncthreads();
+  const int outs = ct * static_cast<int>(p.M) * V;  // (group, row, column) of this block
+  for (int i = t; i < outs; i += kThreads) {
+    const int j = i % V, m = (i / V) % static_cast<int>(p.M), g = i / (V * static_cast<int>(p.M));
+    const std::int64_t n = (std::int64_t(blockIdx.x) * ct + g) * V + j;
+    if (n >= p.N) continue;
+    float r = 0.0f;
+    for (int w = 0; w < kWarps; ++w) r += part[((w * ct + g) * MR + m) * V + j];
+    if (p.bias != nullptr) r += to_f(static_cast<const T*>(p.bias)[n * p.bs]);
+    T* o = static_cast<T*>(p.out) + m * p.om + n * p.on;
+    if (p.accumulate) r += to_f(*o);
+    *o = from_f<T>(r);
+  }
+}
+
+bool disabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("STRATA_CUDA_GEMV");
+    return e != nullptr && std::strcmp(e, "0") == 0;
+  }();
+  return off;
+}
+
+// STRATA_GEMV_ROWS_CT: 1, 2, 4 or 8 forces the column groups per block; 0
+// (unset or anything else) picks them per call.
+int forced_ct() {
+  static const int ct = [] {
+    const char* e = std::getenv("STRATA_GEMV_ROWS_CT");
+    if (e == nullptr) return 0;
+    const int v = std::atoi(e);
+    return v == 1 || v == 2 || v == 4 || v == 8 ? v : 0;
+  }();
+  return ct;
+}
+
+int rows_for(std::int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
+
+// The widest column group count (longest contiguous piece of a row per
+// warp) that still gives kTargetBlocks blocks; 1 when none does.
+int pick_ct(std::int64_t groups) {
+  if (const int f = forced_ct(); f != 0) return f;
+  for (int ct = kMaxCt; ct > 1; ct /= 2)
+    if ((groups + ct - 1) / ct >= kTargetBlocks) return ct;
+  return 1;
+}
+
+template <class T, int MR>
+void launch(RowsParams p, cudaStream_t st) {
+  constexpr int V = Vec<T>::V;
+  const std::int64_t groups = (p.N + V - 1) / V;
+  p.ct = pick_ct(groups);
+  const std::int64_t staged = std::int64_t(MR) * p.K;
+  const std::int64_t partials = std::int64_t(kWarps) * p.ct * MR * V;
+  const std::size_t smem =
+      sizeof(float) * static_cast<std::size_t>(staged > partials ? staged : partials);
+  auto* kernel = gemv_rows_kernel<T, MR>;
+  if (smem > 48 * 1024)  // past the default dynamic limit: opt in (long K only)
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>((groups + p.ct - 1) / p.ct)), block(kThreads);
+  CUDA_CHECK(launch_kernel(kernel, grid, block, smem, st, p));
+}
+
+template <class T>
+void run(const MatmulArgs& g) {
+  RowsParams p{};
+  p.a = g.a.data;
+  p.b = g.b.data;
+  p.bias = g.bias.data;
+  p.out = g.out.data;
+  p.M = g.M;
+  p.N = g.N;
+  p.K = g.K;
+  p.am = g.a.strides[0];
+  p.ak = g.a.strides[1];
+  p.bk = g.b.strides[0];
+  p.om = g.out.strides[0];
+  p.on = g.out.strides[1];
+  p.bs = g.bias.data != nullptr ? g.bias.strides[0] : 0;
+  p.accumulate = g.accumulate;
+  const cudaStream_t st = static_cast<cudaStream_t>(g.stream);
+  switch (rows_for(p.M)) {
+    case 1:
+      launch<T, 1>(p, st);
+      break;
+    case 2:
+      launch<T, 2>(p, st);
+      break;
+    case 4:
+      launch<T, 4>(p, st);
+      break;
+    case 8:
+      launch<T, 8>(p, st);
+      break;
+    default:
+      launch<T, kMaxRows>(p, st);
+      break;
+  }
+}
+
+}  // namespace
+
+std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
+  if (disabled()) return "STRATA_CUDA_GEMV=0";
+  if (g.out.dtype == DType::f64) return "f64 goes to cuBLAS";
+  if (g.batch_rank != 0) return "batched";
+  if (g.M < 1 || g.M > kMaxRows) return "more than 16 rows";
+  if (g.K < 1) return "K = 0";
+  if (rows_for(g.M) * g.K > kMaxStaged) return "a too large to stage (rows x K > 32768)";
+  if (g.N > 1 && g.b.strides[1] != 1) return "b's rows not unit-stride";
+  const std::int64_t V = g.out.dtype == DType::f32 ? 4 : 8;
+  if (reinterpret_cast<std::uintptr_t>(g.b.data) % 16 != 0 || (g.K > 1 && g.b.strides[0] % V != 0))
+    return "b's rows not 16-byte aligned";
+  return "";
+}
+
+void matmul_gemv_rows(const MatmulArgs& g) {
+  switch (g.out.dtype) {
+    case DType::f32:
+      run<float>(g);
+      break;
+    case DType::bf16:
+      run<__nv_bfloat16>(g);
+      break;
+    default:
+      run<__half>(g);
+      break;
+  }
+}
+
+}  // namespace strata::cuda
