@@ -1,0 +1,292 @@
+// The cuda matrix-vector kernel for a row-major b
+// (backends/cuda/matmul/matmul_gemv_rows.cu): which calls the registry gives
+// it, its results against an f64 sum on the host (every row count up to 16,
+// N not a multiple of the 16-byte width, each column-group count the
+// launch picks, bias, accumulate, a in every layout, b as windows and with
+// its rows flipped, out transposed), and its inputs written by the kernels
+// just before it on the same stream, eagerly and replayed from a graph (it
+// is launched with programmatic dependent launch and prefetches b before it
+// waits). The binary skips without a GPU.
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "catch.hpp"
+#include "matmul_test_util.hpp"
+#include "strata/elementwise.hpp"
+#include "strata/graph.hpp"
+#include "strata/matmul.hpp"
+#include "strata/matmul_args.hpp"
+#include "strata/registry.hpp"
+
+using namespace strata;
+using matmul_test::Layout;
+using matmul_test::on;
+using matmul_test::require_close;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+const char* const kRows = "cuda.matmul.gemv_rows";
+
+// The name of the cuda kernel the registry picks for matmul(a, b) into out.
+std::string kernel_for(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const Registry& r = Registry::get();
+  MatmulArgs g;
+  g.M = a.size(0);
+  g.K = a.size(1);
+  g.N = b.size(1);
+  g.a = a.operand();
+  g.b = b.operand();
+  g.out = out.operand();
+  return r.find(r.op_id("matmul"), r.resolve_backend("matmul", "cuda", kGpu), a.dtype(), g)
+      .info->name;
+}
+
+// How b [K, N] sits in memory.
+enum class BLay {
+  contiguous,  // row-major
+  window,      // columns [0, N) of rows padded to a multiple of 8 (+ 8)
+  window_off,  // columns [8, N + 8) of such rows: an aligned offset
+  neg_rows,    // rows flipped: a negative K stride
+  unaligned,   // columns [1, N + 1): rows 16-byte misaligned (refused)
+  transposed,  // column-major (gemv's or cuBLAS's layout, not ours)
+};
+const char* name(BLay l) {
+  switch (l) {
+    case BLay::contiguous:
+      return "contiguous";
+    case BLay::window:
+      return "window";
+    case BLay::window_off:
+      return "window_off";
+    case BLay::neg_rows:
+      return "neg_rows";
+    case BLay::unaligned:
+      return "unaligned";
+    case BLay::transposed:
+      return "transposed";
+  }
+  return "?";
+}
+
+// hb (host [K, N]) on the GPU in layout l, everything around it NaN.
+Tensor place_b(const Tensor& hb, BLay l) {
+  const std::int64_t K = hb.size(0), N = hb.size(1);
+  const std::int64_t wide = (N + 9 + 7) / 8 * 8;  // room for an offset of 8, rows of 32 bytes
+  Tensor v;
+  switch (l) {
+    case BLay::contiguous:
+      v = Tensor::full({K, N}, NAN, hb.dtype(), kGpu);
+      break;
+    case BLay::window:
+      v = Tensor::full({K, wide}, NAN, hb.dtype(), kGpu).narrow(1, 0, N);
+      break;
+    case BLay::window_off:
+      v = Tensor::full({K, wide}, NAN, hb.dtype(), kGpu).narrow(1, 8, N);
+      break;
+    case BLay::neg_rows:
+      v = Tensor::full({K, N}, NAN, hb.dtype(), kGpu).flip(0);
+      break;
+    case BLay::unaligned:
+      v = Tensor::full({K, wide}, NAN, hb.dtype(), kGpu).narrow(1, 1, N);
+      break;
+    case BLay::transposed:
+      v = Tensor::full({N, K}, NAN, hb.dtype(), kGpu).transpose(0, 1);
+      break;
+  }
+  v.copy_from(hb);
+  return v;
+}
+
+// Whether gemv_rows must take the call (b's layout and the sizes alone;
+// every case here has M <= 16 and rows x K <= 32768).
+bool rows_expected(BLay l, std::int64_t N, DType dt) {
+  const std::int64_t V = dt == DType::f32 ? 4 : 8;
+  switch (l) {
+    case BLay::window:
+    case BLay::window_off:
+      return true;
+    case BLay::contiguous:
+    case BLay::neg_rows:
+      return N % V == 0;
+    default:
+      return false;
+  }
+}
+
+// a [M, K] in layout al, b [K, N] in layout bl, bias [N], out [M, N]
+// (column-major when `out_t`), accumulating or not: the cuda result against
+// the f64 sum of the same values, and the kernel that ran.
+void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, Layout al, BLay bl,
+                bool bias, bool acc, bool out_t, std::uint64_t seed) {
+  INFO("dtype " << dtype_name(dt) << " M " << M << " K " << K << " N " << N << " a "
+                << matmul_test::name(al) << " b " << name(bl) << " bias " << bias << " accumulate "
+                << acc << " out transposed " << out_t);
+  const Tensor ha = Tensor::randn({M, K}, seed, dt), hb = Tensor::randn({K, N}, seed + 1, dt);
+  const Tensor hbias = Tensor::randn({N}, seed + 2, dt), ho = Tensor::randn({M, N}, seed + 3, dt);
+  const Tensor a = matmul_test::make_view(ha, al, kGpu), b = place_b(hb, bl);
+  Tensor out = out_t ? Tensor::full({N, M}, NAN, dt, kGpu).transpose(0, 1)
+                     : Tensor::full({M, N}, NAN, dt, kGpu);
+  out.copy_from(ho);
+  const std::string k = kernel_for(a, b, out);
+  if (rows_expected(bl, N, dt))
+    CHECK(k == kRows);
+  else
+    CHECK(k != kRows);
+  MatmulOptions opt = on("cuda");
+  opt.accumulate = acc;
+  if (bias)
+    linear_out(out, a, b.transpose(0, 1), hbias.to(kGpu), opt);  // x W^T + b, W^T = b
+  else
+    matmul_out(out, a, b, opt);
+
+  // The f64 sum, written out here (not another matmul).
+  const std::vector<double> av = ha.to_vector<double>(), bv = hb.to_vector<double>();
+  const std::vector<double> biv = hbias.to_vector<double>(), ov = ho.to_vector<double>();
+  std::vector<double> want(static_cast<std::size_t>(M * N));
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (std::int64_t kk = 0; kk < K; ++kk)
+        s += av[static_cast<std::size_t>(m * K + kk)] * bv[static_cast<std::size_t>(kk * N + n)];
+      if (bias) s += biv[static_cast<std::size_t>(n)];
+      if (acc) s += ov[static_cast<std::size_t>(m * N + n)];
+      want[static_cast<std::size_t>(m * N + n)] = s;
+    }
+  require_close(out.contiguous(), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
+}
+
+}  // namespace
+
+TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
+  for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
+    const std::int64_t V = dt == DType::f32 ? 4 : 8;
+    const Tensor b = Tensor::zeros({512, 1536}, dt, kGpu);
+    for (std::int64_t M : {1, 2, 5, 8, 9, 16}) {
+      const Tensor out = Tensor::zeros({M, 1536}, dt, kGpu);
+      CHECK(kernel_for(Tensor::zeros({M, 512}, dt, kGpu), b, out) == kRows);
+      // a in any layout: it is staged.
+      CHECK(kernel_for(Tensor::zeros({512, M}, dt, kGpu).transpose(0, 1), b, out) == kRows);
+      CHECK(kernel_for(Tensor::zeros({M, 1024}, dt, kGpu).slice(1, 0, 1024, 2), b, out) == kRows);
+    }
+    // 17 rows, b column-major (gemv for <= 8 rows, else cuBLAS), N not a
+    // multiple of the vector width in a contiguous b (rows misaligned), b
+    // with a column step, f64 stay away.
+    CHECK(kernel_for(Tensor::zeros({17, 512}, dt, kGpu), b, Tensor::zeros({17, 1536}, dt, kGpu)) ==
+          "cuda.matmul.cublas");
+    const Tensor bt = Tensor::zeros({1536, 512}, dt, kGpu).transpose(0, 1);
+    CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), bt, Tensor::zeros({1, 1536}, dt, kGpu)) ==
+          "cuda.matmul.gemv");
+    CHECK(kernel_for(Tensor::zeros({12, 512}, dt, kGpu), bt, Tensor::zeros({12, 1536}, dt, kGpu)) ==
+          "cuda.matmul.cublas");
+    const std::int64_t odd = 1536 - V / 2;
+    CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), Tensor::zeros({512, odd}, dt, kGpu),
+                     Tensor::zeros({1, odd}, dt, kGpu)) == "cuda.matmul.cublas");
+    const Tensor bs = Tensor::zeros({512, 3072}, dt, kGpu).slice(1, 0, 3072, 2);
+    CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), bs, Tensor::zeros({1, 1536}, dt, kGpu)) ==
+          "cuda.matmul.cublas");
+    // a staged in shared memory: rows (a power of 2) x K <= 32768.
+    for (const auto& [M, K, ok] :
+         {std::tuple{16, 2048, true}, std::tuple{16, 2049, false}, std::tuple{8, 4096, true},
+          std::tuple{5, 4097, false}, std::tuple{1, 32768, true}, std::tuple{1, 32769, false}}) {
+      INFO("M " << M << " K " << K);
+      const Tensor bk = Tensor::zeros({K, 64}, dt, kGpu);
+      CHECK((kernel_for(Tensor::zeros({M, K}, dt, kGpu), bk, Tensor::zeros({M, 64}, dt, kGpu)) ==
+             kRows) == ok);
+    }
+  }
+  const Tensor b = Tensor::zeros({64, 64}, DType::f64, kGpu);
+  CHECK(kernel_for(Tensor::zeros({1, 64}, DType::f64, kGpu), b,
+                   Tensor::zeros({1, 64}, DType::f64, kGpu)) == "cuda.matmul.cublas");
+}
+
+TEST_CASE("cuda gemv_rows vs an f64 sum: rows, sizes, bias, accumulate, layouts",
+          "[cuda][matmul][gemv_rows]") {
+  std::uint64_t seed = 12000;
+  // The decode shapes, N not a multiple of 4 or 8 (windows: the tail group
+  // reads element by element), K not a multiple of the rows in flight, one
+  // column, K = 1, and N large enough for each column-group count the
+  // launch picks (1, 2, 4 and 8 groups per block: 192 blocks or more).
+  const std::pair<std::int64_t, std::int64_t> kn[] = {
+      {512, 1536}, {512, 1408}, {1408, 512}, {33, 7}, {520, 45},  {37, 3077},
+      {3, 6150},   {2, 12291},  {64, 1},     {1, 40}, {4100, 24}, {96, 200}};
+  for (DType dt : {DType::f32, DType::bf16, DType::f16})
+    for (std::int64_t M : {1, 3, 8, 16})
+      for (const auto& [K, N] : kn)
+        for (int v = 0; v < 4; ++v) {                // bias and accumulate, each on and off
+          const std::int64_t rows = M == 3 ? 4 : M;  // the kernel's row count, a power of 2
+          if (rows * K > 32768) continue;            // a too large to stage: cuBLAS
+          const BLay bl = N % 8 == 0 ? BLay::contiguous : BLay::window;
+          check_case(dt, M, K, N, Layout::contiguous, bl, (v & 1) != 0, (v & 2) != 0, false,
+                     seed += 4);
+        }
+  // Every row count, a in each layout, b as windows and flipped, out
+  // column-major.
+  const Layout a_lays[] = {Layout::contiguous, Layout::transposed, Layout::sliced,
+                           Layout::neg_rows,   Layout::neg_cols,   Layout::inner_step};
+  for (DType dt : {DType::f32, DType::bf16, DType::f16})
+    for (std::int64_t M = 1; M <= 16; ++M) {
+      const Layout al = a_lays[static_cast<std::size_t>(M) % std::size(a_lays)];
+      check_case(dt, M, 96, 200, al, BLay::contiguous, true, true, M % 2 == 0, seed += 4);
+      check_case(dt, M, 72, 203, al, BLay::window_off, M % 3 == 0, true, false, seed += 4);
+      check_case(dt, M, 130, 64, al, BLay::neg_rows, true, M % 2 == 1, M % 3 == 1, seed += 4);
+      // Refused layouts still give the right result (cuBLAS or gemv).
+      if (M % 5 == 0) {
+        check_case(dt, M, 48, 40, al, BLay::unaligned, true, true, false, seed += 4);
+        check_case(dt, M, 48, 40, al, BLay::transposed, false, true, false, seed += 4);
+      }
+    }
+}
+
+TEST_CASE("cuda gemv_rows: inputs written by the kernels just before it, eager and in a graph",
+          "[cuda][matmul][gemv_rows][graph]") {
+  // a = a0 + d, b = b0 * s and y += a b, each op reading what the one before
+  // wrote, repeated with new d and s: a kernel that read a or b before its
+  // predecessor finished would see an earlier step's values.
+  const std::int64_t M = 2, K = 512, N = 1536;
+  const Tensor a0 = Tensor::randn({M, K}, 87).to(kGpu), b0 = Tensor::randn({K, N}, 88).to(kGpu);
+  const Tensor d = Tensor::zeros({1, K}, DType::f32, kGpu),
+               s = Tensor::zeros({1}, DType::f32, kGpu);
+  const Tensor a = Tensor::zeros({M, K}, DType::f32, kGpu);
+  const Tensor b = Tensor::zeros({K, N}, DType::f32, kGpu);
+  const Tensor y = Tensor::zeros({M, N}, DType::f32, kGpu);
+  CHECK(kernel_for(a, b, y) == kRows);
+  Stream st(kGpu);
+  MatmulOptions opt = on("cuda");
+  opt.stream = st.handle();
+  MatmulOptions acc = opt;
+  acc.accumulate = true;
+  auto step = [&] {
+    add_out(a, a0, d, opt);
+    mul_out(b, b0, s, opt);
+    matmul_out(y, a, b, acc);
+  };
+  auto expect = [&](const Tensor& y_before, float dv, float sv) {
+    const Tensor ha = add(a0.to(Device::cpu()), Tensor::full({1, K}, dv, DType::f32));
+    const Tensor hb = mul(b0.to(Device::cpu()), Tensor::full({1}, sv, DType::f32));
+    const Tensor want = add(y_before, matmul(ha, hb, on("reference")));
+    require_close(y.to(Device::cpu()), want, K);
+  };
+  st.synchronize();
+  for (int i = 0; i < 4; ++i) {  // eager
+    const Tensor before = y.to(Device::cpu());
+    fill_(d, 0.25 * i, opt);
+    fill_(s, 1.0 + i, opt);
+    step();
+    st.synchronize();
+    expect(before, 0.25f * float(i), 1.0f + float(i));
+  }
+  Graph g = Graph::capture(st, step);
+  for (int i = 0; i < 6; ++i) {  // replayed: d and s change between replays
+    const Tensor before = y.to(Device::cpu());
+    fill_(d, -0.5 * i, opt);
+    fill_(s, 0.5 - i, opt);
+    g.replay(st);
+    st.synchronize();
+    expect(before, -0.5f * float(i), 0.5f - float(i));
+  }
+}
