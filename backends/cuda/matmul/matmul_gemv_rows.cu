@@ -260,9 +260,11 @@ void launch(RowsParams p, cudaStream_t st) {
   const std::size_t smem =
       sizeof(float) * static_cast<std::size_t>(staged > partials ? staged : partials);
   auto* kernel = gemv_rows_kernel<T, MR>;
-  if (smem > 48 * 1024)  // past the default dynamic limit: opt in (long K only)
+  // Past the default dynamic limit (long K only): opt in to the most any
+  // call may use, so that concurrent calls never lower each other's limit.
+  if (smem > 48 * 1024)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(smem)));
+                                    static_cast<int>(sizeof(float) * kMaxStaged)));
   const dim3 grid(static_cast<unsigned>((groups + p.ct - 1) / p.ct)), block(kThreads);
   CUDA_CHECK(launch_kernel(kernel, grid, block, smem, st, p));
 }
