@@ -18,6 +18,8 @@
 // kernel.
 // a [M, K] (any strides) is read once per block into shared memory as f32,
 // zero rows up to the template row count, so the inner loop has no row test.
+// M > 8 runs either as one block of 16 rows or (f16/bf16 by default, see
+// split_rows) as two blocks of 8 rows per column range (grid.y).
 // Like matmul_gemv it is launched with launch_kernel (PDL by default) and
 // asks L2 for its slice of b before grid_dependency_wait(): b is only read,
 // and an L2 prefetch moves no data into registers or L1, so a b the
@@ -152,10 +154,14 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
   grid_dependency_wait();
   allow_dependents();
 
-  const T* a = static_cast<const T*>(p.a);
+  // This block's rows: [row0, row0 + rows) (blockIdx.y > 0 only when the
+  // launch splits M > 8 into blocks of 8 rows).
+  const std::int64_t row0 = std::int64_t(blockIdx.y) * MR;
+  const int rows = static_cast<int>(p.M - row0 < MR ? p.M - row0 : MR);
+  const T* a = static_cast<const T*>(p.a) + row0 * p.am;
   for (std::int64_t i = t; i < MR * K; i += kThreads) {
     const std::int64_t m = i / K, k = i - m * K;
-    smem[i] = m < p.M ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
+    smem[i] = m < rows ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
   }
   __syncthreads();
 
@@ -205,15 +211,15 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
       for (int j = 0; j < V; ++j) part[((warp * ct + lane) * MR + m) * V + j] = acc[m][j];
   }
   __syncthreads();
-  const int outs = ct * static_cast<int>(p.M) * V;  // (group, row, column) of this block
+  const int outs = ct * rows * V;  // (group, row, column) of this block
   for (int i = t; i < outs; i += kThreads) {
-    const int j = i % V, m = (i / V) % static_cast<int>(p.M), g = i / (V * static_cast<int>(p.M));
+    const int j = i % V, m = (i / V) % rows, g = i / (V * rows);
     const std::int64_t n = (std::int64_t(blockIdx.x) * ct + g) * V + j;
     if (n >= p.N) continue;
     float r = 0.0f;
     for (int w = 0; w < kWarps; ++w) r += part[((w * ct + g) * MR + m) * V + j];
     if (p.bias != nullptr) r += to_f(static_cast<const T*>(p.bias)[n * p.bs]);
-    T* o = static_cast<T*>(p.out) + m * p.om + n * p.on;
+    T* o = static_cast<T*>(p.out) + (row0 + m) * p.om + n * p.on;
     if (p.accumulate) r += to_f(*o);
     *o = from_f<T>(r);
   }
@@ -239,14 +245,27 @@ int forced_ct() {
   return ct;
 }
 
+// Whether M > 8 runs as blocks of 8 rows (grid.y = 2; b read twice, the
+// second time mostly from L2) instead of one 16-row block: 16 rows of f32
+// sums of 8 f16/bf16 columns take ~180 registers (1 block per SM), of 4 f32
+// columns ~120 (2 per SM). STRATA_GEMV_ROWS_SPLIT=0|1 forces it.
+bool split_rows(bool wide) {
+  static const int forced = [] {
+    const char* e = std::getenv("STRATA_GEMV_ROWS_SPLIT");
+    if (e == nullptr) return -1;
+    return std::strcmp(e, "0") == 0 ? 0 : std::strcmp(e, "1") == 0 ? 1 : -1;
+  }();
+  return forced >= 0 ? forced == 1 : !wide;
+}
+
 int rows_for(std::int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
 
 // The widest column group count (longest contiguous piece of a row per
 // warp) that still gives kTargetBlocks blocks; 1 when none does.
-int pick_ct(std::int64_t groups) {
+int pick_ct(std::int64_t groups, std::int64_t row_blocks) {
   if (const int f = forced_ct(); f != 0) return f;
   for (int ct = kMaxCt; ct > 1; ct /= 2)
-    if ((groups + ct - 1) / ct >= kTargetBlocks) return ct;
+    if ((groups + ct - 1) / ct * row_blocks >= kTargetBlocks) return ct;
   return 1;
 }
 
@@ -254,7 +273,8 @@ template <class T, int MR>
 void launch(RowsParams p, cudaStream_t st) {
   constexpr int V = Vec<T>::V;
   const std::int64_t groups = (p.N + V - 1) / V;
-  p.ct = pick_ct(groups);
+  const std::int64_t row_blocks = (p.M + MR - 1) / MR;
+  p.ct = pick_ct(groups, row_blocks);
   const std::int64_t staged = std::int64_t(MR) * p.K;
   const std::int64_t partials = std::int64_t(kWarps) * p.ct * MR * V;
   const std::size_t smem =
@@ -265,7 +285,9 @@ void launch(RowsParams p, cudaStream_t st) {
   if (smem > 48 * 1024)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(sizeof(float) * kMaxStaged)));
-  const dim3 grid(static_cast<unsigned>((groups + p.ct - 1) / p.ct)), block(kThreads);
+  const dim3 grid(static_cast<unsigned>((groups + p.ct - 1) / p.ct),
+                  static_cast<unsigned>(row_blocks)),
+      block(kThreads);
   CUDA_CHECK(launch_kernel(kernel, grid, block, smem, st, p));
 }
 
@@ -287,7 +309,8 @@ void run(const MatmulArgs& g) {
   p.bs = g.bias.data != nullptr ? g.bias.strides[0] : 0;
   p.accumulate = g.accumulate;
   const cudaStream_t st = static_cast<cudaStream_t>(g.stream);
-  switch (rows_for(p.M)) {
+  const int mr = p.M > 8 && split_rows(sizeof(T) == 4) ? 8 : rows_for(p.M);
+  switch (mr) {
     case 1:
       launch<T, 1>(p, st);
       break;
