@@ -16,10 +16,12 @@
 // generic strided copy still serves (transposed, strided or flipped
 // columns). d 104 and 112 with 16-byte rows take no copy at all.
 //
-// The hidden [flash_pad_ab] case runs [flash_pad] again under each switch
-// the lead A/Bs on the GPU (the variables are read once per process): the
-// pad pass off (8-byte pieces), P V over all 128 columns, the 8-byte-piece
-// configuration with the narrow P V, and every call's keys split in 5.
+// The pad pass runs by default only from 2^30 scores on (flash_mma_launch.cu),
+// so these small cases take it only in the hidden [flash_pad_ab] case's first
+// child (STRATA_FLASH_PAD=1). The hidden [flash_pad_ab] case runs [flash_pad] again under each
+// switch the lead A/Bs on the GPU (the variables are read once per process): the pad pass off
+// (8-byte pieces), P V over all 128 columns, the 8-byte-piece configuration with the narrow P V,
+// and every call's keys split in 5.
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -240,8 +242,9 @@ TEST_CASE("cuda flash pad: grids that fill the GPU", "[cuda][attention][flash_pa
   }
 }
 
-// [flash_pad] under each switch, one child process each: the pad pass off
-// (d 100 back on the 8-byte-piece ".p8.k112"); the pad pass with P V over
+// [flash_pad] under each switch, one child process each: the pad pass on
+// for every call (by default it takes calls of 2^30 scores and more, larger
+// than these cases); off (d 100 on the 8-byte-piece ".p8.k112"); on with P V over
 // all 128 columns (".k112" forced); the narrow P V reading 8-byte pieces
 // (".p8.k112.v104" forced: a forced piece reader keeps 8-byte rows); and
 // the keys of every call split in 5 (calls with fewer key tiles leave
@@ -252,10 +255,11 @@ TEST_CASE("cuda flash pad: the suite under each switch", "[.][flash_pad_ab]") {
     return;  // a child run: nothing to spawn
 #if defined(STRATA_CUDA_WGMMA)
   const std::vector<std::string> envs = {
+      "STRATA_FLASH_PAD=1",
       "STRATA_FLASH_PAD=0",
-      "STRATA_FLASH_VARIANT=wg.d128.128x128.ov.k112",
+      "STRATA_FLASH_PAD=1 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.k112",
       "STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112.v104",
-      "STRATA_FLASH_SPLITS=5",
+      "STRATA_FLASH_PAD=1 STRATA_FLASH_SPLITS=5",
       "STRATA_FLASH_SPLITS=5 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112.v104",
   };
   // This binary's path (std::system's shell would see its own /proc/self).

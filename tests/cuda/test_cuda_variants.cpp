@@ -1,11 +1,11 @@
-// The 16-bit candidates of sessions 11 and 12 (docs/ops.md): the row kernels'
+// The 16-bit forms of sessions 11 and 12 (docs/ops.md): the row kernels'
 // STRATA_ROWS_VARIANT forms (backends/cuda/rows/rows_variant.hpp) and the
-// 16-bit tiled elementwise kernel of STRATA_EW_VARIANT=tiled16
-// (backends/cuda/elementwise/ew_tiled16.cuh), each against the reference
-// backend. The [variant_cases] run in whatever variant the process has (base
-// by default); the hidden [cuda_variants] case runs this binary once per
-// variant with the variable set (it is read once per process), through
-// these cases and the [rows16], [rows] and [elementwise] suites:
+// 16-bit tiled elementwise kernel (backends/cuda/elementwise/ew_tiled16.cuh,
+// the default; STRATA_EW_VARIANT=base turns it off), each against the
+// reference backend. The [variant_cases] run in whatever variant the process
+// has (tuned rows and tiled16 by default); the hidden [cuda_variants] case runs this binary once
+// per variant with the variable set (it is read once per process), through these cases and the
+// [rows16], [rows] and [elementwise] suites:
 //   strata_cuda_tests "[cuda_variants]"
 #include <cmath>
 #include <cstdint>
@@ -78,8 +78,8 @@ void check_rows(const Tensor& xf64, DType dt) {
 TEST_CASE("cuda variants: the process runs the variants its environment names",
           "[cuda][variant_cases]") {
   const std::string rows = env("STRATA_ROWS_VARIANT");
-  CHECK(std::string(cuda::rows_variant_for_test()) == (rows.empty() ? "base" : rows));
-  CHECK(cuda::ew_variant_tiled16() == (env("STRATA_EW_VARIANT") == "tiled16"));
+  CHECK(std::string(cuda::rows_variant_for_test()) == (rows.empty() ? "tuned" : rows));
+  CHECK(cuda::ew_variant_tiled16() == (env("STRATA_EW_VARIANT") != "base"));
 }
 
 TEST_CASE("cuda variants: 16-bit rows around the warp geometry's lengths",
@@ -188,9 +188,9 @@ TEST_CASE("cuda variants: each candidate through the suites", "[.][cuda_variants
     return;  // a child run: nothing to spawn
   const std::string spec = "[variant_cases],[rows16],[rows],[elementwise]~[large]";
   const std::vector<std::string> runs = {
-      "STRATA_ROWS_VARIANT=base",  "STRATA_ROWS_VARIANT=one",   "STRATA_ROWS_VARIANT=flat",
-      "STRATA_ROWS_VARIANT=warp",  "STRATA_ROWS_VARIANT=fused", "STRATA_ROWS_VARIANT=fusedw",
-      "STRATA_EW_VARIANT=tiled16",
+      "STRATA_ROWS_VARIANT=base", "STRATA_ROWS_VARIANT=one",   "STRATA_ROWS_VARIANT=flat",
+      "STRATA_ROWS_VARIANT=warp", "STRATA_ROWS_VARIANT=fused", "STRATA_ROWS_VARIANT=fusedw",
+      "STRATA_EW_VARIANT=base",
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

@@ -67,16 +67,21 @@ const std::vector<FlashVariant>& wgmma_table(DType dt, std::int64_t dv) {
 
 // The pad pass (flash_pad.hpp): q, k or v whose rows are not 16-byte
 // chunks are copied with rows padded to a multiple of 8 and run on the
-// 16-byte-row configurations, rather than on those reading 8-byte pieces
-// (d 100: the pieces cost ~19%, the copy ~5%; docs/cuda-tuning.md).
-// STRATA_FLASH_PAD=0 turns it off (A/B runs): 8-byte pieces where every
-// operand allows them, the generic strided copy otherwise, as before.
-bool pad_pass_on() {
-  static const bool on = [] {
+// 16-byte-row configurations, rather than on those reading 8-byte pieces.
+// It pays where the copy is small against the attention: run s12r3 (H200,
+// docs/cuda-tuning.md), bf16 d 100, pad against pieces: B1 H32 8192 2.88
+// against 2.99 ms, one head of 4096 0.043 against 0.039 ms. So it runs from
+// 2^30 scores (batch x heads x M x N) on. STRATA_FLASH_PAD=0 turns it off,
+// =1 on for every call (tests, A/B runs).
+bool pad_pass_on(const AttentionArgs& a) {
+  static const int forced = [] {
     const char* e = std::getenv("STRATA_FLASH_PAD");
-    return !(e != nullptr && std::string(e) == "0");
+    if (e == nullptr || *e == 0) return -1;
+    return std::string(e) == "0" ? 0 : 1;
   }();
-  return on;
+  if (forced >= 0) return forced == 1;
+  constexpr double kMinScores = double(std::int64_t(1) << 30);
+  return double(a.batch_count()) * double(a.Hq) * double(a.M) * double(a.N) >= kMinScores;
 }
 
 std::int64_t query_tiles(const FlashVariant& v, const AttentionArgs& a) {
@@ -128,7 +133,7 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
   }
   // A configuration that reads 8-byte pieces itself (a forced one) keeps the
   // call; otherwise the pad pass copies the rows, if on.
-  const bool by_pieces_ok = any_need && all_pieces && (found->pieces8 || !pad_pass_on());
+  const bool by_pieces_ok = any_need && all_pieces && (found->pieces8 || !pad_pass_on(a));
   const FlashVariant* by_pieces =
       by_pieces_ok ? (found->pieces8 ? found : pick(table, D, a.d, true)) : nullptr;
   const bool use_pieces = by_pieces != nullptr;
@@ -167,7 +172,7 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
     const std::int64_t cols = ops[i]->shape[ops[i]->rank - 1];
     const std::int64_t row = (cols + 7) / 8 * 8;
     packs[i] = plan_pack(*ops[i], 2, row);
-    padded[i] = pad_pass_on() && plan_pad(packs[i].src, row, pads[i]);
+    padded[i] = pad_pass_on(a) && plan_pad(packs[i].src, row, pads[i]);
     total += packs[i].bytes;
   }
   Scratch scratch(total, st);

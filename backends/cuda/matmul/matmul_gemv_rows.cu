@@ -258,6 +258,24 @@ bool split_rows(bool wide) {
   return forced >= 0 ? forced == 1 : !wide;
 }
 
+// The most rows a call may have to come here: 1 unless
+// STRATA_GEMV_ROWS_MAX_M=<2..16> says more (tuning runs, the hidden
+// [gemv_rows_all] test). Run s12r3 (H200, docs/ops.md): 1x512x1536 took 4.9
+// us per call here against 8.6 for cublasGemmEx called directly, but
+// 16x512x1408 took 41 us against 8.7, and 2-15 rows were not timed.
+int max_rows() {
+  static const int m = [] {
+    const char* e = std::getenv("STRATA_GEMV_ROWS_MAX_M");
+    if (e == nullptr || *e == '\0') return 1;
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    check(*end == '\0' && v >= 1 && v <= kMaxRows, "matmul", "STRATA_GEMV_ROWS_MAX_M is '", e,
+          "'; expected 1 to ", kMaxRows);
+    return int(v);
+  }();
+  return m;
+}
+
 int rows_for(std::int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
 
 // The widest column group count (longest contiguous piece of a row per
@@ -335,7 +353,7 @@ std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
   if (disabled()) return "STRATA_CUDA_GEMV=0";
   if (g.out.dtype == DType::f64) return "f64 goes to cuBLAS";
   if (g.batch_rank != 0) return "batched";
-  if (g.M < 1 || g.M > kMaxRows) return "more than 16 rows";
+  if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_ROWS_MAX_M (default 1)";
   if (g.K < 1) return "K = 0";
   if (rows_for(g.M) * g.K > kMaxStaged) return "a too large to stage (rows x K > 32768)";
   if (g.N > 1 && g.b.strides[1] != 1) return "b's rows not unit-stride";
@@ -344,6 +362,10 @@ std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
     return "b's rows not 16-byte aligned";
   return "";
 }
+
+// Testing hook (tests/cuda/test_cuda_gemv_rows.cpp declares it): the most
+// rows a call may have to take this kernel in this process.
+int gemv_rows_max_rows_for_test() { return max_rows(); }
 
 void matmul_gemv_rows(const MatmulArgs& g) {
   switch (g.out.dtype) {

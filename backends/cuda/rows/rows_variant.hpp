@@ -2,7 +2,9 @@
 // Candidate forms of the 16-bit contiguous row kernels (rows_fast.cuh), for
 // a GPU A/B in one build: STRATA_ROWS_VARIANT=<name>, read once per process.
 // f32, f64 and every layout the fast path does not take ignore it.
-//   base  the default: layer_norm's rows staged through shared memory
+//   tuned the default (run s12r3, docs/ops.md): layer_norm as base,
+//         rms_norm, softmax and log_softmax as fused.
+//   base  the default before run s12r3: layer_norm's rows staged through shared memory
 //         (two reductions: mean, then squared deviations), softmax's max and
 //         sum in two reductions with expf, rms_norm one reduction.
 //   one   base's geometry, each op's statistics in one reduction: layer_norm
@@ -26,7 +28,7 @@
 //          during the reduction (85-register cap); softmax as fused.
 namespace strata::cuda {
 
-enum class RowsVariant { base, one, flat, warp, fused, fusedw };
+enum class RowsVariant { tuned, base, one, flat, warp, fused, fusedw };
 
 // The process's variant; an unknown name is a strata::Error naming it.
 RowsVariant rows_variant();
