@@ -37,6 +37,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/launch_mode.cuh"
+#include "cuda/matmul/gemv_common.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
 
@@ -92,26 +93,9 @@ struct Lanes<__nv_bfloat16> : HalfLanes<__nv_bfloat162, bf2_to_f2> {};
 template <>
 struct Lanes<__half> : HalfLanes<__half2, h2_to_f2> {};
 
-template <class T>
-__device__ __forceinline__ float to_f(T x) {
-  return static_cast<float>(x);
-}
-template <class T>
-__device__ __forceinline__ T from_f(float x) {
-  return static_cast<T>(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <>
-__device__ __forceinline__ __half from_f<__half>(float x) {
-  return __float2half_rn(x);
-}
-
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
+using gemv::from_f;
+using gemv::prefetch_l2;
+using gemv::to_f;
 
 // Column n of out: lanes split W's row n along K in 16-byte pieces (VEC) or
 // single elements, each multiplying into all MR rows of a.
@@ -192,13 +176,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const GemvParams p) {
   for (std::int64_t n = first; n < p.N; n += stride) column<T, MR, VEC>(p, n, lane);
 }
 
-bool disabled() {
-  static const bool off = [] {
-    const char* e = std::getenv("STRATA_CUDA_GEMV");
-    return e != nullptr && std::strcmp(e, "0") == 0;
-  }();
-  return off;
-}
+using gemv::disabled;
 
 template <class T, int MR>
 void launch(const GemvParams& p, bool vec, cudaStream_t st) {

@@ -39,6 +39,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/launch_mode.cuh"
+#include "cuda/matmul/gemv_common.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
 
@@ -81,26 +82,9 @@ struct Vec<__nv_bfloat16> {
   static constexpr int V = 8;
 };
 
-template <class T>
-__device__ __forceinline__ float to_f(T x) {
-  return static_cast<float>(x);
-}
-template <class T>
-__device__ __forceinline__ T from_f(float x) {
-  return static_cast<T>(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
-template <>
-__device__ __forceinline__ __half from_f<__half>(float x) {
-  return __float2half_rn(x);
-}
-
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
+using gemv::from_f;
+using gemv::prefetch_l2;
+using gemv::to_f;
 
 // The V columns [n0, n0 + V) of b's row at `row`, widened; columns at or
 // past N (the last group of an N that is not a multiple of V) read as 0
@@ -225,13 +209,7 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
   }
 }
 
-bool disabled() {
-  static const bool off = [] {
-    const char* e = std::getenv("STRATA_CUDA_GEMV");
-    return e != nullptr && std::strcmp(e, "0") == 0;
-  }();
-  return off;
-}
+using gemv::disabled;
 
 // STRATA_GEMV_ROWS_CT: 1, 2, 4 or 8 forces the column groups per block; 0
 // (unset or anything else) picks them per call.
