@@ -44,6 +44,18 @@ inline std::vector<CaseStep> bcast_masks_and_bands() {
           }};
 }
 
+// bcast_masks_and_bands, then a float [M, N] mask with fully masked rows
+// and no window: the tensor-core suites' steps.
+inline std::vector<CaseStep> masks_bands_and_masked_rows() {
+  std::vector<CaseStep> steps = bcast_masks_and_bands();
+  steps.push_back([](strata::harness::AttentionCase& c) {
+    c.mask = strata::harness::MaskKind::float_full;
+    c.window.reset();
+    c.masked_rows = true;
+  });
+  return steps;
+}
+
 // Runs run(case) for every case of s; seed is advanced once per run.
 // Shape: cases [2, 4, M, d] x [2, Hkv, N, d] for each layout and (d, M).
 template <class Run>

@@ -107,12 +107,7 @@ TEST_CASE("cuda flash pad: every layout, GQA, masks and bands",
           "[cuda][attention][flash_pad][layout]") {
   std::uint64_t seed = 22000;
   for (DType dt : {DType::bf16, DType::f16}) {
-    std::vector<strata_test::CaseStep> steps = strata_test::bcast_masks_and_bands();
-    steps.push_back([](AttentionCase& c) {
-      c.mask = MaskKind::float_full;
-      c.window.reset();
-      c.masked_rows = true;
-    });
+    const std::vector<strata_test::CaseStep> steps = strata_test::masks_bands_and_masked_rows();
     strata_test::sweep_layouts({.dtype = dt,
                                 .Hkv = 2,
                                 .N = 150,
