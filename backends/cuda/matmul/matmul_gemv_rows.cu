@@ -12,8 +12,10 @@
 // sectors for CT >= 2. CT is picked per call so that the grid has >= ~1.5
 // blocks per SM (every SM streams b: at 1x512x1536 the 3 MB of b must all be
 // in flight at once to read at HBM rate); STRATA_GEMV_ROWS_CT=1|2|4|8 forces
-// it (A/B runs). Each thread sums its rows in order, lanes of one column
-// group reduce with shuffles, warps through shared memory in warp order:
+// it (A/B runs); M > 1 aims for fewer, fuller blocks (kTargetBlocksRows).
+// Each thread sums its rows in order, lanes of one column group reduce with
+// shuffles (M > 1: a halving reduce-scatter, fold_scatter), warps through
+// shared memory in warp order:
 // one fixed order, so results are deterministic, no atomics and no second
 // kernel.
 // a [M, K] (any strides) is read once per block into shared memory as f32,
@@ -53,6 +55,11 @@ constexpr int kMaxCt = 8;
 // a staged as f32: rows rounded up to the template count times K, <= 128 KB.
 constexpr std::int64_t kMaxStaged = std::int64_t(1) << 15;
 constexpr int kTargetBlocks = 192;  // ~1.5 per SM of an H200 (132 SMs)
+// With more than one row a block's fixed work (staging MR x K of a, folding
+// MR x V sums) no longer pays for itself at 2 rows of b per thread: aim for
+// one block per SM instead, all resident in one wave (2 per SM fit by
+// registers) so that every block's L2 prefetch of b is issued at the start.
+constexpr int kTargetBlocksRows = 128;
 
 struct RowsParams {
   const void* a;
@@ -105,6 +112,49 @@ __device__ __forceinline__ uint4 load_row(const T* row, bool full, int valid) {
   return raw;
 }
 
+// Where a lane's share of the R sums ended up after fold_scatter: sums
+// [off, off + n) of its column group, written out only by owners (several
+// lanes hold the same sum once R is smaller than the lanes folded).
+struct Folded {
+  int off, n;
+  bool owner;
+};
+
+// Sums r[R] over the lanes of one column group (lanes whose lane % ct is
+// equal) by recursive halving: at each of the 5 - log2(ct) steps a lane
+// sends half of its live sums to its partner and adds the other half, so a
+// warp issues R/2 + R/4 + ... shuffles where a butterfly of every sum issues
+// R x (5 - log2 ct): 62 against 320 for 16 rows of 4 f32 columns at ct = 1.
+// The sum order is fixed by the lane bits, so results stay deterministic.
+template <int R>
+__device__ __forceinline__ Folded fold_scatter(float (&r)[R], int lane, int ct) {
+  Folded f{0, R, true};
+#pragma unroll
+  for (int l = 0; l < 5; ++l) {
+    const int sh = 16 >> l;
+    if (sh < ct) continue;  // warp-uniform: ct is one value per launch
+    const bool hi = (lane & sh) != 0;
+    const int n = R >> l;  // live sums before this step (a constant once unrolled)
+    if (n >= 2) {
+      const int h = n / 2;
+#pragma unroll
+      for (int i = 0; i < R / 2; ++i) {
+        if (i < h) {
+          const float send = hi ? r[i] : r[i + h];
+          const float keep = hi ? r[i + h] : r[i];
+          r[i] = keep + __shfl_xor_sync(0xffffffffu, send, sh);
+        }
+      }
+      f.off += hi ? h : 0;
+      f.n = h;
+    } else {
+      r[0] += __shfl_xor_sync(0xffffffffu, r[0], sh);
+      f.owner = f.owner && !hi;
+    }
+  }
+  return f;
+}
+
 template <class T, int MR>
 __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p) {
   constexpr int V = Vec<T>::V;
@@ -143,9 +193,22 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
   const std::int64_t row0 = std::int64_t(blockIdx.y) * MR;
   const int rows = static_cast<int>(p.M - row0 < MR ? p.M - row0 : MR);
   const T* a = static_cast<const T*>(p.a) + row0 * p.am;
-  for (std::int64_t i = t; i < MR * K; i += kThreads) {
-    const std::int64_t m = i / K, k = i - m * K;
-    smem[i] = m < rows ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
+  if constexpr (MR == 1) {
+    for (std::int64_t i = t; i < MR * K; i += kThreads) {
+      const std::int64_t m = i / K, k = i - m * K;
+      smem[i] = m < rows ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
+    }
+  } else {
+    // Rows unrolled, no division: the MR loads of one k are in flight at
+    // once (a 64-bit i / K per element and a load-store chain made 16 rows
+    // of K = 512 thirty-two L2 round trips per thread; docs/ops.md).
+    for (std::int64_t k = t; k < K; k += kThreads) {
+      float v[MR];
+#pragma unroll
+      for (int m = 0; m < MR; ++m) v[m] = m < rows ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
+#pragma unroll
+      for (int m = 0; m < MR; ++m) smem[m * K + k] = v[m];
+    }
   }
   __syncthreads();
 
@@ -179,20 +242,32 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
     }
   }
 
-  // Lanes of one column group (lane % ct equal) hold different rows: fold them.
-#pragma unroll
-  for (int m = 0; m < MR; ++m)
-#pragma unroll
-    for (int j = 0; j < V; ++j)
-      for (int sh = 16; sh >= ct; sh >>= 1)
-        acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], sh);
-  __syncthreads();     // every warp is done reading a: its space takes the partials
-  float* part = smem;  // [warp][group][MR][V]
-  if (lane < ct) {
+  float* part = smem;  // [warp][group][MR][V], once a is no longer read
+  if constexpr (MR == 1) {
+    // Lanes of one column group (lane % ct equal) hold different rows: fold them.
 #pragma unroll
     for (int m = 0; m < MR; ++m)
 #pragma unroll
-      for (int j = 0; j < V; ++j) part[((warp * ct + lane) * MR + m) * V + j] = acc[m][j];
+      for (int j = 0; j < V; ++j)
+        for (int sh = 16; sh >= ct; sh >>= 1)
+          acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], sh);
+    __syncthreads();  // every warp is done reading a: its space takes the partials
+    if (lane < ct) {
+#pragma unroll
+      for (int m = 0; m < MR; ++m)
+#pragma unroll
+        for (int j = 0; j < V; ++j) part[((warp * ct + lane) * MR + m) * V + j] = acc[m][j];
+    }
+  } else {
+    const Folded f = fold_scatter<MR * V>(reinterpret_cast<float(&)[MR * V]>(acc), lane, ct);
+    __syncthreads();  // every warp is done reading a: its space takes the partials
+    const float* r = &acc[0][0];
+    float* mine = part + (warp * ct + c) * MR * V + f.off;
+    if (f.owner) {
+#pragma unroll
+      for (int i = 0; i < MR * V; ++i)
+        if (i < f.n) mine[i] = r[i];
+    }
   }
   __syncthreads();
   const int outs = ct * rows * V;  // (group, row, column) of this block
@@ -257,11 +332,11 @@ int max_rows() {
 int rows_for(std::int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
 
 // The widest column group count (longest contiguous piece of a row per
-// warp) that still gives kTargetBlocks blocks; 1 when none does.
-int pick_ct(std::int64_t groups, std::int64_t row_blocks) {
+// warp) that still gives `target` blocks; 1 when none does.
+int pick_ct(std::int64_t groups, std::int64_t row_blocks, int target) {
   if (const int f = forced_ct(); f != 0) return f;
   for (int ct = kMaxCt; ct > 1; ct /= 2)
-    if ((groups + ct - 1) / ct * row_blocks >= kTargetBlocks) return ct;
+    if ((groups + ct - 1) / ct * row_blocks >= target) return ct;
   return 1;
 }
 
@@ -270,7 +345,7 @@ void launch(RowsParams p, cudaStream_t st) {
   constexpr int V = Vec<T>::V;
   const std::int64_t groups = (p.N + V - 1) / V;
   const std::int64_t row_blocks = (p.M + MR - 1) / MR;
-  p.ct = pick_ct(groups, row_blocks);
+  p.ct = pick_ct(groups, row_blocks, MR == 1 ? kTargetBlocks : kTargetBlocksRows);
   const std::int64_t staged = std::int64_t(MR) * p.K;
   const std::int64_t partials = std::int64_t(kWarps) * p.ct * MR * V;
   const std::size_t smem =
