@@ -66,7 +66,7 @@ void check(const Case& c, std::uint64_t seed) {
   const Tensor ho = Tensor::randn({c.M, c.N}, seed + 3, c.dt);
   const Tensor a = make_view(ha, c.al, kGpu), b = place_b(hb, c.bhow, c.bl);
   const Tensor out = make_view(ho, c.ol, kGpu);
-  const Tensor want = ho.contiguous();  // the reference adds into a copy of the same values
+  const Tensor want = ho.clone();  // the reference adds into a copy of the same values
   MatmulOptions g = on("cuda"), r = on("reference");
   g.accumulate = r.accumulate = c.acc;
   if (c.bias) {
@@ -147,7 +147,7 @@ TEST_CASE("cuda matmul 16-bit rounding: layouts, strided bias, batches, K = 0",
       const Tensor ho = Tensor::randn({M, N}, seed + 3, dt);
       for (bool acc : {false, true}) {
         const Tensor out = make_view(ho, Layout::transposed, kGpu);
-        const Tensor want = ho.contiguous();
+        const Tensor want = ho.clone();
         MatmulOptions g = on("cuda"), r = on("reference");
         g.accumulate = r.accumulate = acc;
         linear_out(out, ha.to(kGpu), hw.to(kGpu), hbias.to(kGpu), g);
@@ -170,7 +170,7 @@ TEST_CASE("cuda matmul 16-bit rounding: layouts, strided bias, batches, K = 0",
           al == Layout::sliced ? hbig.to(kGpu).slice(1, 1, 4) : make_view(ha, al, kGpu);
       const Tensor hxv = al == Layout::bcast_batch ? x.to(Device::cpu()).contiguous() : hx;
       const Tensor out = make_view(ho, Layout::contiguous, kGpu);
-      const Tensor want = ho.contiguous();
+      const Tensor want = ho.clone();
       MatmulOptions g = on("cuda"), r = on("reference");
       g.accumulate = r.accumulate = true;
       matmul_out(out, x, make_view(hb, Layout::transposed, kGpu), g);
@@ -186,7 +186,7 @@ TEST_CASE("cuda matmul 16-bit rounding: layouts, strided bias, batches, K = 0",
       const Tensor hbias = Tensor::randn({N}, seed + 2, dt);
       const Tensor ho = Tensor::randn({3, M, N}, seed + 3, dt);
       const Tensor out = make_view(ho, Layout::sliced, kGpu);
-      const Tensor want = ho.contiguous();
+      const Tensor want = ho.clone();
       MatmulOptions g = on("cuda"), r = on("reference");
       g.accumulate = r.accumulate = true;
       linear_out(out, make_view(hx, Layout::transposed, kGpu), hw.to(kGpu), hbias.to(kGpu), g);
@@ -200,7 +200,7 @@ TEST_CASE("cuda matmul 16-bit rounding: layouts, strided bias, batches, K = 0",
       const Tensor hbias = Tensor::randn({24}, seed += 4, dt);
       const Tensor ho = Tensor::randn({12, 24}, seed + 1, dt);
       const Tensor out = make_view(ho, Layout::transposed, kGpu);
-      const Tensor want = ho.contiguous();
+      const Tensor want = ho.clone();
       MatmulOptions g = on("cuda"), r = on("reference");
       g.accumulate = r.accumulate = true;
       linear_out(out, Tensor::zeros({12, 0}, dt, kGpu), Tensor::zeros({24, 0}, dt, kGpu),
