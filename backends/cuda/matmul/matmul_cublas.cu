@@ -23,33 +23,21 @@
 // (its FP32 emulation, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, is BF16x9 and
 // for Blackwell), so high runs as highest.
 //
-// f16/bf16 with a bias or accumulate (out = round(a b + bias + out)): the
-// GEMM writes a b in f32 (CUDA_R_32F C, COMPUTE_32F, beta = 0) to a
-// contiguous temporary, and one pass (matmul_round16.cu) adds the bias and
-// out's old values in f64 and rounds once to out's type, through out's and
-// the bias's own strides (no copies of either). Why: every way of letting
-// cuBLAS add them rounded more than once. Filling out with the bias and
-// beta = 1 rounds the bias (and out) then the product; the K = 1 ones x bias
-// GEMM rounds bias + out, then the product GEMM rounds again, and an out
-// through a temporary added nothing but a copy; cuBLASLt's bias epilogue
-// with beta = 1 on a 16-bit D did not round once either (run s12r4, H200:
-// 1-1757 elements per case beyond two roundings, a bias-only case beyond
-// one; docs/ops.md). The cost: the f32 temporary (4 bytes per element of
-// out) and one elementwise launch.
+// linear's bias: cuBLASLt with CUBLASLT_EPILOGUE_BIAS when out is row-major
+// (the bias runs along the rows of out^T), the bias is contiguous, the batch
+// is uniform and the dtype is not f64; otherwise out is filled with the bias
+// broadcast (the strided copy) and the GEMM accumulates (beta = 1). f16 and
+// bf16 always take the epilogue (copying what must be copied for it):
+// beta = 1 rounds the product to the output type before the bias is added.
 //
-// f32 bias: cuBLASLt with CUBLASLT_EPILOGUE_BIAS when out is row-major (the
-// bias runs along the rows of out^T), the bias is contiguous and the batch
-// is uniform; otherwise out is filled with the bias broadcast (the strided
-// copy) and the GEMM accumulates (beta = 1). f64: always the fill.
-//
-// MatmulArgs::accumulate (out += a b + bias) in f32/f64: beta = 1 with
-// C = D = out; an out that goes through a temporary is copied into it
-// first. The bias then: cuBLASLt's epilogue with beta = 1 (D = a b + C +
-// bias) where it applies (above); elsewhere it cannot be filled into out,
-// so out += ones [M, 1] bias [1, N] runs first as a K = 1 GEMM (beta = 1,
-// f32 highest: exact products) and the product is added after it with
-// beta = 1. K = 0 with a bias is that K = 1 GEMM alone (f16/bf16: the
-// rounding pass alone).
+// MatmulArgs::accumulate (out += a b + bias): beta = 1 with C = D = out
+// (cuBLAS and cuBLASLt read C in the compute type, so f16/bf16 add out's
+// values in f32 and round once); an out that goes through a temporary is
+// copied into it first. The bias then: cuBLASLt's epilogue with beta = 1
+// (D = a b + C + bias) where it applies (above); elsewhere it cannot be
+// filled into out, so out += ones [M, 1] bias [1, N] runs first as a K = 1
+// GEMM (beta = 1, f32 highest: exact products) and the product is added
+// after it with beta = 1. K = 0 with a bias is that K = 1 GEMM alone.
 //
 // Handles: one cuBLAS and one cuBLASLt handle per device and thread, made
 // on first use and kept; set to the call's stream (and its workspace) only
@@ -73,7 +61,6 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/matmul/matmul_cuda.hpp"
-#include "cuda/matmul/matmul_round16.cuh"
 #include "cuda/strided_copy.hpp"
 #include "strata/dtype.hpp"
 #include "strata/error.hpp"
@@ -263,7 +250,7 @@ struct PtrParams {
   Index shape[kMaxDims];
   Index strides[3][kMaxDims];  // elements
   char* base[3];
-  int isz[3];  // bytes per element of x, y, c
+  int isz;
 };
 
 __global__ void fill_pointers(PtrParams p, void** out) {
@@ -275,7 +262,7 @@ __global__ void fill_pointers(PtrParams p, void** out) {
     rest /= p.shape[d];
     for (int j = 0; j < 3; ++j) off[j] += idx * p.strides[j][d];
   }
-  for (int j = 0; j < 3; ++j) out[j * p.count + i] = p.base[j] + off[j] * p.isz[j];
+  for (int j = 0; j < 3; ++j) out[j * p.count + i] = p.base[j] + off[j] * p.isz;
 }
 
 cudaDataType_t cuda_type(DType dt) {
@@ -389,11 +376,9 @@ bool lt_bias_gemm(const Handles& h, cudaStream_t st, void* ws, const Gemm& g, DT
   return true;
 }
 
-// c = x y (+ c when accumulate); x and y of dtype dt, c of dtype cdt (dt,
-// or f32 for f16/bf16 inputs: the product before its one rounding).
 void blas_gemm(const Handles& h, cudaStream_t st, Scratch& scratch, const Gemm& g, DType dt,
-               DType cdt, cublasComputeType_t ct, bool accumulate) {
-  const cudaDataType_t t = cuda_type(dt), tc = cuda_type(cdt);
+               cublasComputeType_t ct, bool accumulate) {
+  const cudaDataType_t t = cuda_type(dt);
   const bool f64 = dt == DType::f64;
   Scalars s{{1.0, accumulate ? 1.0 : 0.0}, {1.0f, accumulate ? 1.0f : 0.0f}};
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
@@ -401,12 +386,12 @@ void blas_gemm(const Handles& h, cudaStream_t st, Scratch& scratch, const Gemm& 
   const int ldc = static_cast<int>(as_blas(g.c).ld);
   if (g.uniform && g.count == 1) {
     CUBLAS_CHECK(cublasGemmEx(h.blas, g.ox.op, g.oy.op, m, n, k, s.alpha(f64), g.x.ptr, t, ldx,
-                              g.y.ptr, t, ldy, s.beta(f64), g.c.ptr, tc, ldc, ct,
+                              g.y.ptr, t, ldy, s.beta(f64), g.c.ptr, t, ldc, ct,
                               CUBLAS_GEMM_DEFAULT));
   } else if (g.uniform) {
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(h.blas, g.ox.op, g.oy.op, m, n, k, s.alpha(f64),
                                             g.x.ptr, t, ldx, g.sx, g.y.ptr, t, ldy, g.sy,
-                                            s.beta(f64), g.c.ptr, tc, ldc, g.sc,
+                                            s.beta(f64), g.c.ptr, t, ldc, g.sc,
                                             static_cast<int>(g.count), ct, CUBLAS_GEMM_DEFAULT));
   } else {
     PtrParams p{};
@@ -419,8 +404,7 @@ void blas_gemm(const Handles& h, cudaStream_t st, Scratch& scratch, const Gemm& 
     p.base[0] = g.x.ptr;
     p.base[1] = g.y.ptr;
     p.base[2] = g.c.ptr;
-    p.isz[0] = p.isz[1] = static_cast<int>(itemsize(dt));
-    p.isz[2] = static_cast<int>(itemsize(cdt));
+    p.isz = static_cast<int>(itemsize(dt));
     void** ptrs = static_cast<void**>(scratch.get(sizeof(void*) * 3 * g.count));
     const int threads = 256;
     fill_pointers<<<static_cast<unsigned>((g.count + threads - 1) / threads), threads, 0, st>>>(
@@ -429,7 +413,7 @@ void blas_gemm(const Handles& h, cudaStream_t st, Scratch& scratch, const Gemm& 
     CUBLAS_CHECK(cublasGemmBatchedEx(
         h.blas, g.ox.op, g.oy.op, m, n, k, s.alpha(f64), const_cast<const void* const*>(ptrs), t,
         ldx, const_cast<const void* const*>(ptrs + g.count), t, ldy, s.beta(f64),
-        ptrs + 2 * g.count, tc, ldc, static_cast<int>(g.count), ct, CUBLAS_GEMM_DEFAULT));
+        ptrs + 2 * g.count, t, ldc, static_cast<int>(g.count), ct, CUBLAS_GEMM_DEFAULT));
   }
 }
 
@@ -469,6 +453,26 @@ Operand bias_broadcast(const Operand& bias, const Operand& dst) {
   return s;
 }
 
+// True when the batch dims of a, b and out merge into at most one dim with
+// non-negative strides (out's positive): one strided-batched call.
+bool batch_uniform(const MatmulArgs& args, const Operand& a, const Operand& b, const Operand& o) {
+  Index size = 0, s[3] = {0, 0, 0};
+  int nd = 0;
+  for (int d = 0; d < args.batch_rank; ++d) {
+    const Index n = args.batch_shape[d];
+    if (n == 1) continue;
+    const Index cur[3] = {a.strides[d], b.strides[d], o.strides[d]};
+    if (nd > 0 && s[0] == cur[0] * n && s[1] == cur[1] * n && s[2] == cur[2] * n) {
+      size *= n;
+    } else {
+      ++nd;
+      size = n;
+    }
+    for (int j = 0; j < 3; ++j) s[j] = cur[j];
+  }
+  return nd == 0 || (nd == 1 && s[0] >= 0 && s[1] >= 0 && s[2] > 0);
+}
+
 }  // namespace
 
 namespace {
@@ -476,8 +480,7 @@ namespace {
 // out [batch..., M, N] += bias[n] broadcast over rows and the batch, as the
 // GEMM out += ones [batch..., M, 1] bias [batch..., 1, N] (batch strides 0)
 // with beta = 1 (f32 highest: the products 1 * bias are exact), in out's
-// dtype (f32 or f64; f16/bf16 take the rounding pass). `scratch` holds the
-// ones.
+// dtype; f16/bf16 add in f32 and round once. `scratch` holds the ones.
 void accumulate_bias(const MatmulArgs& args, const Operand& out, Scratch& scratch,
                      cudaStream_t st) {
   const DType dt = out.dtype;
@@ -562,16 +565,10 @@ void matmul_cublas(const MatmulArgs& args) {
   const int br = args.batch_rank;
   const Index M = args.M, N = args.N, K = args.K;
   const bool has_bias = args.bias.data != nullptr;
-  // f16/bf16 with a bias or accumulate: the product in f32 (beta = 0), then
-  // one pass adds the bias and out's values and rounds once (header).
-  const bool widen = (dt == DType::f16 || dt == DType::bf16) && (has_bias || args.accumulate);
 
   if (K == 0) {  // out = bias broadcast, or 0 (accumulate: out += bias, or nothing)
     if (args.accumulate) {
-      if (has_bias && widen)
-        round16_finish(args.out, nullptr, &args.bias, true, st);
-      else if (has_bias)
-        accumulate_bias(args, args.out, scratch, st);
+      if (has_bias) accumulate_bias(args, args.out, scratch, st);
       return;
     }
     if (has_bias) {
@@ -587,33 +584,49 @@ void matmul_cublas(const MatmulArgs& args) {
     return;
   }
 
+  // f16/bf16 with a bias go through cuBLASLt's epilogue, which adds the
+  // bias in f32 before the one rounding: beta = 1 over an out filled with
+  // the bias rounds the product to f16 first (seen on the H200, 2026-12-01:
+  // errors of one ulp of the product). So those calls take the epilogue's
+  // layout: a contiguous bias, a row-major out and one batch stride, by
+  // copies where the caller's layouts are otherwise.
+  // cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED) operands that are not
+  // 16-byte aligned, which views at an odd offset are: those go through
+  // the aligned scratch copies too.
+  auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool narrow_bias = has_bias && (dt == DType::f16 || dt == DType::bf16);
+  const bool copy_all =
+      narrow_bias && (!batch_uniform(args, args.a, args.b, args.out) || !aligned16(args.a.data) ||
+                      !aligned16(args.b.data) || !aligned16(args.out.data));
+  const void* bias_ptr = args.bias.data;
   const bool bias_contig = has_bias && (args.bias.strides[0] == 1 || N == 1);
+  if (narrow_bias && (!bias_contig || !aligned16(bias_ptr))) {
+    Operand cb = args.bias;
+    cb.data = scratch.get(std::size_t(N) * isz);
+    cb.strides[0] = 1;
+    strided_copy_async(cb, args.bias, isz, st);
+    bias_ptr = cb.data;
+  }
 
   // Inputs cuBLAS cannot take: contiguous copies.
   Operand A = args.a, B = args.b;
-  if (!as_blas(mat_of(A, br, M, K)).ok) {
+  if (copy_all || !as_blas(mat_of(A, br, M, K)).ok) {
     A = contiguous_like(args.a, scratch.get(numel(args.a) * isz));
     strided_copy_async(A, args.a, isz, st);
   }
-  if (!as_blas(mat_of(B, br, K, N)).ok) {
+  if (copy_all || !as_blas(mat_of(B, br, K, N)).ok) {
     B = contiguous_like(args.b, scratch.get(numel(args.b) * isz));
     strided_copy_async(B, args.b, isz, st);
   }
   // The output: row-major (c^T = b^T a^T, preferred: the usual trick, and
   // what lets cuBLASLt's bias run along out^T's rows), column-major
-  // (c = a b) or a contiguous row-major temporary. widen: an f32
-  // contiguous row-major temporary that the rounding pass reads.
+  // (c = a b) or a contiguous row-major temporary.
   Operand O = args.out;
-  const DType cdt = widen ? DType::f32 : dt;
-  if (widen) {
-    O = contiguous_like(args.out, scratch.get(numel(args.out) * itemsize(DType::f32)));
-    O.dtype = DType::f32;
-  }
   const Mat om = mat_of(O, br, M, N);
   const BlasOp o_row = as_blas(om.t()), o_col = as_blas(om);
   const bool row_out = o_row.ok && o_row.op == CUBLAS_OP_N;
-  const bool col_out = !row_out && o_col.ok && o_col.op == CUBLAS_OP_N;
-  const bool temp_out = !row_out && !col_out;
+  const bool col_out = !row_out && !narrow_bias && o_col.ok && o_col.op == CUBLAS_OP_N;
+  const bool temp_out = (!row_out && !col_out) || copy_all;
   if (temp_out) {
     O = contiguous_like(args.out, scratch.get(numel(args.out) * isz));
     if (args.accumulate) strided_copy_async(O, args.out, isz, st);  // beta = 1 reads it
@@ -676,15 +689,16 @@ void matmul_cublas(const MatmulArgs& args) {
   void* ws = bind(h, dev, st);
   const cublasComputeType_t ct = compute_type(dt, args.precision);
 
-  if (widen) {  // the product in f32, then its one rounding with bias and out
-    blas_gemm(h, st, scratch, g, dt, cdt, ct, false);
-    round16_finish(args.out, static_cast<const float*>(O.data), has_bias ? &args.bias : nullptr,
-                   args.accumulate, st);
-    return;
-  }
   bool done = false;
-  if (has_bias && !col_out && dt == DType::f32 && g.uniform && bias_contig)
-    done = lt_bias_gemm(h, st, ws, g, dt, ct, args.bias.data, args.accumulate);
+  if (has_bias && !col_out && dt != DType::f64 && g.uniform && (bias_contig || narrow_bias))
+    done = lt_bias_gemm(h, st, ws, g, dt, ct, bias_ptr, args.accumulate);
+  // f16/bf16 accumulating without a bias: cuBLASLt too (cublasGemmEx with
+  // beta = 1 picked slower kernels for the decoder's projections).
+  if (!done && !has_bias && args.accumulate && !col_out && g.uniform &&
+      (dt == DType::f16 || dt == DType::bf16))
+    done = lt_bias_gemm(h, st, ws, g, dt, ct, nullptr, true);
+  // (Should cuBLASLt offer no algorithm for an f16/bf16 call, the fallback
+  // below is right up to that double rounding.)
   if (!done) {
     if (has_bias && args.accumulate) {
       // O += bias first (its own GEMM, on this thread's handle, which it
@@ -693,7 +707,7 @@ void matmul_cublas(const MatmulArgs& args) {
     } else if (has_bias) {
       strided_copy_async(O, bias_broadcast(args.bias, O), isz, st);
     }
-    blas_gemm(h, st, scratch, g, dt, dt, ct, has_bias || args.accumulate);
+    blas_gemm(h, st, scratch, g, dt, ct, has_bias || args.accumulate);
   }
   if (temp_out) strided_copy_async(args.out, O, isz, st);
 }
