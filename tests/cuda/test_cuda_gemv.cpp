@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "dependent_steps.hpp"
 #include "matmul_test_util.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
@@ -162,22 +163,11 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
     const Tensor want = add(y_before, linear(hx, hw, Tensor(), on("reference")));
     require_close(y.to(Device::cpu()), want, K);
   };
-  st.synchronize();
-  for (int i = 0; i < 4; ++i) {  // eager
-    const Tensor before = y.to(Device::cpu());
-    fill_(d, 0.25 * i, opt);
-    fill_(s, 1.0 + i, opt);
-    step();
-    st.synchronize();
-    expect(before, 0.25f * float(i), 1.0f + float(i));
-  }
-  Graph g = Graph::capture(st, step);
-  for (int i = 0; i < 6; ++i) {  // replayed: d and s change between replays
-    const Tensor before = y.to(Device::cpu());
-    fill_(d, -0.5 * i, opt);
-    fill_(s, 0.5 - i, opt);
-    g.replay(st);
-    st.synchronize();
-    expect(before, -0.5f * float(i), 0.5f - float(i));
-  }
+  strata_test::eager_then_replayed(
+      st, y,
+      [&](double dv, double sv) {
+        fill_(d, dv, opt);
+        fill_(s, sv, opt);
+      },
+      step, expect);
 }
