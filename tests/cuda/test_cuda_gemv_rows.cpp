@@ -32,7 +32,7 @@ using matmul_test::require_close;
 
 namespace strata::cuda {
 // matmul_gemv_rows.cu: the most rows a call may have to take gemv_rows
-// (STRATA_GEMV_ROWS_MAX_M, default 1).
+// (STRATA_GEMV_ROWS_MAX_M, default 16).
 int gemv_rows_max_rows_for_test();
 }  // namespace strata::cuda
 
@@ -224,6 +224,14 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
       CHECK((kernel_for(Tensor::zeros({M, K}, dt, kGpu), bk, Tensor::zeros({M, 64}, dt, kGpu)) ==
              kRows) == (ok && rows_allowed(M)));
     }
+    // More than one row only while b is at most 4M elements; one row at any b.
+    for (const auto& [M, N, ok] :
+         {std::tuple{2, 2048, true}, std::tuple{2, 2056, false}, std::tuple{1, 2056, true}}) {
+      INFO("M " << M << " N " << N);
+      const Tensor bn = Tensor::zeros({2048, N}, dt, kGpu);
+      CHECK((kernel_for(Tensor::zeros({M, 2048}, dt, kGpu), bn, Tensor::zeros({M, N}, dt, kGpu)) ==
+             kRows) == (ok && rows_allowed(M)));
+    }
   }
   const Tensor b = Tensor::zeros({64, 64}, DType::f64, kGpu);
   CHECK(kernel_for(Tensor::zeros({1, 64}, DType::f64, kGpu), b,
@@ -306,17 +314,18 @@ TEST_CASE("cuda gemv_rows: inputs written by the kernels just before it, eager a
       step, expect);
 }
 
-// The multi-row kernels (2-16 rows), not taken by default: this file's cases
-// again in a child process with STRATA_GEMV_ROWS_MAX_M=16 (read once per
-// process). strata_cuda_tests "[gemv_rows_all]" on a GPU.
-TEST_CASE("cuda gemv_rows: every row count through the cases above", "[.][gemv_rows_all]") {
+// The cases again with one row allowed (STRATA_GEMV_ROWS_MAX_M=1, read once
+// per process, in a child process): multi-row calls then go to cuBLAS, and
+// the routing and value checks above must hold for that too.
+// strata_cuda_tests "[gemv_rows_all]" on a GPU.
+TEST_CASE("cuda gemv_rows: the cases with one row allowed", "[.][gemv_rows_all]") {
   if (std::getenv("STRATA_GEMV_ROWS_MAX_M") != nullptr) return;  // a child run
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string log =
       std::filesystem::temp_directory_path().string() + "/strata_gemv_rows_all.log";
   const std::string cmd =
-      "STRATA_GEMV_ROWS_MAX_M=16 '" + self + "' '[gemv_rows]' > '" + log + "' 2>&1";
+      "STRATA_GEMV_ROWS_MAX_M=1 '" + self + "' '[gemv_rows]' > '" + log + "' 2>&1";
   INFO(cmd << " (its output: " << log << ")");
   CHECK(std::system(cmd.c_str()) == 0);
 }

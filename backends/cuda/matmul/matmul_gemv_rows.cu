@@ -311,15 +311,16 @@ bool split_rows(bool wide) {
   return forced >= 0 ? forced == 1 : !wide;
 }
 
-// The most rows a call may have to come here: 1 unless
-// STRATA_GEMV_ROWS_MAX_M=<2..16> says more (tuning runs, the hidden
-// [gemv_rows_all] test). Run s12r3 (H200, docs/ops.md): 1x512x1536 took 4.9
-// us per call here against 8.6 for cublasGemmEx called directly, but
-// 16x512x1408 took 41 us against 8.7, and 2-15 rows were not timed.
+// The most rows a call may have to come here: 16 (kMaxRows) unless
+// STRATA_GEMV_ROWS_MAX_M=<1..16> says fewer (A/B runs; the hidden
+// [gemv_rows_all] test reruns the cases with 1). Run s13r1 (H200,
+// docs/ops.md): 4, 8 and 16 rows x 512 x 1408-1536 took 4.4-5.8 us per call
+// here against 8.3-14.2 for cublasGemmEx called directly, in f32, f32 medium
+// and bf16; with one row allowed, 16 rows on cuBLAS took 7.8-14.1.
 int max_rows() {
   static const int m = [] {
     const char* e = std::getenv("STRATA_GEMV_ROWS_MAX_M");
-    if (e == nullptr || *e == '\0') return 1;
+    if (e == nullptr || *e == '\0') return kMaxRows;
     char* end = nullptr;
     const long v = std::strtol(e, &end, 10);
     check(*end == '\0' && v >= 1 && v <= kMaxRows, "matmul", "STRATA_GEMV_ROWS_MAX_M is '", e,
@@ -328,6 +329,13 @@ int max_rows() {
   }();
   return m;
 }
+
+// More than one row comes here only while b is at most this many elements
+// (4M: 8 MiB of bf16, 16 MiB of f32). The multi-row timings (run s13r1) are
+// of b up to 512 x 1536; past that, b's read sets the time for both this
+// kernel and cuBLAS, and cuBLAS's tiles reuse it across the rows on chip
+// where this kernel's 8-row blocks read it twice.
+constexpr std::int64_t kMaxMultiRowB = std::int64_t(1) << 22;
 
 int rows_for(std::int64_t M) { return M <= 1 ? 1 : M <= 2 ? 2 : M <= 4 ? 4 : M <= 8 ? 8 : 16; }
 
@@ -406,7 +414,8 @@ std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
   if (disabled()) return "STRATA_CUDA_GEMV=0";
   if (g.out.dtype == DType::f64) return "f64 goes to cuBLAS";
   if (g.batch_rank != 0) return "batched";
-  if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_ROWS_MAX_M (default 1)";
+  if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_ROWS_MAX_M (default 16)";
+  if (g.M > 1 && g.K * g.N > kMaxMultiRowB) return "more than one row and b over 4M elements";
   if (g.K < 1) return "K = 0";
   if (rows_for(g.M) * g.K > kMaxStaged) return "a too large to stage (rows x K > 32768)";
   if (g.N > 1 && g.b.strides[1] != 1) return "b's rows not unit-stride";
