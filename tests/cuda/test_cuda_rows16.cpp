@@ -6,6 +6,8 @@
 // short of layer_norm's staging depth (docs/ops.md, "cuda performance").
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "catch.hpp"
@@ -14,6 +16,11 @@
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
 #include "strata/tensor.hpp"
+
+namespace strata::cuda {
+// Testing hook (rows_reg.cu): reg kernels launched by this process.
+std::uint64_t rows_reg_launches_for_test();
+}  // namespace strata::cuda
 
 using namespace strata;
 
@@ -96,5 +103,114 @@ TEST_CASE("cuda gelu16: 16-bit and f32 gelu vs reference", "[cuda][ops][elementw
     const Tensor s = h.narrow(0, 0, 2 * half).reshape({2, half});
     require_close(gelu(s.to(kGpu).slice(1, 0, half, 2), kCuda), gelu(s.slice(1, 0, half, 2), kRef),
                   tol(dt) * 1e-2, tol(dt));
+  }
+}
+
+namespace {
+
+bool reg_variant() {
+  const char* e = std::getenv("STRATA_ROWS_VARIANT");
+  return e != nullptr && (std::string(e) == "reg" || std::string(e) == "reg4");
+}
+
+// [rows, n] in f64: vector v (elements 8v .. 8v + 7) centred on offset +
+// 0.25 * (v % 64), plus noise of scale 0.5: every thread of a 128-512
+// thread row sees its own mean and maximum, so a wrong between-thread
+// term (layer_norm's (sum, M2) combine, softmax's rescale to the row's
+// max) is far off; offset 24 puts the mean far from 0 (cancellation).
+Tensor lanes(std::int64_t rows, std::int64_t n, double offset, double scale, std::uint64_t seed) {
+  const std::vector<double> z = Tensor::randn({rows, n}, seed, DType::f64).to_vector<double>();
+  std::vector<double> v(z.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = offset + scale * (0.25 * double((std::int64_t(i) % n / 8) % 64) + 0.5 * z[i]);
+  return Tensor::from_vector<double>(v, {rows, n});
+}
+
+// layer_norm (weight and bias, neither, bias only), rms_norm, softmax and
+// log_softmax of x (f64) in dt against the reference backend; x may be a
+// strided view.
+void check_row_ops(const Tensor& x64, DType dt) {
+  const std::int64_t n = x64.shape().back();
+  const Tensor xh = x64.to(dt);
+  const Tensor w = Tensor::randn({n}, 7, DType::f64).to(dt);
+  const Tensor b = Tensor::randn({n}, 8, DType::f64).to(dt);
+  const Tensor xd = xh.to(kGpu), wd = w.to(kGpu), bd = b.to(kGpu);
+  const double t = tol(dt) * 2, atol = tol(dt);
+  require_close(layer_norm(xd, wd, bd, 1e-5, kCuda), layer_norm(xh, w, b, 1e-5, kRef), atol, t);
+  require_close(layer_norm(xd, Tensor(), Tensor(), 1e-5, kCuda),
+                layer_norm(xh, Tensor(), Tensor(), 1e-5, kRef), atol, t);
+  require_close(layer_norm(xd, Tensor(), bd, 1e-5, kCuda), layer_norm(xh, Tensor(), b, 1e-5, kRef),
+                atol, t);
+  require_close(rms_norm(xd, wd, 1e-6, kCuda), rms_norm(xh, w, 1e-6, kRef), atol, t);
+  require_close(softmax(xd, 1, kCuda), softmax(xh, 1, kRef), 1e-7, t);
+  require_close(log_softmax(xd, 1, kCuda), log_softmax(xh, 1, kRef), t, t);
+}
+
+}  // namespace
+
+TEST_CASE("cuda rows16: the reg candidate's row lengths and its fallbacks",
+          "[cuda][ops][rows][rows16]") {
+  // Under STRATA_ROWS_VARIANT=reg or reg4, rows of 256 / 512 / 1024
+  // vectors (2048, 4096, 8192 elements: blocks of 128 / 256 / 512 threads,
+  // reg4 64 / 128 / 256) run the reg kernels: 8800 rows of 2048 pass the grid's cap (32 blocks per
+  // SM), so blocks walk several rows and alternate their reduction slots. Every other shape must
+  // fall back and still be right: lengths of 8k + 8 and not a multiple of 8, one element, rows past
+  // the fused kernels' 16384, a transposed x. Other variants run the same cases on their own paths.
+  const struct {
+    std::int64_t rows, n;
+    double offset, scale;
+    bool reg;  // the shape the reg kernels take
+  } cases[] = {
+      {8800, 2048, 0.0, 1.0, true}, {300, 2048, 24.0, 1.0, true},  {1100, 4096, 0.0, 1.0, true},
+      {520, 4096, 24.0, 1.0, true}, {64, 4096, 0.0, 1000.0, true}, {130, 8192, 24.0, 1.0, true},
+      {70, 4104, 0.0, 1.0, false},  {90, 4095, 24.0, 1.0, false},  {33, 2047, 0.0, 1.0, false},
+      {40, 1, 0.0, 1.0, false},     {9, 16392, 0.0, 1.0, false}};
+  for (const auto& c : cases)
+    for (DType dt : {DType::bf16, DType::f16}) {
+      if (c.rows > 5000 && dt == DType::f16) continue;  // the reference's time
+      INFO("rows " << c.rows << " n " << c.n << " offset " << c.offset << " scale " << c.scale
+                   << " dtype " << dtype_name(dt));
+      const std::uint64_t before = cuda::rows_reg_launches_for_test();
+      check_row_ops(lanes(c.rows, c.n, c.offset, c.scale, 200 + c.n), dt);
+      // layer_norm three times and softmax once on the reg kernels.
+      CHECK(cuda::rows_reg_launches_for_test() - before == (reg_variant() && c.reg ? 4u : 0u));
+    }
+  // x transposed ([4096, 64] stored, rows of 4096 with stride 64): no
+  // vector loads, so the fallback.
+  const Tensor xt = lanes(4096, 64, 0.0, 1.0, 300).transpose(0, 1);
+  for (DType dt : {DType::bf16, DType::f16}) {
+    INFO("transposed, dtype " << dtype_name(dt));
+    const std::uint64_t before = cuda::rows_reg_launches_for_test();
+    check_row_ops(xt, dt);
+    CHECK(cuda::rows_reg_launches_for_test() == before);
+  }
+}
+
+TEST_CASE("cuda rows16: NaN, infinities and constant rows of 2048 16-bit elements",
+          "[cuda][ops][rows][rows16]") {
+  // Row 0 all -inf; 1 one NaN; 2 one -inf; 3 the 16 elements of thread 5
+  // (vectors 5 and 133 of a 128-thread row) -inf, 4 those NaN; 5 one
+  // +inf; 6 constant (variance 0); 7 ordinary. 2048 columns: the reg
+  // kernels' 128-thread blocks under STRATA_ROWS_VARIANT=reg (64 for reg4).
+  constexpr std::int64_t n = 2048;
+  std::vector<double> v(8 * n);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37) * 3.0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    v[j] = -INFINITY;
+    if (j / 8 % 128 == 5) v[3 * n + j] = -INFINITY;
+    if (j / 8 % 128 == 5) v[4 * n + j] = NAN;
+    v[6 * n + j] = 1.5;
+  }
+  v[1 * n + 1234] = NAN;
+  v[2 * n + 77] = -INFINITY;
+  v[5 * n + 2000] = INFINITY;
+  const Tensor x = Tensor::from_vector<double>(v, {8, n});
+  for (DType dt : {DType::bf16, DType::f16}) {
+    INFO("dtype " << dtype_name(dt));
+    const Tensor h = x.to(dt), d = h.to(kGpu);
+    const Tensor b = Tensor::full({n}, 0.5, dt);
+    require_close(softmax(d, 1, kCuda), softmax(h, 1, kRef), 1e-7, tol(dt));
+    require_close(layer_norm(d, Tensor(), b.to(kGpu), 1e-5, kCuda),
+                  layer_norm(h, Tensor(), b, 1e-5, kRef), tol(dt), tol(dt));
   }
 }

@@ -252,12 +252,14 @@ struct Form {
   bool one;      // statistics in one reduction
   bool fused;    // the `fused` kernels (rows_fused.cuh; geometry base)
   bool w_early;  // fused: weight and bias loaded before the reduction
+  int reg;       // > 0: layer_norm and softmax try the reg kernels (rows_reg.cuh) first,
+                 // reg vectors per thread
 };
 template <class T>
 Form form_for(bool staged) {
   const Geometry base = staged ? Geometry::narrow : Geometry::base;
   if constexpr (sizeof(T) != 2) {
-    return {Geometry::base, false, false, false};
+    return {Geometry::base, false, false, false, 0};
   } else {
     switch (rows_variant()) {
       case RowsVariant::tuned:
@@ -266,21 +268,25 @@ Form form_for(bool staged) {
         // layer_norm fused 2.73 -> 2.93 at 4096 columns but 2.74 -> 2.31
         // at 2048, so the staged op keeps base.
         if (staged) break;
-        return {Geometry::base, true, true, false};
+        return {Geometry::base, true, true, false, 0};
       case RowsVariant::one:
-        return {base, true, false, false};
+        return {base, true, false, false, 0};
       case RowsVariant::flat:
-        return {Geometry::base, true, false, false};
+        return {Geometry::base, true, false, false, 0};
       case RowsVariant::warp:
-        return {Geometry::warp, true, false, false};
+        return {Geometry::warp, true, false, false, 0};
       case RowsVariant::fused:
-        return {Geometry::base, true, true, false};
+        return {Geometry::base, true, true, false, 0};
       case RowsVariant::fusedw:
-        return {Geometry::base, true, true, true};
+        return {Geometry::base, true, true, true, 0};
+      case RowsVariant::reg:
+        return {Geometry::base, true, true, false, 2};
+      case RowsVariant::reg4:
+        return {Geometry::base, true, true, false, 4};
       case RowsVariant::base:
         break;
     }
-    return {base, false, false, false};
+    return {base, false, false, false, 0};
   }
 }
 

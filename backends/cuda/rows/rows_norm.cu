@@ -12,6 +12,7 @@
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_fast.cuh"
 #include "cuda/rows/rows_fused.cuh"
+#include "cuda/rows/rows_reg.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -251,6 +252,7 @@ void norm(const IterArgs& a) {
   // docs/ops.md). STRATA_ROWS_VARIANT picks the candidates (rows_variant.hpp).
   const fastrow::Form form = fastrow::form_for<T>(!RMS);
   if constexpr (sizeof(T) == 2) {
+    if (!RMS && form.reg && fastrow::norm_reg<T>(p, form.reg, st)) return;
     if (form.fused && fastrow::dispatch<T>(p, fastrow::Geometry::base, [&](auto tpr, auto nv) {
           constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
           const int grid = fastrow::grid_for<TPR>(p.rows);

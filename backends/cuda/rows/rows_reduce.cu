@@ -11,6 +11,7 @@
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_fast.cuh"
 #include "cuda/rows/rows_fused.cuh"
+#include "cuda/rows/rows_reg.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -343,6 +344,7 @@ void softmax(const IterArgs& a) {
   // the 16-bit candidates (rows_variant.hpp).
   const fastrow::Form form = fastrow::form_for<T>(false);
   if constexpr (sizeof(T) == 2) {
+    if (!Log && form.reg && fastrow::softmax_reg<T>(p, form.reg, st)) return;
     if (form.fused && fastrow::dispatch<T>(p, fastrow::Geometry::base, [&](auto tpr, auto nv) {
           constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
           const int grid = fastrow::grid_for<TPR>(p.rows);

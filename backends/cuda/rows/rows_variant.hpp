@@ -26,9 +26,17 @@
 //          output pass (64-register cap, 8 blocks of 128 per SM).
 //   fusedw fused with weight and bias loaded right after the row, in flight
 //          during the reduction (85-register cap); softmax as fused.
+//   reg    layer_norm and softmax rows of 2048, 4096 or 8192 elements on the
+//          reg kernels (rows_reg.cuh: two vectors per thread, the row
+//          widened once, one pass and one reduction of equal-count
+//          statistics); every other shape, rms_norm and log_softmax as fused.
+//   reg4   reg with four vectors per thread (4096 columns: 128 threads per
+//          row, half reg's threads, so half its per-thread reduction and
+//          addressing per row); layer_norm's weight and bias after the
+//          reduction (64-register cap).
 namespace strata::cuda {
 
-enum class RowsVariant { tuned, base, one, flat, warp, fused, fusedw };
+enum class RowsVariant { tuned, base, one, flat, warp, fused, fusedw, reg, reg4 };
 
 // The process's variant; an unknown name is a strata::Error naming it.
 RowsVariant rows_variant();
