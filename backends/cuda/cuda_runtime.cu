@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "cuda/block_cache.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/launch_mode.cuh"
@@ -24,6 +25,9 @@ namespace {
 // variable derives the same value, and set_launch_mode is for benchmarks.
 std::atomic<int> g_launch_mode{-1};
 thread_local int t_capturing = 0;
+// Captures in progress on all threads: the block cache stands aside while
+// any runs (CudaRuntime::cache_bypass).
+std::atomic<int> g_captures{0};
 }  // namespace
 
 LaunchMode launch_mode() {
@@ -241,46 +245,46 @@ class CudaRuntime final : public DeviceRuntime {
   //    event that the default stream waits for) before the last reference to
   //    a tensor it used goes away, and makes its stream wait for the default
   //    stream before using a freshly allocated tensor.
-  // Devices without memory-pool support fall back to cudaMalloc / cudaFree.
+  // Blocks up to 1 MiB pass through a host cache first (block_cache.hpp,
+  // STRATA_CUDA_BLOCK_CACHE=0 turns it off): a freed block goes to a free
+  // list with no CUDA call and no stream ordering, and the next request of
+  // its size class takes it back at once. Its previous owner's kernels and
+  // the next owner's are then ordered only by their streams: both on the
+  // legacy stream, both on one stream, or one on the legacy stream and the
+  // other on a blocking stream. Two different streams of the caller's own
+  // are not ordered with each other: a tensor used on one is synchronised
+  // before its last reference goes, if another stream may allocate next
+  // (PyTorch asks the same of a tensor used off its allocation stream:
+  // record_stream). While any thread captures a graph the cache stands
+  // aside both ways (cache_bypass).
+  // Devices without memory-pool support fall back to cudaMalloc / cudaFree
+  // (and no cache: cudaFree synchronises, which the cache would remove).
   void* allocate(std::size_t nbytes, int index) override {
     check_index(index, "cuda.allocate");
     if (nbytes == 0) return nullptr;
-    DeviceGuard g(index, count_ > 1);
-    const bool pooled = pool_ready(index);
-    void* p = nullptr;
-    cudaError_t err =
-        pooled ? cudaMallocAsync(&p, nbytes, cudaStreamLegacy) : cudaMalloc(&p, nbytes);
-    if (err == cudaErrorMemoryAllocation && pooled) {
-      // Blocks freed on the stream may only become reusable once it drains.
-      (void)cudaGetLastError();
-      if (cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess)
-        err = cudaMallocAsync(&p, nbytes, cudaStreamLegacy);
-    }
-    if (err != cudaSuccess) {
-      // Out of memory is not sticky: clearing it keeps the process usable.
-      (void)cudaGetLastError();
-      fail("cuda.allocate", pooled ? "cudaMallocAsync" : "cudaMalloc", " of ", nbytes,
-           " bytes on cuda:", index, " failed: ", cudaGetErrorName(err), " (",
-           cudaGetErrorString(err), ")");
-    }
-    return p;
+    if (!pool_ready(index)) return device_allocate(nbytes, index);
+    if (BlockCache* c = caches_[index].load(std::memory_order_acquire))
+      return c->allocate(nbytes, cache_bypass());
+    return device_allocate(nbytes, index);
   }
 
   void deallocate(void* p, int index) noexcept override {
     if (!p) return;
-    int prev = index;  // one device: it is current
-    if (count_ > 1 && cudaGetDevice(&prev) != cudaSuccess) prev = index;
-    if (prev != index) (void)cudaSetDevice(index);
-    // Never throws: a failing free (driver shutting down) is only reported.
-    const bool pooled = index >= 0 && index < kMaxDevices &&
-                        pool_state_[index].load(std::memory_order_acquire) == kPooled;
-    const cudaError_t err = pooled ? cudaFreeAsync(p, cudaStreamLegacy) : cudaFree(p);
-    if (err != cudaSuccess && err != cudaErrorCudartUnloading) {
-      (void)cudaGetLastError();
-      std::fprintf(stderr, "strata: %s failed: %s\n", pooled ? "cudaFreeAsync" : "cudaFree",
-                   cudaGetErrorString(err));
+    BlockCache* c = index >= 0 && index < kMaxDevices
+                        ? caches_[index].load(std::memory_order_acquire)
+                        : nullptr;
+    if (c != nullptr) {
+      c->release(p, cache_bypass());  // calls device_free unless it keeps p
+    } else {
+      device_free(p, index);
     }
-    if (prev != index) (void)cudaSetDevice(prev);
+  }
+
+  // Testing hooks (the functions of the same names below).
+  BlockCache* cache_for_test(int index) {
+    check_index(index, "cuda.block_cache");
+    (void)pool_ready(index);
+    return caches_[index].load(std::memory_order_acquire);
   }
 
   void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev,
@@ -362,9 +366,10 @@ class CudaRuntime final : public DeviceRuntime {
     CUDA_CHECK(
         cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal));
     ++t_capturing;
+    g_captures.fetch_add(1, std::memory_order_relaxed);
   }
   void* end_capture(void* s, int index) override {
-    if (t_capturing > 0) --t_capturing;
+    capture_ended();
     DeviceGuard g(index);
     cudaGraph_t graph = nullptr;
     const cudaError_t err = cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph);
@@ -381,7 +386,7 @@ class CudaRuntime final : public DeviceRuntime {
     return exec;
   }
   void abort_capture(void* s, int index) noexcept override {
-    if (t_capturing > 0) --t_capturing;
+    capture_ended();
     int prev = 0;
     if (cudaGetDevice(&prev) != cudaSuccess) return;
     if (prev != index) (void)cudaSetDevice(index);
@@ -426,6 +431,69 @@ class CudaRuntime final : public DeviceRuntime {
   }
 
  private:
+  static void capture_ended() noexcept {
+    if (t_capturing == 0) return;
+    --t_capturing;
+    g_captures.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  // The cache stands aside while a graph is recorded: a block it handed out
+  // inside a capture would be baked into the graph and then reused under it
+  // (the pool's cudaMallocAsync fails there instead, as Graph::capture
+  // promises), and a free inside a capture must reach cudaFreeAsync, whose
+  // failure invalidates the capture, rather than a free list. Any thread's
+  // capture counts: while a blocking stream records, every use of the legacy
+  // stream fails, and the cache must not make some of them succeed. The
+  // thread-local flag alone would miss no capture of this thread; the count
+  // is relaxed because a capture on another thread is not ordered with this
+  // thread's calls anyway. A stream's own capture status
+  // (cudaStreamIsCapturing) is not asked: allocations carry no stream, and
+  // asking would be a CUDA call per allocation, the cost the cache removes.
+  static bool cache_bypass() noexcept {
+    return t_capturing > 0 || g_captures.load(std::memory_order_relaxed) > 0;
+  }
+
+  // A block straight from the pool (or cudaMalloc): on out of memory the
+  // block cache is emptied and the stream drained (blocks freed on it may
+  // only become reusable then), then the allocation is tried once more.
+  void* device_allocate(std::size_t nbytes, int index) {
+    DeviceGuard g(index, count_ > 1);
+    const bool pooled = pool_ready(index);
+    void* p = nullptr;
+    cudaError_t err =
+        pooled ? cudaMallocAsync(&p, nbytes, cudaStreamLegacy) : cudaMalloc(&p, nbytes);
+    if (err == cudaErrorMemoryAllocation && pooled) {
+      (void)cudaGetLastError();
+      if (BlockCache* c = caches_[index].load(std::memory_order_acquire)) (void)c->trim();
+      if (cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess)
+        err = cudaMallocAsync(&p, nbytes, cudaStreamLegacy);
+    }
+    if (err != cudaSuccess) {
+      // Out of memory is not sticky: clearing it keeps the process usable.
+      (void)cudaGetLastError();
+      fail("cuda.allocate", pooled ? "cudaMallocAsync" : "cudaMalloc", " of ", nbytes,
+           " bytes on cuda:", index, " failed: ", cudaGetErrorName(err), " (",
+           cudaGetErrorString(err), ")");
+    }
+    return p;
+  }
+
+  void device_free(void* p, int index) noexcept {
+    int prev = index;  // one device: it is current
+    if (count_ > 1 && cudaGetDevice(&prev) != cudaSuccess) prev = index;
+    if (prev != index) (void)cudaSetDevice(index);
+    // Never throws: a failing free (driver shutting down) is only reported.
+    const bool pooled = index >= 0 && index < kMaxDevices &&
+                        pool_state_[index].load(std::memory_order_acquire) == kPooled;
+    const cudaError_t err = pooled ? cudaFreeAsync(p, cudaStreamLegacy) : cudaFree(p);
+    if (err != cudaSuccess && err != cudaErrorCudartUnloading) {
+      (void)cudaGetLastError();
+      std::fprintf(stderr, "strata: %s failed: %s\n", pooled ? "cudaFreeAsync" : "cudaFree",
+                   cudaGetErrorString(err));
+    }
+    if (prev != index) (void)cudaSetDevice(prev);
+  }
+
   void check_index(int index, const char* op) const {
     if (count_ == 0) fail(op, "no usable CUDA device: ", why_);
     check(index >= 0 && index < count_, op, "device index ", index, " out of range (", count_,
@@ -450,6 +518,14 @@ class CudaRuntime final : public DeviceRuntime {
         CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
         std::uint64_t threshold = UINT64_MAX;
         CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+        // Never deleted, on purpose: tensors freed during static destruction
+        // still reach it, and its free blocks are left to the process's end
+        // rather than freed when the CUDA runtime may already be unloading.
+        if (block_cache_enabled())
+          caches_[index].store(
+              new BlockCache([this, index](std::size_t n) { return device_allocate(n, index); },
+                             [this, index](void* p) { device_free(p, index); }),
+              std::memory_order_release);
       }
       pool_state_[index].store(supported ? kPooled : kPlain, std::memory_order_release);
     }
@@ -460,7 +536,12 @@ class CudaRuntime final : public DeviceRuntime {
   std::string why_;
   std::mutex pool_mu_;
   std::atomic<int> pool_state_[kMaxDevices] = {};
+  std::atomic<BlockCache*> caches_[kMaxDevices] = {};  // null: no cache on that device
 };
+
+CudaRuntime* runtime_for_test() {
+  return dynamic_cast<CudaRuntime*>(device_runtime(DeviceType::cuda));
+}
 
 }  // namespace
 
@@ -482,7 +563,11 @@ std::unique_ptr<DeviceRuntime> make_runtime() { return std::make_unique<CudaRunt
 // Testing hook for tests/cuda/test_cuda_pool.cpp (declared there, not in a
 // public header): the default pool's reserved and used bytes on `index`
 // after the legacy default stream drains. False when the device has no pool.
+// The block cache's free blocks are handed back first, so `used` counts the
+// bytes of live tensors only.
 bool pool_stats_for_test(int index, std::uint64_t* reserved, std::uint64_t* used) {
+  if (CudaRuntime* rt = runtime_for_test())
+    if (BlockCache* c = rt->cache_for_test(index)) (void)c->trim();
   int supported = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, index));
   if (!supported) return false;
@@ -493,6 +578,21 @@ bool pool_stats_for_test(int index, std::uint64_t* reserved, std::uint64_t* used
   CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, reserved));
   CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, used));
   return true;
+}
+
+// Testing hooks for tests/cuda/test_cuda_block_cache.cpp: the block cache's
+// counters on `index` (false when it has none: STRATA_CUDA_BLOCK_CACHE=0 or
+// no pool), and emptying it.
+bool block_cache_stats_for_test(int index, BlockCacheStats* out) {
+  CudaRuntime* rt = runtime_for_test();
+  BlockCache* c = rt != nullptr ? rt->cache_for_test(index) : nullptr;
+  if (c != nullptr) *out = c->stats();
+  return c != nullptr;
+}
+std::size_t block_cache_trim_for_test(int index) {
+  CudaRuntime* rt = runtime_for_test();
+  BlockCache* c = rt != nullptr ? rt->cache_for_test(index) : nullptr;
+  return c != nullptr ? c->trim() : 0;
 }
 
 // Testing hooks for tests/cuda/test_cuda_concurrency.cpp: a stream of the
