@@ -9,6 +9,8 @@
 // cannot serve empties it first. With STRATA_CUDA_BLOCK_CACHE=0 the checks
 // of the cache's counters are skipped and the results must hold alike.
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -33,6 +35,15 @@ const Device kGpu = Device::cuda(0);
 
 // The cache's counters; false when the cache is off.
 bool cache_stats(BlockCacheStats* s) { return cuda::block_cache_stats_for_test(0, s); }
+
+// Whether the cache is on in this process, checking that it is off exactly
+// when STRATA_CUDA_BLOCK_CACHE=0 says so (the A/B runs set it).
+bool cache_on(BlockCacheStats* s) {
+  const bool on = cache_stats(s);
+  const char* e = std::getenv("STRATA_CUDA_BLOCK_CACHE");
+  CHECK(on == !(e != nullptr && std::string(e) == "0"));
+  return on;
+}
 
 // Element counts of f32 tensors: the smallest class, a middle one, exactly
 // the largest cached class (1 MiB) and one beyond it (straight to the pool).
@@ -74,10 +85,7 @@ void dependent_chain(std::int64_t n, int steps, const std::vector<OpOptions>& op
 TEST_CASE("cuda block cache: a freed small block is handed out again without the pool",
           "[cuda][block_cache]") {
   BlockCacheStats s0;
-  if (!cache_stats(&s0)) {
-    WARN("STRATA_CUDA_BLOCK_CACHE=0: the block cache is off");
-    return;
-  }
+  if (!cache_on(&s0)) return;  // off by STRATA_CUDA_BLOCK_CACHE=0, as cache_on checked
   Tensor a = Tensor::empty({4}, DType::f32, kGpu);
   void* const pa = a.data_ptr();
   a = Tensor();
@@ -205,7 +213,7 @@ TEST_CASE("cuda block cache: stands aside while a graph records",
   opt.stream = st.handle();
   (void)Tensor::empty({4}, DType::f32, kGpu);  // a free 512-byte block, when the cache is on
   BlockCacheStats before;
-  const bool on = cache_stats(&before);
+  const bool on = cache_on(&before);
   // A cached block would serve this without a CUDA call; inside a capture
   // the pool is asked, and refuses, as Graph::capture promises.
   CORE_REQUIRE_ERROR(Graph::capture(st, [&] { (void)Tensor::empty({4}, DType::f32, kGpu); }),
@@ -244,10 +252,7 @@ TEST_CASE("cuda block cache: an allocation the pool cannot serve empties the cac
           "[cuda][block_cache][errors]") {
   for (std::int64_t n : kSizes) (void)Tensor::empty({n}, DType::f32, kGpu);
   BlockCacheStats before;
-  if (!cache_stats(&before)) {
-    WARN("STRATA_CUDA_BLOCK_CACHE=0: the block cache is off");
-    return;
-  }
+  if (!cache_on(&before)) return;  // off by STRATA_CUDA_BLOCK_CACHE=0, as cache_on checked
   REQUIRE(before.cached_blocks > 0);
   const std::int64_t huge = std::int64_t(1) << 48;
   CORE_REQUIRE_ERROR(Tensor::empty({huge}, DType::f32, kGpu), "cuda.allocate",
