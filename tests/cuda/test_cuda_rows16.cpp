@@ -110,7 +110,8 @@ namespace {
 
 bool reg_variant() {
   const char* e = std::getenv("STRATA_ROWS_VARIANT");
-  return e != nullptr && (std::string(e) == "reg" || std::string(e) == "reg4");
+  return e != nullptr &&
+         (std::string(e) == "reg" || std::string(e) == "reg4" || std::string(e) == "reg8");
 }
 
 // [rows, n] in f64: vector v (elements 8v .. 8v + 7) centred on offset +
@@ -126,7 +127,7 @@ Tensor lanes(std::int64_t rows, std::int64_t n, double offset, double scale, std
   return Tensor::from_vector<double>(v, {rows, n});
 }
 
-// layer_norm (weight and bias, neither, bias only), rms_norm, softmax and
+// layer_norm (weight and bias, neither, bias only, weight only), rms_norm, softmax and
 // log_softmax of x (f64) in dt against the reference backend; x may be a
 // strided view.
 void check_row_ops(const Tensor& x64, DType dt) {
@@ -141,6 +142,8 @@ void check_row_ops(const Tensor& x64, DType dt) {
                 layer_norm(xh, Tensor(), Tensor(), 1e-5, kRef), atol, t);
   require_close(layer_norm(xd, Tensor(), bd, 1e-5, kCuda), layer_norm(xh, Tensor(), b, 1e-5, kRef),
                 atol, t);
+  require_close(layer_norm(xd, wd, Tensor(), 1e-5, kCuda), layer_norm(xh, w, Tensor(), 1e-5, kRef),
+                atol, t);
   require_close(rms_norm(xd, wd, 1e-6, kCuda), rms_norm(xh, w, 1e-6, kRef), atol, t);
   require_close(softmax(xd, 1, kCuda), softmax(xh, 1, kRef), 1e-7, t);
   require_close(log_softmax(xd, 1, kCuda), log_softmax(xh, 1, kRef), t, t);
@@ -150,12 +153,13 @@ void check_row_ops(const Tensor& x64, DType dt) {
 
 TEST_CASE("cuda rows16: the reg candidate's row lengths and its fallbacks",
           "[cuda][ops][rows][rows16]") {
-  // Under STRATA_ROWS_VARIANT=reg or reg4, rows of 256 / 512 / 1024
+  // Under STRATA_ROWS_VARIANT=reg, reg4 or reg8, rows of 256 / 512 / 1024
   // vectors (2048, 4096, 8192 elements: blocks of 128 / 256 / 512 threads,
-  // reg4 64 / 128 / 256) run the reg kernels: 8800 rows of 2048 pass the grid's cap (32 blocks per
-  // SM), so blocks walk several rows and alternate their reduction slots. Every other shape must
-  // fall back and still be right: lengths of 8k + 8 and not a multiple of 8, one element, rows past
-  // the fused kernels' 16384, a transposed x. Other variants run the same cases on their own paths.
+  // reg4 64 / 128 / 256, reg8 32 / 64 / 128) run the reg kernels: 8800 rows of 2048 pass the grid's
+  // cap (32 blocks per SM), so blocks walk several rows and alternate their reduction slots. Every
+  // other shape must fall back and still be right: lengths of 8k + 8 and not a multiple of 8, one
+  // element, rows past the fused kernels' 16384, a transposed x. Other variants run the same cases
+  // on their own paths.
   const struct {
     std::int64_t rows, n;
     double offset, scale;
@@ -172,8 +176,8 @@ TEST_CASE("cuda rows16: the reg candidate's row lengths and its fallbacks",
                    << " dtype " << dtype_name(dt));
       const std::uint64_t before = cuda::rows_reg_launches_for_test();
       check_row_ops(lanes(c.rows, c.n, c.offset, c.scale, 200 + c.n), dt);
-      // layer_norm three times and softmax once on the reg kernels.
-      CHECK(cuda::rows_reg_launches_for_test() - before == (reg_variant() && c.reg ? 4u : 0u));
+      // layer_norm four times (reg8: each weight/bias kernel) and softmax once on the reg kernels.
+      CHECK(cuda::rows_reg_launches_for_test() - before == (reg_variant() && c.reg ? 5u : 0u));
     }
   // x transposed ([4096, 64] stored, rows of 4096 with stride 64): no
   // vector loads, so the fallback.
@@ -191,7 +195,8 @@ TEST_CASE("cuda rows16: NaN, infinities and constant rows of 2048 16-bit element
   // Row 0 all -inf; 1 one NaN; 2 one -inf; 3 the 16 elements of thread 5
   // (vectors 5 and 133 of a 128-thread row) -inf, 4 those NaN; 5 one
   // +inf; 6 constant (variance 0); 7 ordinary. 2048 columns: the reg
-  // kernels' 128-thread blocks under STRATA_ROWS_VARIANT=reg (64 for reg4).
+  // kernels' 128-thread blocks under STRATA_ROWS_VARIANT=reg (64 for reg4,
+  // 32 for reg8: thread 5 then holds vectors 5 + 32i, finite ones too).
   constexpr std::int64_t n = 2048;
   std::vector<double> v(8 * n);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37) * 3.0;

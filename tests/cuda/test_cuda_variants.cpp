@@ -190,7 +190,8 @@ TEST_CASE("cuda variants: each candidate through the suites", "[.][cuda_variants
   const std::vector<std::string> runs = {
       "STRATA_ROWS_VARIANT=base", "STRATA_ROWS_VARIANT=one",   "STRATA_ROWS_VARIANT=flat",
       "STRATA_ROWS_VARIANT=warp", "STRATA_ROWS_VARIANT=fused", "STRATA_ROWS_VARIANT=fusedw",
-      "STRATA_ROWS_VARIANT=reg",  "STRATA_ROWS_VARIANT=reg4",  "STRATA_EW_VARIANT=base",
+      "STRATA_ROWS_VARIANT=reg",  "STRATA_ROWS_VARIANT=reg4",  "STRATA_ROWS_VARIANT=reg8",
+      "STRATA_EW_VARIANT=base",
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

@@ -283,6 +283,8 @@ Form form_for(bool staged) {
         return {Geometry::base, true, true, false, 2};
       case RowsVariant::reg4:
         return {Geometry::base, true, true, false, 4};
+      case RowsVariant::reg8:
+        return {Geometry::base, true, true, false, 8};
       case RowsVariant::base:
         break;
     }

@@ -47,10 +47,12 @@ constexpr int kNormOp = 0;
 // 4096 columns), layer_norm 1280 (48: 5 of 256), 1024 for blocks of 512
 // (8192 columns; they spill at 1536). Four (reg4): softmax 1280 (48: 10
 // blocks of 128 for 4096 columns), layer_norm 896 (72: 7 of 128; 56 bytes
-// of spill at 64).
+// of spill at 64). Eight (reg8): softmax 768 (12 blocks of 64 for 4096 columns), layer_norm 640 (10
+// of 64).
 template <int TPR, int kNV, int OP>
 inline constexpr int kMinBlocks = [] {
-  const int threads = kNV == 4           ? (OP == kSoftmaxOp ? 1280 : 896)
+  const int threads = kNV == 8           ? (OP == kSoftmaxOp ? 768 : 640)
+                      : kNV == 4         ? (OP == kSoftmaxOp ? 1280 : 896)
                       : OP == kSoftmaxOp ? 1536
                       : TPR == 512       ? 1024
                                          : 1280;
@@ -243,6 +245,100 @@ __global__ void __launch_bounds__(TPR, kMinBlocks<TPR, kNV, kNormOp>) norm_reg_k
   }
 }
 
+// ---- layer_norm, eight vectors per thread (reg8) ----------------------------
+// reg's statistics with three changes that cut instructions per element
+// (docs/ops.md, "Rows16 reg"): the shifted pass leaves d = x - k in the
+// registers, so the output is t = fma(d, inv, (k - mu) inv), one FMA where
+// reg pays a subtract and a multiply ((k - mu) inv is bounded by the row's
+// spread, so its rounding is not scaled by |mu| / sigma, and a constant row
+// gives t = 0 exactly); weight and bias are compile-time present or absent
+// (no per-word select of a splat); 8 vectors per thread halve reg4's threads
+// per row, so its reduction and addressing per row.
+
+// (sum, M2) of this thread's kNE values in one pass shifted by its first
+// value k; x becomes x - k in place.
+template <int kNV, int kNE = kNV * 8>
+__device__ __forceinline__ float2 shifted_sum_m2(float (&x)[kNE], float k) {
+  float s[kNV], q[kNV];
+#pragma unroll
+  for (int i = 0; i < kNV; ++i) {
+    s[i] = 0.0f;
+    q[i] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float d = x[i * 8 + j] - k;
+      x[i * 8 + j] = d;
+      s[i] += d;
+      q[i] = fmaf(d, d, q[i]);
+    }
+  }
+#pragma unroll
+  for (int h = kNV / 2; h > 0; h /= 2)  // pairwise: a shorter chain than reg's
+#pragma unroll
+    for (int i = 0; i < h; ++i) {
+      s[i] += s[i + h];
+      q[i] += q[i + h];
+    }
+  const float m2 = fmaxf(fmaf(-s[0], s[0] * (1.0f / kNE), q[0]), 0.0f);  // >= 0 despite rounding
+  return {fmaf(float(kNE), k, s[0]), m2};
+}
+
+template <class T, int TPR, bool kW, bool kB>
+__global__ void __launch_bounds__(TPR, kMinBlocks<TPR, 8, kNormOp>) norm_reg8_kernel(RowParams p) {
+  constexpr int kNV = 8, kNE = kNV * 8;
+  __shared__ float2 sh[2 * (TPR / 32)];
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
+  const int lane = threadIdx.x;
+  const float eps = static_cast<float>(p.scalar[0]);
+  const float rn = 1.0f / static_cast<float>(p.n);
+  int parity = 0;
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    uint4 r[kNV];
+    load_x<TPR, kNV>(p.ptr[1] + off[1] * 2, lane, r);
+    float d[kNE];
+    widen_row<T, kNV>(r, d);
+    const float k = d[0];
+    const float2 st = block_reduce<TPR>(shifted_sum_m2<kNV>(d, k), sh, parity, SumM2Eq<kNE>{});
+    parity ^= 1;
+    const float mu = st.x * rn, inv = rsqrtf(st.y * rn + eps);
+    const float c0 = (k - mu) * inv;  // t = (x - mu) inv = d inv + c0
+    char* out = p.ptr[0] + off[0] * 2;
+#pragma unroll
+    for (int i = 0; i < kNV; ++i) {
+      const std::int64_t e = (std::int64_t(lane) + i * TPR) * 16;
+      uint4 wv{}, bv{};
+      if constexpr (kW) wv = ld16(p.ptr[2] + off[2] * 2 + e);
+      if constexpr (kB) bv = ld16(p.ptr[3] + off[3] * 2 + e);
+      uint4 o;
+      unsigned* ow = &o.x;
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        float y[2] = {fmaf(d[i * 8 + 2 * h], inv, c0), fmaf(d[i * 8 + 2 * h + 1], inv, c0)};
+        if constexpr (kW) {
+          const float2 g = widen2<T>(word(wv, h));
+          if constexpr (kB) {
+            const float2 c = widen2<T>(word(bv, h));
+            y[0] = fmaf(y[0], g.x, c.x);
+            y[1] = fmaf(y[1], g.y, c.y);
+          } else {
+            y[0] *= g.x;
+            y[1] *= g.y;
+          }
+        } else if constexpr (kB) {
+          const float2 c = widen2<T>(word(bv, h));
+          y[0] += c.x;
+          y[1] += c.y;
+        }
+        ow[h] = narrow2<T>(y[0], y[1]);
+      }
+      st16(out + e, o);
+    }
+  }
+}
+
 // ---- softmax ---------------------------------------------------------------
 // (c, s): s = sum of 2^(x log2 e - c). Two combine at C = max(ca, cb), each
 // sum scaled by 2^(c - C); products rounded on their own (no contraction),
@@ -310,15 +406,19 @@ __global__ void __launch_bounds__(TPR, kMinBlocks<TPR, kNV, kSoftmaxOp>)
 
 // ---- launchers -------------------------------------------------------------
 // Calls go(integral_constant<TPR>, integral_constant<NV>) for rows of
-// 256, 512 or 1024 vectors of 16 bytes (TPR = vectors / NV threads, NV = 2
-// or 4 vectors each); false for any other row.
+// 256, 512 or 1024 vectors of 16 bytes (TPR = vectors / NV threads, NV = 2,
+// 4 or 8 vectors each); false for any other row.
 template <class G>
 bool by_width(const RowParams& p, int nv, G&& go) {
   if (!p.vec || p.rows == 0) return false;
   using std::integral_constant;
   const std::int64_t v = p.n / 8;
   if (v != 256 && v != 512 && v != 1024) return false;
-  if (nv == 4) {
+  if (nv == 8) {
+    if (v == 256) go(integral_constant<int, 32>{}, integral_constant<int, 8>{});
+    if (v == 512) go(integral_constant<int, 64>{}, integral_constant<int, 8>{});
+    if (v == 1024) go(integral_constant<int, 128>{}, integral_constant<int, 8>{});
+  } else if (nv == 4) {
     if (v == 256) go(integral_constant<int, 64>{}, integral_constant<int, 4>{});
     if (v == 512) go(integral_constant<int, 128>{}, integral_constant<int, 4>{});
     if (v == 1024) go(integral_constant<int, 256>{}, integral_constant<int, 4>{});
@@ -337,7 +437,16 @@ bool norm_reg(const RowParams& p, int nv, cudaStream_t st) {
   static_assert(sizeof(T) == 2);
   return by_width(p, nv, [&](auto tpr, auto vecs) {
     constexpr int TPR = decltype(tpr)::value, NV = decltype(vecs)::value;
-    launch_row_kernel(norm_reg_kernel<T, TPR, NV>, row_grid(p.rows, 1), TPR, st, p);
+    const int grid = row_grid(p.rows, 1);
+    if constexpr (NV == 8) {
+      const bool w = p.ptr[2] != nullptr, b = p.ptr[3] != nullptr;
+      if (w && b) launch_row_kernel(norm_reg8_kernel<T, TPR, true, true>, grid, TPR, st, p);
+      if (w && !b) launch_row_kernel(norm_reg8_kernel<T, TPR, true, false>, grid, TPR, st, p);
+      if (!w && b) launch_row_kernel(norm_reg8_kernel<T, TPR, false, true>, grid, TPR, st, p);
+      if (!w && !b) launch_row_kernel(norm_reg8_kernel<T, TPR, false, false>, grid, TPR, st, p);
+    } else {
+      launch_row_kernel(norm_reg_kernel<T, TPR, NV>, grid, TPR, st, p);
+    }
     g_reg_launches.fetch_add(1, std::memory_order_relaxed);
   });
 }

@@ -13,21 +13,22 @@ namespace {
 
 constexpr RowsVariant kAll[] = {RowsVariant::tuned,  RowsVariant::base, RowsVariant::one,
                                 RowsVariant::flat,   RowsVariant::warp, RowsVariant::fused,
-                                RowsVariant::fusedw, RowsVariant::reg,  RowsVariant::reg4};
+                                RowsVariant::fusedw, RowsVariant::reg,  RowsVariant::reg4,
+                                RowsVariant::reg8};
 
 RowsVariant parse(const char* e) {
   if (e == nullptr || *e == '\0') return RowsVariant::tuned;
   for (RowsVariant v : kAll)
     if (std::string_view(e) == rows_variant_name(v)) return v;
   fail("cuda.rows", "STRATA_ROWS_VARIANT is '", e,
-       "'; expected tuned, base, one, flat, warp, fused, fusedw, reg or reg4");
+       "'; expected tuned, base, one, flat, warp, fused, fusedw, reg, reg4 or reg8");
 }
 
 }  // namespace
 
 const char* rows_variant_name(RowsVariant v) {
-  constexpr const char* kNames[] = {"tuned", "base",   "one", "flat", "warp",
-                                    "fused", "fusedw", "reg", "reg4"};  // RowsVariant's order
+  constexpr const char* kNames[] = {"tuned",  "base", "one",  "flat", "warp", "fused",
+                                    "fusedw", "reg",  "reg4", "reg8"};  // RowsVariant's order
   return kNames[static_cast<int>(v)];
 }
 

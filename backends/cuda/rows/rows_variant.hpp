@@ -34,9 +34,13 @@
 //          row, half reg's threads, so half its per-thread reduction and
 //          addressing per row); layer_norm's weight and bias after the
 //          reduction (64-register cap).
+//   reg8   reg with eight vectors per thread (4096 columns: 64 threads per
+//          row), layer_norm on its own kernel: the shifted values kept for
+//          a one-FMA normalisation, weight and bias present or absent at
+//          compile time, loaded after the reduction; softmax as reg's.
 namespace strata::cuda {
 
-enum class RowsVariant { tuned, base, one, flat, warp, fused, fusedw, reg, reg4 };
+enum class RowsVariant { tuned, base, one, flat, warp, fused, fusedw, reg, reg4, reg8 };
 
 // The process's variant; an unknown name is a strata::Error naming it.
 RowsVariant rows_variant();
