@@ -9,14 +9,13 @@
 // waits). The binary skips without a GPU.
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <iterator>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "catch.hpp"
+#include "child_rerun.hpp"
 #include "dependent_steps.hpp"
 #include "matmul_test_util.hpp"
 #include "strata/elementwise.hpp"
@@ -319,13 +318,6 @@ TEST_CASE("cuda gemv_rows: inputs written by the kernels just before it, eager a
 // the routing and value checks above must hold for that too.
 // strata_cuda_tests "[gemv_rows_all]" on a GPU.
 TEST_CASE("cuda gemv_rows: the cases with one row allowed", "[.][gemv_rows_all]") {
-  if (std::getenv("STRATA_GEMV_ROWS_MAX_M") != nullptr) return;  // a child run
-  // This binary's path (std::system's shell would see its own /proc/self).
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string log =
-      std::filesystem::temp_directory_path().string() + "/strata_gemv_rows_all.log";
-  const std::string cmd =
-      "STRATA_GEMV_ROWS_MAX_M=1 '" + self + "' '[gemv_rows]' > '" + log + "' 2>&1";
-  INFO(cmd << " (its output: " << log << ")");
-  CHECK(std::system(cmd.c_str()) == 0);
+  strata_test::rerun_with_env("STRATA_GEMV_ROWS_MAX_M", "1", "[gemv_rows]",
+                              "strata_gemv_rows_all.log");
 }

@@ -1,5 +1,6 @@
 // Matrix-vector products on cuda: out [M, N] (+)= a [M, K] b [K, N] (+ bias)
-// for 1 <= M <= 8 rows with a's rows and b's columns unit-stride along K:
+// for 1 <= M <= 16 rows (9-16 only with STRATA_GEMV_MAX_M, below) with a's
+// rows and b's columns unit-stride along K:
 // a linear's x [M, K] against its weight W [N, K] seen as W^T, i.e. every
 // projection of a decode step. The bytes of W are the whole cost (1-6 MB per
 // projection of the benchmark model, about 1 us of HBM bandwidth each), yet
@@ -20,6 +21,8 @@
 //    a shuffle reduction;
 //  * it lets its own dependents launch at once (allow_dependents()), so the
 //    row kernel behind it (rotary, a norm) is resident before it ends.
+// 9-16 rows run a second kernel (column_pair) that gives each warp two
+// columns, so that every load of a feeds both; the reasoning is beside it.
 // Sums run in f32 (f16/bf16 widened), out's old value and the bias added
 // before the one rounding, as the MatmulArgs contract says.
 // STRATA_CUDA_GEMV=0 sends these calls back to cuBLAS (for A/B runs);
@@ -40,11 +43,13 @@
 #include "cuda/matmul/gemv_common.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
+#include "strata/error.hpp"
 
 namespace strata::cuda {
 namespace {
 
-constexpr int kMaxRows = 8;
+constexpr int kMaxRows = 8;                            // rows of gemv_kernel
+constexpr int kMaxRows16 = 16;                         // rows of gemv16_kernel
 constexpr int kWarps = 4;                              // columns per block
 constexpr int kUnroll = 8;                             // 16-byte loads in flight per lane
 constexpr std::int64_t kMaxK = std::int64_t(1) << 14;  // one warp streams a whole row
@@ -178,6 +183,169 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const GemvParams p) {
 
 using gemv::disabled;
 
+// 9-16 rows. Why a second kernel and why two columns per warp: each 16-byte
+// load of W feeds M 16-byte loads of a (L1 hits: 16 rows of K = 512 are
+// 16-32 KB), so at 16 rows a's loads are 16 of every 17 and L1 bandwidth,
+// not W's bytes from HBM, sets the time. At 16 x 512 x 1408 f32, one column per warp moves
+// 1408 x 16 x 512 x 4 B = 46 MB of a through L1 (~12 columns on the busiest
+// SM x 68 loads x 4 wavefronts ~ 3300 clocks ~ 1.7 us at 128 B/clock)
+// against W's 2.9 MB from HBM (~0.7 us). Two columns per warp share every
+// load of a: ~1700 clocks (~0.9 us), near W's floor; bf16 halves both.
+// Splitting the rows over two warps or blocks instead reads W twice and a
+// just as often. Each lane keeps 2 x 16 f32 sums (32 registers) and up to
+// 2 x kUnroll16 loads of W in flight; a warp folds its 32 sums with a halving
+// reduce-scatter (fold32: 31 shuffles, lane l ends with sum l) where a
+// butterfly of each sum would take 160. Blocks of two warps (4 columns, as
+// gemv_kernel's blocks of four) spread N = 1408 over 352 blocks.
+constexpr int kWarps16 = 2;
+// Loads of W in flight per lane and column: 2 x 4, as many per lane as
+// gemv_kernel's kUnroll (2 x 8: ptxas held f32 to 128 registers and spilled).
+constexpr int kUnroll16 = kUnroll / 2;
+
+// Lane l's share after summing r[32] over the warp: r[l] of all 32 lanes
+// added, in an order fixed by the lane bits (deterministic). At each step a
+// lane sends the half of its live sums its partner keeps and adds the half
+// it keeps. SH is a template argument so that every index into r is a
+// constant (a loop over SH was left rolled and put r in local memory).
+template <int SH>
+__device__ __forceinline__ void fold_step(float (&r)[32], int lane) {
+  const bool hi = (lane & SH) != 0;  // keeps the upper half: live sums [SH, 2 SH)
+#pragma unroll
+  for (int i = 0; i < SH; ++i) {
+    const float send = hi ? r[i] : r[i + SH];
+    const float keep = hi ? r[i + SH] : r[i];
+    r[i] = keep + __shfl_xor_sync(0xffffffffu, send, SH);
+  }
+  if constexpr (SH > 1) fold_step<SH / 2>(r, lane);
+}
+__device__ __forceinline__ float fold32(float (&r)[32], int lane) {
+  fold_step<16>(r, lane);
+  return r[0];
+}
+
+// Columns n0 and n0 + 1 of out (only n0 when n0 + 1 == N: its row of W is
+// then read twice and its sums dropped), all M <= 16 rows: as column(), but
+// each load of a multiplies into both columns. a's 16-byte pieces are read
+// with __ldg: as a plain load widened at once, the compiler split each into
+// four or eight 2-4 byte loads for f16/bf16 (PTX), 4x the L1 wavefronts. a
+// is only read after grid_dependency_wait(), as gemv_rows reads b. acc[c * 16 + m] is column c,
+// row m, so after fold32 lane l holds column l / 16, row l % 16.
+template <class T, bool VEC>
+__device__ __forceinline__ void column_pair(const GemvParams& p, std::int64_t n0, int lane) {
+  using L = Lanes<T>;
+  constexpr int V = L::n, R = kMaxRows16;
+  const T* a = static_cast<const T*>(p.a);
+  const std::int64_t n1 = n0 + 1 < p.N ? n0 + 1 : n0;
+  const T* w0 = static_cast<const T*>(p.b) + n0 * p.bn;
+  const T* w1 = static_cast<const T*>(p.b) + n1 * p.bn;
+  const int M = static_cast<int>(p.M);
+  float acc[2 * R];
+#pragma unroll
+  for (int i = 0; i < 2 * R; ++i) acc[i] = 0.0f;
+  if constexpr (VEC) {
+    const std::int64_t chunks = p.K / V;
+    for (std::int64_t c0 = lane; c0 < chunks; c0 += 32 * kUnroll16) {
+      typename L::Raw wv0[kUnroll16], wv1[kUnroll16];
+#pragma unroll
+      for (int u = 0; u < kUnroll16; ++u) {
+        const std::int64_t c = c0 + 32 * u;
+        if (c < chunks) {
+          wv0[u] = reinterpret_cast<const typename L::Raw*>(w0)[c];
+          wv1[u] = reinterpret_cast<const typename L::Raw*>(w1)[c];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll16; ++u) {
+        const std::int64_t c = c0 + 32 * u;
+        if (c < chunks) {
+          float f0[V], f1[V];
+          L::widen(wv0[u], f0);
+          L::widen(wv1[u], f1);
+#pragma unroll
+          for (int m = 0; m < R; ++m) {
+            if (m < M) {
+              float xf[V];
+              L::widen(__ldg(reinterpret_cast<const typename L::Raw*>(a + m * p.am) + c), xf);
+#pragma unroll
+              for (int j = 0; j < V; ++j) {
+                acc[m] = fmaf(xf[j], f0[j], acc[m]);
+                acc[R + m] = fmaf(xf[j], f1[j], acc[R + m]);
+              }
+            }
+          }
+        }
+      }
+    }
+  } else {
+    for (std::int64_t k = lane; k < p.K; k += 32) {
+      const float f0 = to_f(w0[k]), f1 = to_f(w1[k]);
+#pragma unroll
+      for (int m = 0; m < R; ++m) {
+        if (m < M) {
+          const float x = to_f(a[m * p.am + k]);
+          acc[m] = fmaf(x, f0, acc[m]);
+          acc[R + m] = fmaf(x, f1, acc[R + m]);
+        }
+      }
+    }
+  }
+  float r = fold32(acc, lane);
+  const int m = lane % R;
+  const std::int64_t n = n0 + lane / R;
+  if (m < M && n < p.N) {
+    if (p.bias != nullptr) r += to_f(static_cast<const T*>(p.bias)[n * p.bs]);
+    T* o = static_cast<T*>(p.out) + m * p.om + n * p.on;
+    if (p.accumulate) r += to_f(*o);
+    *o = from_f<T>(r);
+  }
+}
+
+template <class T, bool VEC>
+__global__ void __launch_bounds__(kWarps16 * 32) gemv16_kernel(const GemvParams p) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::int64_t first = 2 * (std::int64_t(blockIdx.x) * kWarps16 + warp);
+  const std::int64_t stride = 2 * std::int64_t(gridDim.x) * kWarps16;
+  // W is read-only here: warm L2 with this warp's first two rows (one when
+  // N is odd and this is the last) while the previous kernel drains.
+  const std::int64_t bytes = p.K * std::int64_t(sizeof(T));
+  for (std::int64_t n = first; n < p.N && n < first + 2; ++n) {
+    const char* row = static_cast<const char*>(p.b) + n * p.bn * std::int64_t(sizeof(T));
+    for (std::int64_t off = std::int64_t(lane) * 128; off < bytes; off += 32 * 128)
+      prefetch_l2(row + off);
+  }
+  grid_dependency_wait();
+  allow_dependents();
+  for (std::int64_t n = first; n < p.N; n += stride) column_pair<T, VEC>(p, n, lane);
+}
+
+template <class T>
+void launch16(const GemvParams& p, bool vec, cudaStream_t st) {
+  constexpr std::int64_t cols = 2 * kWarps16;  // per block
+  const std::int64_t blocks = std::min<std::int64_t>((p.N + cols - 1) / cols, 1 << 16);
+  const dim3 grid(static_cast<unsigned>(blocks)), block(kWarps16 * 32);
+  if (vec)
+    CUDA_CHECK(launch_kernel(gemv16_kernel<T, true>, grid, block, 0, st, p));
+  else
+    CUDA_CHECK(launch_kernel(gemv16_kernel<T, false>, grid, block, 0, st, p));
+}
+
+// The most rows a call may have to come here: kMaxRows (8) unless
+// STRATA_GEMV_MAX_M=<1..16> says otherwise; 9-16 run gemv16_kernel. A
+// candidate until a GPU A/B against cuBLAS promotes it (docs/ops.md); the
+// hidden [gemv_all] test reruns the cases with 16.
+int max_rows() {
+  static const int m = [] {
+    const char* e = std::getenv("STRATA_GEMV_MAX_M");
+    if (e == nullptr || *e == '\0') return kMaxRows;
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    check(*end == '\0' && v >= 1 && v <= kMaxRows16, "matmul", "STRATA_GEMV_MAX_M is '", e,
+          "'; expected 1 to ", kMaxRows16);
+    return int(v);
+  }();
+  return m;
+}
+
 template <class T, int MR>
 void launch(const GemvParams& p, bool vec, cudaStream_t st) {
   // Enough blocks for one column per warp up to a few waves; larger N loops.
@@ -216,8 +384,10 @@ void run(const MatmulArgs& g) {
     launch<T, 2>(p, vec, st);
   else if (p.M <= 4)
     launch<T, 4>(p, vec, st);
-  else
+  else if (p.M <= kMaxRows)
     launch<T, kMaxRows>(p, vec, st);
+  else
+    launch16<T>(p, vec, st);
 }
 
 }  // namespace
@@ -226,12 +396,16 @@ std::string matmul_gemv_supports(const MatmulArgs& g) {
   if (disabled()) return "STRATA_CUDA_GEMV=0";
   if (g.out.dtype == DType::f64) return "f64 goes to cuBLAS";
   if (g.batch_rank != 0) return "batched";
-  if (g.M < 1 || g.M > kMaxRows) return "more than 8 rows";
+  if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_MAX_M (default 8)";
   if (g.K < 1 || g.K > kMaxK) return "K outside [1, 16384]";
   if (g.K > 1 && (g.a.strides[1] != 1 || g.b.strides[0] != 1))
     return "a's rows or b's columns not unit-stride";
   return "";
 }
+
+// Testing hook (tests/cuda/test_cuda_gemv.cpp declares it): the most rows
+// a call may have to take this kernel in this process.
+int gemv_max_rows_for_test() { return max_rows(); }
 
 void matmul_gemv(const MatmulArgs& g) {
   switch (g.out.dtype) {
