@@ -33,6 +33,9 @@ namespace strata::cuda {
 // matmul_gemv_rows.cu: the most rows a call may have to take gemv_rows
 // (STRATA_GEMV_ROWS_MAX_M, default 16).
 int gemv_rows_max_rows_for_test();
+// matmul_gemv.cu: the most rows a call may have to take gemv
+// (STRATA_GEMV_MAX_M, default 8).
+int gemv_max_rows_for_test();
 }  // namespace strata::cuda
 
 namespace {
@@ -115,9 +118,10 @@ Tensor place_b(const Tensor& hb, BLay l) {
 
 // Whether gemv_rows must take the call (b's layout and the sizes alone;
 // every case here has M <= 16 and rows x K <= 32768). With K = 1, b [1, N]
-// is also unit-stride along K, so gemv (registered first) takes up to 8 rows.
+// is also unit-stride along K, so gemv (registered first) takes as many rows
+// as it is allowed.
 bool rows_expected(BLay l, std::int64_t M, std::int64_t K, std::int64_t N, DType dt) {
-  if (!rows_allowed(M) || (K == 1 && M <= 8)) return false;
+  if (!rows_allowed(M) || (K == 1 && M <= cuda::gemv_max_rows_for_test())) return false;
   const std::int64_t V = dt == DType::f32 ? 4 : 8;
   switch (l) {
     case BLay::window:
@@ -198,7 +202,7 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
       CHECK(kernel_for(Tensor::zeros({512, M}, dt, kGpu).transpose(0, 1), b, out) == want);
       CHECK(kernel_for(Tensor::zeros({M, 1024}, dt, kGpu).slice(1, 0, 1024, 2), b, out) == want);
     }
-    // 17 rows, b column-major (gemv for <= 8 rows, else cuBLAS), N not a
+    // 17 rows, b column-major (gemv for as many rows as it may take, else cuBLAS), N not a
     // multiple of the vector width in a contiguous b (rows misaligned), b
     // with a column step, f64 stay away.
     CHECK(kernel_for(Tensor::zeros({17, 512}, dt, kGpu), b, Tensor::zeros({17, 1536}, dt, kGpu)) ==
@@ -207,7 +211,7 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
     CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), bt, Tensor::zeros({1, 1536}, dt, kGpu)) ==
           "cuda.matmul.gemv");
     CHECK(kernel_for(Tensor::zeros({12, 512}, dt, kGpu), bt, Tensor::zeros({12, 1536}, dt, kGpu)) ==
-          "cuda.matmul.cublas");
+          (12 <= cuda::gemv_max_rows_for_test() ? "cuda.matmul.gemv" : "cuda.matmul.cublas"));
     const std::int64_t odd = 1536 - V / 2;
     CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), Tensor::zeros({512, odd}, dt, kGpu),
                      Tensor::zeros({1, odd}, dt, kGpu)) == "cuda.matmul.cublas");

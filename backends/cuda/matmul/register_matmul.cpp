@@ -1,7 +1,7 @@
 // Registration of the cuda matmul kernels (one registry op, "matmul", which
 // serves matmul and linear): the matrix-vector kernels first for the skinny
-// calls they take (M <= 8, unit-stride K: matmul_gemv.cu; M <= 16, b's rows
-// unit-stride: matmul_gemv_rows.cu), cuBLAS for every floating dtype.
+// calls they take (M <= 8, or 16 with STRATA_GEMV_MAX_M, unit-stride K: matmul_gemv.cu; M <= 16,
+// b's rows unit-stride: matmul_gemv_rows.cu), cuBLAS for every floating dtype.
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "strata/registry.hpp"
 
