@@ -49,20 +49,11 @@ const std::vector<std::array<std::string, 2>>& candidates() {
   static const std::string full = "[decode],[decode_merge],[decode_bulk_cases]";
   static const std::string step = "[decode_merge],[decode_bulk_cases]";
   static const std::vector<std::array<std::string, 2>> c = {
-      {"bf16.decode.d128.tma", full},
-      {"bf16.decode.d128.tma8", full},
-      {"f16.decode.d128.tma", full},
-      {"f16.decode.d128.tma8", full},
-      {"bf16.decode.d128.tma.xr", step},
-      {"bf16.decode.d128.tma8.xr", step},
-      {"f16.decode.d128.tma.xr", step},
-      {"f16.decode.d128.tma8.xr", step},
+      {"bf16.decode.d128.tma", full},     {"bf16.decode.d128.tma8", full},
+      {"f16.decode.d128.tma", full},      {"f16.decode.d128.tma8", full},
+      {"bf16.decode.d128.tma.xr", step},  {"bf16.decode.d128.tma8.xr", step},
+      {"f16.decode.d128.tma.xr", step},   {"f16.decode.d128.tma8.xr", step},
       {"bf16.decode.d128.tma8.s6", step},
-      // attention_decode_ws.cuh: the stealing kernel and its static twin
-      // through every suite (their key loop, merge and prologue are new).
-      {"bf16.decode.d128.tma8.xr.ws", full},
-      {"f16.decode.d128.tma8.xr.ws", full},
-      {"bf16.decode.d128.tma8.xr.pw", full},
   };
   return c;
 }
@@ -109,8 +100,6 @@ void require_planned(const AttentionCase& c) {
   INFO(plan);
   REQUIRE(plan.rfind(f + " ", 0) == 0);
   if (splits_in(plan) > 1) REQUIRE(plan.find("merge=in_kernel") != std::string::npos);
-  const bool ws = f.size() > 3 && f.compare(f.size() - 3, 3, ".ws") == 0;
-  REQUIRE((plan.find(" steal") != std::string::npos) == (ws && splits_in(plan) > 1));
 }
 
 void require_pass(const AttentionCase& c) {
@@ -266,46 +255,6 @@ TEST_CASE("cuda decode bulk candidates: one row over many splits",
       }
       INFO(dt_name(dt) << " step " << step << " plan " << plan_for(c));
       require_pass(c);
-    }
-  }
-}
-
-// Rows long enough that the .ws candidate's splits take most of their
-// slots from the row's counter (each split starts with 4 slots of 64 keys
-// of its own; one head on an H200 has 132 splits, 528 slots of its own):
-// one head of the benchmark's 262144 keys, large logits across the slots;
-// 8 rows (16 splits each) of 20000 keys with a bool mask; 3 query rows of
-// 50000 keys whose causal windows of 30000 start at different keys (each
-// row's own counter over its own band); each case called twice, so the
-// second call finds the counters the first put back to 0.
-TEST_CASE("cuda decode bulk candidates: long rows (slots from the counter)",
-          "[.][cuda][attention][decode_bulk_cases]") {
-  std::uint64_t seed = 16800;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    for (int step = 0; step < 3; ++step) {
-      AttentionCase c;
-      c.dtype = dt;
-      c.d = 128;
-      c.dv = 128;
-      c.seed = ++seed;
-      if (step == 0) {
-        c.N = 262144;
-        c.input_scale = 4.0;
-      } else if (step == 1) {
-        c = harness::batched_case(1, 20000, 128, 128, dt, c.seed);
-        c.Hq = 4;
-        c.Hkv = 2;
-        c.mask = MaskKind::bool_full;
-      } else {
-        c.M = 3;
-        c.N = 50000;
-        c.causal = Causal::bottom_right;
-        c.window = std::make_pair<std::int64_t, std::int64_t>(30000, 0);
-      }
-      for (int call = 0; call < 2; ++call) {
-        INFO(dt_name(dt) << " step " << step << " call " << call << " plan " << plan_for(c));
-        require_pass(c);
-      }
     }
   }
 }

@@ -262,9 +262,6 @@ Plan make_plan(const AttentionArgs& a, int dev) {
         "cuda: too many keys for one launch (N = ", a.N, ")");
   p.keys_per_split = std::max<std::int64_t>(1, tiles_per_split * v.bn);
   p.splits = a.N == 0 ? 1 : (a.N + p.keys_per_split - 1) / p.keys_per_split;
-  // Stealing splits are workers: all of them take part (their static
-  // shares, used without counters, may leave the last ones empty).
-  if (v.steals_keys && a.N > 0) p.splits = splits;
   pl.merge = p.splits > 1;
   pl.pack_k = worth_packing(v, p, p.k_vec, a.d, vec);
   pl.pack_v = worth_packing(v, p, p.v_vec, a.dv, vec);
@@ -376,9 +373,7 @@ void run(const AttentionArgs& a) {
     pl.p.part_acc = scratch;
     pl.p.part_ml = static_cast<char*>(scratch) + acc_bytes;
   }
-  // Stealing variants: a row's ticket and its slot counter.
-  const std::int64_t counter_rows = pl.p.bh * a.M * (pl.v->steals_keys ? 2 : 1);
-  unsigned* counters = fused_merge(pl) ? merge_counters(scope.dev, st, counter_rows) : nullptr;
+  unsigned* counters = fused_merge(pl) ? merge_counters(scope.dev, st, pl.p.bh * a.M) : nullptr;
   pl.v->launch(pl.p, counters, int(pl.grid), pl.v->smem, st);
   const cudaError_t launch_err = cudaGetLastError();
   if (launch_err == cudaSuccess && pl.merge && !counters) (void)launch_split_merge<T, S>(pl.p, st);
@@ -423,8 +418,7 @@ std::string attention_plan(const AttentionArgs& a) {
   // capture on a stream without counters yet runs merge=kernel instead).
   const char* merge = !pl.merge ? "" : fused_merge(pl) ? " merge=in_kernel" : " merge=kernel";
   return std::string(pl.v->name) + " grid=" + std::to_string(pl.grid) +
-         " splits=" + std::to_string(pl.p.splits) + merge +
-         (pl.merge && pl.v->steals_keys ? " steal" : "") + (pl.pack_k ? " pack_k" : "") +
+         " splits=" + std::to_string(pl.p.splits) + merge + (pl.pack_k ? " pack_k" : "") +
          (pl.pack_v ? " pack_v" : "");
 }
 

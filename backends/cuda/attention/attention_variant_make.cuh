@@ -3,7 +3,6 @@
 // files include this: it instantiates the kernels).
 #include "cuda/attention/attention_decode.cuh"
 #include "cuda/attention/attention_decode_bulk.cuh"
-#include "cuda/attention/attention_decode_ws.cuh"
 #include "cuda/attention/attention_dmma.cuh"
 #include "cuda/attention/attention_pipelined.cuh"
 #include "cuda/attention/attention_tiled.cuh"
@@ -91,27 +90,6 @@ Variant decode_bulk(const char* name, int blocks_per_sm, bool dflt = false) {
                     &launch_decode_bulk<C>);
   v.decode_blocks_per_sm = blocks_per_sm;
   v.merges_any_splits = true;
-  return v;
-}
-
-// The bulk-copy kernel with less fixed cost (attention_decode_ws.cuh), one
-// block per SM. STEAL: splits take slots from their row's counter, planned
-// in slots of KS keys (no more splits than slots); without it the plan
-// splits in steps of U keys, so that a row's splits fill every SM.
-template <class C>
-void launch_decode_ws(const AttnParams& p, unsigned* merge_count, int grid, std::size_t smem,
-                      cudaStream_t st) {
-  (void)launch_pdl(attn_decode_ws_kernel<C>, grid, C::NT, smem, st, p, merge_count);
-}
-template <class C>
-Variant decode_ws(const char* name) {
-  Variant v =
-      variant_of<C>(name, StorageDType<typename C::storage>::value, true, false, C::max_d,
-                    C::max_dv, 1, C::STEAL ? C::KS : C::U, C::max_dv,
-                    reinterpret_cast<const void*>(&attn_decode_ws_kernel<C>), &launch_decode_ws<C>);
-  v.decode_blocks_per_sm = 1;
-  v.merges_any_splits = true;
-  v.steals_keys = C::STEAL;
   return v;
 }
 

@@ -39,10 +39,6 @@ struct Variant {
   // takes rows of more than kFusedMergeMaxSplits, attention_launch.cu).
   int decode_blocks_per_sm = 4;
   bool merges_any_splits = false;
-  // Decode variants whose splits take slots of keys from a per-row counter
-  // (attention_decode_ws.cuh): the plan keeps every split it asks for, and
-  // the launcher gives the kernel two counters per row.
-  bool steals_keys = false;
 };
 
 // The launcher takes decode when it serves, else the default variant with the

@@ -66,16 +66,6 @@ const std::vector<Variant>& variants_h16() {
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H>>("f16.decode.d128.tma", 2),
       decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H>>("f16.decode.d128.tma8", 1),
       decode_bulk<DecodeBulkConfig<float, 4, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma.xr", 2),
-      // .tma8.xr with less fixed cost per call (attention_decode_ws.cuh):
-      // .ws, a row's splits take slots from a counter (work stealing), the
-      // prologue before the PDL wait, a one-pass merge; .pw the last two
-      // with static splits in steps of 8 keys (the A/B of the stealing).
-      decode_ws<DecodeWsConfig<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>, true>>(
-          "bf16.decode.d128.tma8.xr.ws"),
-      decode_ws<DecodeWsConfig<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>, false>>(
-          "bf16.decode.d128.tma8.xr.pw"),
-      decode_ws<DecodeWsConfig<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H, true>, true>>(
-          "f16.decode.d128.tma8.xr.ws"),
   };
   return v;
 }
