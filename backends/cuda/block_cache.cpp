@@ -109,9 +109,9 @@ BlockCacheStats BlockCache::stats() const {
 }
 
 bool block_cache_enabled_from(const char* value) {
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "1") == 0) return true;
-  if (std::strcmp(value, "0") == 0) return false;
-  fail("cuda", "STRATA_CUDA_BLOCK_CACHE='", value, "' is not 0 (off) or 1 (on, the default)");
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "0") == 0) return false;
+  if (std::strcmp(value, "1") == 0) return true;
+  fail("cuda", "STRATA_CUDA_BLOCK_CACHE='", value, "' is not 0 (off, the default) or 1 (on)");
 }
 
 bool block_cache_enabled() {

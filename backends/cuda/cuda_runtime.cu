@@ -245,8 +245,8 @@ class CudaRuntime final : public DeviceRuntime {
   //    event that the default stream waits for) before the last reference to
   //    a tensor it used goes away, and makes its stream wait for the default
   //    stream before using a freshly allocated tensor.
-  // Blocks up to 1 MiB pass through a host cache first (block_cache.hpp,
-  // STRATA_CUDA_BLOCK_CACHE=0 turns it off): a freed block goes to a free
+  // With STRATA_CUDA_BLOCK_CACHE=1 (off by default), blocks up to 1 MiB
+  // pass through a host cache first (block_cache.hpp): a freed block goes to a free
   // list with no CUDA call and no stream ordering, and the next request of
   // its size class takes it back at once. Its previous owner's kernels and
   // the next owner's are then ordered only by their streams: both on the
@@ -581,7 +581,7 @@ bool pool_stats_for_test(int index, std::uint64_t* reserved, std::uint64_t* used
 }
 
 // Testing hooks for tests/cuda/test_cuda_block_cache.cpp: the block cache's
-// counters on `index` (false when it has none: STRATA_CUDA_BLOCK_CACHE=0 or
+// counters on `index` (false when it has none: the cache off, as by default, or
 // no pool), and emptying it.
 bool block_cache_stats_for_test(int index, BlockCacheStats* out) {
   CudaRuntime* rt = runtime_for_test();

@@ -1,9 +1,9 @@
 #pragma once
 // Reruns some of this test binary's cases in a child process with one
 // environment variable set: for the cuda settings read once per process
-// (STRATA_GEMV_MAX_M, STRATA_GEMV_ROWS_MAX_M), which a test cannot change
-// in its own process. Used by the hidden [gemv_all] and [gemv_rows_all]
-// tests.
+// (STRATA_GEMV_MAX_M, STRATA_GEMV_ROWS_MAX_M, STRATA_CUDA_BLOCK_CACHE),
+// which a test cannot change in its own process. Used by the hidden
+// [gemv_all] and [gemv_rows_all] tests and by [block_cache_on].
 #include <cstdlib>
 #include <filesystem>
 #include <string>
