@@ -12,6 +12,7 @@
 
 #include "catch.hpp"
 #include "cuda_compare.hpp"
+#include "special_rows.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
@@ -204,18 +205,7 @@ TEST_CASE("cuda rows16: NaN, infinities and constant rows of 2048 16-bit element
   // kernels' 128-thread blocks under STRATA_ROWS_VARIANT=reg (64 for reg4,
   // 32 for reg8: thread 5 then holds vectors 5 + 32i, finite ones too).
   constexpr std::int64_t n = 2048;
-  std::vector<double> v(8 * n);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37) * 3.0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    v[j] = -INFINITY;
-    if (j / 8 % 128 == 5) v[3 * n + j] = -INFINITY;
-    if (j / 8 % 128 == 5) v[4 * n + j] = NAN;
-    v[6 * n + j] = 1.5;
-  }
-  v[1 * n + 1234] = NAN;
-  v[2 * n + 77] = -INFINITY;
-  v[5 * n + 2000] = INFINITY;
-  const Tensor x = Tensor::from_vector<double>(v, {8, n});
+  const Tensor x = strata_test::special_rows(n, 128, 2000);
   for (DType dt : {DType::bf16, DType::f16}) {
     INFO("dtype " << dtype_name(dt));
     const Tensor h = x.to(dt), d = h.to(kGpu);

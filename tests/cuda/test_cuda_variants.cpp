@@ -16,6 +16,7 @@
 
 #include "catch.hpp"
 #include "cuda_compare.hpp"
+#include "special_rows.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/error.hpp"
 #include "strata/norm.hpp"
@@ -110,18 +111,7 @@ TEST_CASE("cuda variants: NaN, infinities and constant rows of 4096 16-bit eleme
   // one: a thread whose elements are all -inf); 4 those elements NaN; 5 one
   // +inf; 6 constant (variance 0); 7 ordinary.
   constexpr std::int64_t n = 4096;
-  std::vector<double> v(8 * n);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37) * 3.0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    v[j] = -INFINITY;
-    if ((j / 8) % 32 == 5) v[3 * n + j] = -INFINITY;
-    if ((j / 8) % 32 == 5) v[4 * n + j] = NAN;
-    v[6 * n + j] = 1.5;
-  }
-  v[1 * n + 1234] = NAN;
-  v[2 * n + 77] = -INFINITY;
-  v[5 * n + 4000] = INFINITY;
-  const Tensor x = Tensor::from_vector<double>(v, {8, n});
+  const Tensor x = strata_test::special_rows(n, 32, 4000);
   for (DType dt : {DType::bf16, DType::f16}) {
     INFO("dtype " << dtype_name(dt));
     const Tensor h = x.to(dt), d = h.to(kGpu);

@@ -1,0 +1,31 @@
+#pragma once
+// Eight rows of n values (f64; n a multiple of 8, >= 2048) that corner the
+// row kernels, shared by the rows16 and variant suites: row 0 all -inf; 1
+// one NaN; 2 one -inf; 3 the elements of every 8-wide vector v with
+// v % period == 5 -inf (for a kernel that gives thread t the vectors t,
+// t + period, ...: a thread whose elements are all -inf); 4 those elements
+// NaN; 5 one +inf at column inf_col; 6 constant (variance 0); 7 ordinary.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "strata/tensor.hpp"
+
+namespace strata_test {
+
+inline strata::Tensor special_rows(std::int64_t n, std::int64_t period, std::int64_t inf_col) {
+  std::vector<double> v(static_cast<std::size_t>(8 * n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37) * 3.0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    v[j] = -INFINITY;
+    if (j / 8 % period == 5) v[3 * n + j] = -INFINITY;
+    if (j / 8 % period == 5) v[4 * n + j] = NAN;
+    v[6 * n + j] = 1.5;
+  }
+  v[1 * n + 1234] = NAN;
+  v[2 * n + 77] = -INFINITY;
+  v[5 * n + inf_col] = INFINITY;
+  return strata::Tensor::from_vector<double>(v, {8, n});
+}
+
+}  // namespace strata_test
