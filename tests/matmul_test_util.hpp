@@ -161,6 +161,30 @@ inline void require_close(const Tensor& got, const Tensor& want, std::int64_t K,
   CHECK(bad == 0);  // not REQUIRE: the other cases of the test still run
 }
 
+// out[m, n] = sum_k a[m, k] b[k, n] (+ bias[n] when bias) (+ out0[m, n]
+// when acc), in f64, written out as loops (not another matmul): a
+// row-major [M, K], b read at b[k * bk + n * bn]; the independent check of
+// the matrix-vector kernels (tests/cuda/test_cuda_gemv*.cpp).
+inline std::vector<double> affine_f64(const std::vector<double>& a, const std::vector<double>& b,
+                                      std::int64_t bk, std::int64_t bn,
+                                      const std::vector<double>& bias, bool use_bias,
+                                      const std::vector<double>& out0, bool acc, std::int64_t M,
+                                      std::int64_t N, std::int64_t K) {
+  const auto at = [](const std::vector<double>& v, std::int64_t i) {
+    return v[static_cast<std::size_t>(i)];
+  };
+  std::vector<double> want(static_cast<std::size_t>(M * N));
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (std::int64_t k = 0; k < K; ++k) s += at(a, m * K + k) * at(b, k * bk + n * bn);
+      if (use_bias) s += at(bias, n);
+      if (acc) s += at(out0, m * N + n);
+      want[static_cast<std::size_t>(m * N + n)] = s;
+    }
+  return want;
+}
+
 inline strata::MatmulOptions on(const char* backend,
                                 strata::Precision p = strata::Precision::highest) {
   strata::MatmulOptions o;

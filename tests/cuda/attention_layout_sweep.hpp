@@ -87,4 +87,27 @@ void sweep_layouts(const LayoutSweep& s, std::uint64_t& seed, const Run& run) {
   }
 }
 
+// Grids too small to fill the GPU, step 0-4 of five: one head of 130 + 40
+// step rows against 1000 + 500 step keys (2-6 splits of the wgmma kernel),
+// plain, causal bottom-right, causal top-left, a window with a bool mask
+// and fully masked rows, then two query heads with a float [M, N] mask.
+inline strata::harness::AttentionCase small_grid_case(int step, std::int64_t d, strata::DType dt,
+                                                      std::uint64_t seed) {
+  using strata::harness::MaskKind;
+  strata::harness::AttentionCase c =
+      strata::harness::batched_case(130 + 40 * step, 1000 + 500 * step, d, d, dt, seed);
+  c.batch = {};
+  c.Hq = step == 4 ? 2 : 1;
+  c.Hkv = 1;
+  if (step == 1) c.causal = strata::Causal::bottom_right;
+  if (step == 2) c.causal = strata::Causal::top_left;
+  if (step == 3) {
+    c.window = std::make_pair<std::int64_t, std::int64_t>(300, 0);
+    c.mask = MaskKind::bool_full;
+    c.masked_rows = true;
+  }
+  if (step == 4) c.mask = MaskKind::float_bcast;
+  return c;
+}
+
 }  // namespace strata_test

@@ -197,19 +197,7 @@ TEST_CASE("cuda flash pad: split keys on small grids", "[cuda][attention][flash_
   for (DType dt : {DType::bf16, DType::f16}) {
     for (std::int64_t d : {97, 100, 104, 112}) {
       for (int step = 0; step < 5; ++step) {
-        AttentionCase c =
-            strata::harness::batched_case(130 + 40 * step, 1000 + 500 * step, d, d, dt, ++seed);
-        c.batch = {};
-        c.Hq = step == 4 ? 2 : 1;
-        c.Hkv = 1;
-        if (step == 1) c.causal = Causal::bottom_right;
-        if (step == 2) c.causal = Causal::top_left;
-        if (step == 3) {
-          c.window = std::make_pair<std::int64_t, std::int64_t>(300, 0);
-          c.mask = MaskKind::bool_full;
-          c.masked_rows = true;
-        }
-        if (step == 4) c.mask = MaskKind::float_bcast;
+        const AttentionCase c = strata_test::small_grid_case(step, d, dt, ++seed);
         INFO(dt_name(dt) << " d " << d << " step " << step);
         require_pass(c);
       }

@@ -89,19 +89,10 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, bool b
   opt.accumulate = acc;
   linear_out(out, x, w, bias ? hb.to(kGpu) : Tensor(), opt);
 
-  // The f64 sum, written out here (not another matmul).
-  const std::vector<double> xv = hx.to_vector<double>(), wv = hw.to_vector<double>();
-  const std::vector<double> bv = hb.to_vector<double>(), ov = ho.to_vector<double>();
-  std::vector<double> want(static_cast<std::size_t>(M * N));
-  for (std::int64_t m = 0; m < M; ++m)
-    for (std::int64_t n = 0; n < N; ++n) {
-      double s = 0;
-      for (std::int64_t k = 0; k < K; ++k)
-        s += xv[static_cast<std::size_t>(m * K + k)] * wv[static_cast<std::size_t>(n * K + k)];
-      if (bias) s += bv[static_cast<std::size_t>(n)];
-      if (acc) s += ov[static_cast<std::size_t>(m * N + n)];
-      want[static_cast<std::size_t>(m * N + n)] = s;
-    }
+  // The f64 sum (W [N, K] row-major: b = W^T).
+  const std::vector<double> want =
+      matmul_test::affine_f64(hx.to_vector<double>(), hw.to_vector<double>(), 1, K,
+                              hb.to_vector<double>(), bias, ho.to_vector<double>(), acc, M, N, K);
   // Rows gemv refuses go to cuBLAS (or gemv_rows for K = 1), whose
   // f16/bf16 paths with a bias or accumulate round more than once
   // (docs/ops.md, "Known deviations"; test_cuda_gemv_rows.cpp says more):

@@ -162,19 +162,10 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, Layout
   else
     matmul_out(out, a, b, opt);
 
-  // The f64 sum, written out here (not another matmul).
-  const std::vector<double> av = ha.to_vector<double>(), bv = hb.to_vector<double>();
-  const std::vector<double> biv = hbias.to_vector<double>(), ov = ho.to_vector<double>();
-  std::vector<double> want(static_cast<std::size_t>(M * N));
-  for (std::int64_t m = 0; m < M; ++m)
-    for (std::int64_t n = 0; n < N; ++n) {
-      double s = 0;
-      for (std::int64_t kk = 0; kk < K; ++kk)
-        s += av[static_cast<std::size_t>(m * K + kk)] * bv[static_cast<std::size_t>(kk * N + n)];
-      if (bias) s += biv[static_cast<std::size_t>(n)];
-      if (acc) s += ov[static_cast<std::size_t>(m * N + n)];
-      want[static_cast<std::size_t>(m * N + n)] = s;
-    }
+  // The f64 sum (b [K, N] row-major).
+  const std::vector<double> want = matmul_test::affine_f64(
+      ha.to_vector<double>(), hb.to_vector<double>(), N, 1, hbias.to_vector<double>(), bias,
+      ho.to_vector<double>(), acc, M, N, K);
   // This file checks the values of the matrix-vector kernels (gemv_rows,
   // and gemv where it takes a layout); cuBLAS's results are checked by the
   // [matmul] suites. Its f16/bf16 paths with a bias (or with accumulate)

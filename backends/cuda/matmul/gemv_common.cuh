@@ -2,12 +2,16 @@
 // What the two matrix-vector kernels (matmul_gemv.cu: b unit-stride along
 // K; matmul_gemv_rows.cu: b row-major) share: f32 widening and rounding of
 // their element types, the L2 prefetch they issue before waiting on the
-// previous kernel, and the switch that sends their calls to cuBLAS.
+// previous kernel, the switch that sends their calls to cuBLAS, the calls
+// both refuse, their row limits' reading and the dtype dispatch.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdlib>
 #include <cstring>
+
+#include "strata/error.hpp"
+#include "strata/matmul_args.hpp"
 
 namespace strata::cuda::gemv {
 
@@ -43,6 +47,49 @@ inline bool disabled() {
     return e != nullptr && std::strcmp(e, "0") == 0;
   }();
   return off;
+}
+
+// Why neither kernel takes g, whatever its shape (nullptr: both may): the
+// switch above, f64, a batch.
+inline const char* refusal(const MatmulArgs& g) {
+  if (disabled()) return "STRATA_CUDA_GEMV=0";
+  if (g.out.dtype == DType::f64) return "f64 goes to cuBLAS";
+  if (g.batch_rank != 0) return "batched";
+  return nullptr;
+}
+
+// The row limit in environment variable `var`: `dflt` when unset or empty,
+// else an integer in [1, most] (a strata::Error otherwise). The callers
+// read it once per process.
+inline int rows_limit(const char* var, int dflt, int most) {
+  const char* e = std::getenv(var);
+  if (e == nullptr || *e == '\0') return dflt;
+  char* end = nullptr;
+  const long v = std::strtol(e, &end, 10);
+  check(*end == '\0' && v >= 1 && v <= most, "matmul", var, " is '", e, "'; expected 1 to ", most);
+  return int(v);
+}
+
+template <class T>
+struct Type {
+  using type = T;
+};
+
+// f(Type<T>{}) for out's element type T: f32, bf16 or f16 (the dtypes
+// refusal() lets through).
+template <class F>
+void for_dtype(DType dt, F&& f) {
+  switch (dt) {
+    case DType::f32:
+      f(Type<float>{});
+      break;
+    case DType::bf16:
+      f(Type<__nv_bfloat16>{});
+      break;
+    default:
+      f(Type<__half>{});
+      break;
+  }
 }
 
 }  // namespace strata::cuda::gemv

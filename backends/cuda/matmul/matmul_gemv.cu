@@ -181,8 +181,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const GemvParams p) {
   for (std::int64_t n = first; n < p.N; n += stride) column<T, MR, VEC>(p, n, lane);
 }
 
-using gemv::disabled;
-
 // 9-16 rows. Why a second kernel and why two columns per warp: each 16-byte
 // load of W feeds M 16-byte loads of a (L1 hits: 16 rows of K = 512 are
 // 16-32 KB), so at 16 rows a's loads are 16 of every 17 and L1 bandwidth,
@@ -334,15 +332,7 @@ void launch16(const GemvParams& p, bool vec, cudaStream_t st) {
 // candidate until a GPU A/B against cuBLAS promotes it (docs/ops.md); the
 // hidden [gemv_all] test reruns the cases with 16.
 int max_rows() {
-  static const int m = [] {
-    const char* e = std::getenv("STRATA_GEMV_MAX_M");
-    if (e == nullptr || *e == '\0') return kMaxRows;
-    char* end = nullptr;
-    const long v = std::strtol(e, &end, 10);
-    check(*end == '\0' && v >= 1 && v <= kMaxRows16, "matmul", "STRATA_GEMV_MAX_M is '", e,
-          "'; expected 1 to ", kMaxRows16);
-    return int(v);
-  }();
+  static const int m = gemv::rows_limit("STRATA_GEMV_MAX_M", kMaxRows, kMaxRows16);
   return m;
 }
 
@@ -393,9 +383,7 @@ void run(const MatmulArgs& g) {
 }  // namespace
 
 std::string matmul_gemv_supports(const MatmulArgs& g) {
-  if (disabled()) return "STRATA_CUDA_GEMV=0";
-  if (g.out.dtype == DType::f64) return "f64 goes to cuBLAS";
-  if (g.batch_rank != 0) return "batched";
+  if (const char* why = gemv::refusal(g)) return why;
   if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_MAX_M (default 8)";
   if (g.K < 1 || g.K > kMaxK) return "K outside [1, 16384]";
   if (g.K > 1 && (g.a.strides[1] != 1 || g.b.strides[0] != 1))
@@ -408,17 +396,7 @@ std::string matmul_gemv_supports(const MatmulArgs& g) {
 int gemv_max_rows_for_test() { return max_rows(); }
 
 void matmul_gemv(const MatmulArgs& g) {
-  switch (g.out.dtype) {
-    case DType::f32:
-      run<float>(g);
-      break;
-    case DType::bf16:
-      run<__nv_bfloat16>(g);
-      break;
-    default:
-      run<__half>(g);
-      break;
-  }
+  gemv::for_dtype(g.out.dtype, [&](auto t) { run<typename decltype(t)::type>(g); });
 }
 
 }  // namespace strata::cuda

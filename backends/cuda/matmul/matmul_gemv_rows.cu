@@ -284,8 +284,6 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
   }
 }
 
-using gemv::disabled;
-
 // STRATA_GEMV_ROWS_CT: 1, 2, 4 or 8 forces the column groups per block; 0
 // (unset or anything else) picks them per call.
 int forced_ct() {
@@ -318,15 +316,7 @@ bool split_rows(bool wide) {
 // here against 8.3-14.2 for cublasGemmEx called directly, in f32, f32 medium
 // and bf16; with one row allowed, 16 rows on cuBLAS took 7.8-14.1.
 int max_rows() {
-  static const int m = [] {
-    const char* e = std::getenv("STRATA_GEMV_ROWS_MAX_M");
-    if (e == nullptr || *e == '\0') return kMaxRows;
-    char* end = nullptr;
-    const long v = std::strtol(e, &end, 10);
-    check(*end == '\0' && v >= 1 && v <= kMaxRows, "matmul", "STRATA_GEMV_ROWS_MAX_M is '", e,
-          "'; expected 1 to ", kMaxRows);
-    return int(v);
-  }();
+  static const int m = gemv::rows_limit("STRATA_GEMV_ROWS_MAX_M", kMaxRows, kMaxRows);
   return m;
 }
 
@@ -411,9 +401,7 @@ void run(const MatmulArgs& g) {
 }  // namespace
 
 std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
-  if (disabled()) return "STRATA_CUDA_GEMV=0";
-  if (g.out.dtype == DType::f64) return "f64 goes to cuBLAS";
-  if (g.batch_rank != 0) return "batched";
+  if (const char* why = gemv::refusal(g)) return why;
   if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_ROWS_MAX_M (default 16)";
   if (g.M > 1 && g.K * g.N > kMaxMultiRowB) return "more than one row and b over 4M elements";
   if (g.K < 1) return "K = 0";
@@ -430,17 +418,7 @@ std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
 int gemv_rows_max_rows_for_test() { return max_rows(); }
 
 void matmul_gemv_rows(const MatmulArgs& g) {
-  switch (g.out.dtype) {
-    case DType::f32:
-      run<float>(g);
-      break;
-    case DType::bf16:
-      run<__nv_bfloat16>(g);
-      break;
-    default:
-      run<__half>(g);
-      break;
-  }
+  gemv::for_dtype(g.out.dtype, [&](auto t) { run<typename decltype(t)::type>(g); });
 }
 
 }  // namespace strata::cuda
