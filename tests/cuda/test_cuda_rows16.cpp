@@ -111,8 +111,9 @@ namespace {
 
 bool reg_variant() {
   const char* e = std::getenv("STRATA_ROWS_VARIANT");
-  return e != nullptr &&
-         (std::string(e) == "reg" || std::string(e) == "reg4" || std::string(e) == "reg8");
+  // The default (tuned) takes the reg kernels too (rows_variant.hpp).
+  return e == nullptr || std::string(e).empty() || std::string(e) == "tuned" ||
+         std::string(e) == "reg" || std::string(e) == "reg4" || std::string(e) == "reg8";
 }
 
 // [rows, n] in f64: vector v (elements 8v .. 8v + 7) centred on offset +
@@ -159,7 +160,7 @@ void check_row_ops(const Tensor& x64, DType dt, bool transposed = false) {
 
 TEST_CASE("cuda rows16: the reg candidate's row lengths and its fallbacks",
           "[cuda][ops][rows][rows16]") {
-  // Under STRATA_ROWS_VARIANT=reg, reg4 or reg8, rows of 256 / 512 / 1024
+  // By default and under STRATA_ROWS_VARIANT=reg, reg4 or reg8, rows of 256 / 512 / 1024
   // vectors (2048, 4096, 8192 elements: blocks of 128 / 256 / 512 threads,
   // reg4 64 / 128 / 256, reg8 32 / 64 / 128) run the reg kernels: 8800 rows of 2048 pass the grid's
   // cap (32 blocks per SM), so blocks walk several rows and alternate their reduction slots. Every

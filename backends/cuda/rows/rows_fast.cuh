@@ -263,12 +263,16 @@ Form form_for(bool staged) {
   } else {
     switch (rows_variant()) {
       case RowsVariant::tuned:
-        // Run s12r3 (H200, docs/ops.md), bf16 4096 x 4096 against base:
-        // softmax 2.86 -> 3.28 TB/s fused, rms_norm 3.61 / 3.58 (equal);
-        // layer_norm fused 2.73 -> 2.93 at 4096 columns but 2.74 -> 2.31
-        // at 2048, so the staged op keeps base.
-        if (staged) break;
-        return {Geometry::base, true, true, false, 0};
+        // Rows of 2048, 4096 and 8192 elements: the reg kernels, reg8's
+        // layer_norm and reg4's softmax (run s14r1, H200, docs/ops.md: bf16
+        // 4096 x 4096 layer_norm 24.70 -> 18.82 us, softmax 20.47 -> 16.69;
+        // 8192 x 2048 24.68 -> 19.61 and 26.83 -> 17.22). Other lengths as
+        // run s12r3 found, bf16 4096 x 4096 against base: softmax 2.86 ->
+        // 3.28 TB/s fused, rms_norm 3.61 / 3.58 (equal); layer_norm fused
+        // 2.73 -> 2.93 at 4096 columns but 2.74 -> 2.31 at 2048, so the
+        // staged op keeps base.
+        if (staged) return {base, false, false, false, 8};
+        return {Geometry::base, true, true, false, 4};
       case RowsVariant::one:
         return {base, true, false, false, 0};
       case RowsVariant::flat:
