@@ -56,6 +56,11 @@ struct FlashArgs {
   std::int64_t bh_count = 1;
   int lpt_heads = 0;
   bool o_vec = false;  // 16-byte stores of out rows are safe
+  // The wgmma d 64 64x128 kernel computes a last key tile whose upper half
+  // is masked for all its rows over its first half only
+  // (STRATA_FLASH_DIAG_HALF, flash_wgmma.cuh). Sits in o_vec's padding:
+  // the struct, and so every other kernel's parameter, keeps its size.
+  bool diag_half = false;
 
   // Split-KV (the wgmma kernel): each tile of rows takes its key tiles in
   // `splits` parts, one CTA each, which write their unnormalised partials,

@@ -194,6 +194,7 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
 
   FlashArgs f = make_flash_args(w);
   f.o_vec = chunk_ok(w.out, 8);
+  f.diag_half = flash_host::diag_half_on();
   if (splits > 1) {
     f.splits = splits;
     f.part_rows = merge.bh * a.M;

@@ -28,6 +28,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/attention/flash_mma.cuh"
 #include "cuda/attention/wgmma_ops.cuh"
@@ -108,6 +109,18 @@ struct WgmmaConfig {
 // instruction may read a part of one). d 100 with NV 104 keeps 52
 // accumulators per thread instead of 64 and issues 64 + 40 columns per
 // k-step of P V instead of 128.
+//
+// Diagonal half tiles (FlashArgs::diag_half, STRATA_FLASH_DIAG_HALF; only
+// the d 64 64x128 tiles, kHalf below): a tile whose keys [64, 128) are
+// masked for all 64 rows (the band's upper edge or N cuts it there) takes
+// S over its first 64 keys (m64n64k16: an N = 128 accumulator's first 32
+// registers are the N = 64 one's, wgmma_ops.cuh) and 4 of the 8 k-steps of
+// P V; the masked keys' probabilities would be exactly 0. Under causal
+// attention every other 64-row tile ends on such a tile. Only the last key
+// tile of a tile of rows can be one (the band ends before its upper half,
+// so a next tile would start past kv_hi): it is peeled as the last tile
+// already is, and the loop keeps no branch around an issue
+// (docs/cuda-tuning.md, "Diagonal half tiles").
 template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8, int KQ = D / 16, int NV = D>
 __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const FlashArgs a) {
   static_assert(KQ > 0 && KQ <= D / 16, "KQ: k-steps of S within the tile's D columns");
@@ -119,6 +132,9 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   constexpr int BM = C::kBM, kThreads = C::kThreads;
   constexpr int kTileBytes = BN * D * int(sizeof(T));
   const float kNegInf = -__int_as_float(0x7f800000);
+  constexpr bool kHalf = D == 64 && WG == 1 && BN == 128;
+  using Full = std::false_type;
+  using Half = std::true_type;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const std::uint32_t raw_u = smem_u32(smem_raw);
@@ -162,6 +178,18 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   }
 
   const int n_tiles = int(t_end - t_begin);
+  // Whether keys [BN / 2, BN) of the last tile are masked for every row of
+  // the tile (rows past M are masked whole): past N, or past the band's
+  // upper edge of the last row. Split-KV: only the last split ends on that
+  // tile. Evaluated where needed rather than kept in a register through the
+  // loop (at 255 registers, a live flag took the kernel from 12 to 20-48
+  // bytes of spill, or made ptxas serialize the wgmma).
+  auto half_last = [&] {
+    const std::int64_t upper = (t_begin + n_tiles) * BN - BN / 2;
+    return a.diag_half && n_tiles > 0 &&
+           (upper >= a.N || (a.has_band && upper > m0 + rows - 1 + a.band_hi));
+  };
+
   // K and V of tile `it` (counted from t_begin) go to slot it % STAGES.
   auto load_k = [&](int it) {
     const std::int64_t n0 = (t_begin + it) * BN;
@@ -195,23 +223,26 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   auto step_qk = [](int kk, int panel_rows) {
     return std::uint64_t(((kk >> 2) * panel_rows * 128 + (kk & 3) * 32) >> 4);
   };
-  // S = Q K^T (64 rows of this warpgroup x BN keys of tile it), issued.
-  auto issue_s = [&](int it) {
+  // S = Q K^T (64 rows of this warpgroup x BN keys of tile it, or the
+  // first BN / 2 keys for a Half tile), issued.
+  auto issue_s = [&](int it, auto half) {
+    constexpr int kN = decltype(half)::value ? BN / 2 : BN;
     const std::uint64_t kst = k_desc + std::uint64_t(((it % STAGES) * kTileBytes) >> 4);
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < KQ; ++kk)
-      wgmma::Wgmma<BN, T>::ss(s, q_desc + step_qk(kk, BM), kst + step_qk(kk, BN), kk > 0);
+      wgmma::Wgmma<kN, T>::ss(s, q_desc + step_qk(kk, BM), kst + step_qk(kk, BN), kk > 0);
     wgmma::commit();
   };
   // O += P V over tile it, P from pf, issued: all D columns in one
   // instruction per k-step, or NV's panels (o holds 32 accumulators per
-  // whole panel) one instruction each.
-  auto issue_pv = [&](int it) {
+  // whole panel) one instruction each; a Half tile's first BN / 2 keys only.
+  auto issue_pv = [&](int it, auto half) {
+    constexpr int kSteps = decltype(half)::value ? BN / 32 : BN / 16;
     const std::uint64_t vst = v_desc + std::uint64_t(((it % STAGES) * kTileBytes) >> 4);
     wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
+    for (int kk = 0; kk < kSteps; ++kk) {
       const std::uint64_t vk = vst + std::uint64_t((kk * 16 * 128) >> 4);
       if constexpr (NV == D) {
         wgmma::Wgmma<D, T>::rs(o, pf[kk], vk, 1);
@@ -240,8 +271,11 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   // The scores of tile it (complete in s) to probabilities, in base 2:
   // scale, masks where the tile needs them, online softmax for rows g
   // (r = 0) and g + 8 (r = 1). alpha: the factor O must take; returns
-  // whether any of this warp's alphas is not 1.
-  auto softmax = [&](int it, float* alpha) {
+  // whether any of this warp's alphas is not 1. A Half tile: its first
+  // BN / 2 keys only (s[0, BN / 4)); the others are masked, and their
+  // probabilities, 0, would change neither the max nor the sums.
+  auto softmax = [&](int it, float* alpha, auto half) {
+    constexpr int W = decltype(half)::value ? BN / 2 : BN;  // columns of s
     const std::int64_t n0 = (t_begin + it) * BN;
     const bool inside_band =
         !a.has_band || (n0 >= m0 + BM - 1 + a.band_lo && n0 + BN - 1 <= m0 + a.band_hi);
@@ -252,13 +286,13 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     const float f = need_mask || !RAW ? 1.f : c;
     if (need_mask || !RAW) {
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) s[i] *= c;
+      for (int i = 0; i < W / 2; ++i) s[i] *= c;
     }
     if (need_mask && a.mask_kind == 0) {
-      mask_bounds_band<BN>(a, s, n0, i0, t4);  // causal, windows, partial tiles
+      mask_bounds_band<W>(a, s, n0, i0, t4);  // causal, windows, partial tiles
     } else if (need_mask) {
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
+      for (int j = 0; j < W / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           s[4 * j + e] = masked_score(a, mk_b, mk_f, bool_mask, float_mask, i0 + (e >> 1) * 8,
@@ -266,7 +300,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
         }
       }
     }
-    return online_softmax_tile<BN, true>(s, row_m, row_l, alpha, f);
+    return online_softmax_tile<W, true>(s, row_m, row_l, alpha, f);
   };
   // Once the row maxima settle, alpha is exactly 1 for the whole warp.
   auto rescale = [&](const float* alpha) {
@@ -278,10 +312,12 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
       o[4 * n + 3] *= alpha[1];
     }
   };
-  // P (the A fragment of P V) = the probabilities rounded to T.
-  auto pack_p = [&] {
+  // P (the A fragment of P V) = the probabilities rounded to T (a Half
+  // tile's first BN / 2 keys).
+  auto pack_p = [&](auto half) {
+    constexpr int kSteps = decltype(half)::value ? BN / 32 : BN / 16;
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
+    for (int kk = 0; kk < kSteps; ++kk) {
       pf[kk][0] = Mma::pack(s[8 * kk + 0], s[8 * kk + 1]);
       pf[kk][1] = Mma::pack(s[8 * kk + 2], s[8 * kk + 3]);
       pf[kk][2] = Mma::pack(s[8 * kk + 4], s[8 * kk + 5]);
@@ -307,44 +343,100 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   cp_async_commit();  // K1, V0
   cp_async_wait<1>();
   landed();
-  if (n_tiles > 0) {
-    issue_s(0);
-    wgmma::wait<0>();
-    wgmma::touch_regs<BN / 2>(s);
-    float alpha[2];
-    (void)softmax(0, alpha);  // O is still 0
-    pack_p();
-  }
-  __syncthreads();  // K slot 0 is free
-  load_k(2);
-  load_v(1);
-  cp_async_commit();
-  // Every iteration but the last has a next tile (no branch around an
-  // issue: ptxas serializes wgmma across such branches).
-  for (int it = 0; it + 1 < n_tiles; ++it) {
-    cp_async_wait<1>();  // K of it + 1, V of it
-    landed();
-    issue_s(it + 1);
-    issue_pv(it);
-    wgmma::wait<1>();
-    wgmma::touch_regs<BN / 2>(s);
-    float alpha[2];
-    const bool moved = softmax(it + 1, alpha);
-    wgmma::wait<0>();
-    wgmma::touch_regs<NV / 2>(o);
-    if (moved) rescale(alpha);
-    pack_p();
-    __syncthreads();  // K slot of it + 1 and V slot of it are free
-    load_k(it + 3);
-    load_v(it + 2);
+  if constexpr (kHalf) {
+    // The pipeline below with a Half last tile peeled (its own S in the
+    // prologue or in a last iteration of its own, its own P V); the other
+    // configurations keep the plain one, whose PTX this leaves unchanged.
+    auto first = [&](auto half) {  // the first tile's S and softmax (O is still 0)
+      issue_s(0, half);
+      wgmma::wait<0>();
+      wgmma::touch_regs<(decltype(half)::value ? BN / 4 : BN / 2)>(s);
+      float alpha[2];
+      (void)softmax(0, alpha, half);
+      pack_p(half);
+    };
+    auto step = [&](int it, auto half) {  // half: tile it + 1 is a Half tile
+      cp_async_wait<1>();                 // K of it + 1, V of it
+      landed();
+      issue_s(it + 1, half);
+      issue_pv(it, Full{});
+      wgmma::wait<1>();
+      wgmma::touch_regs<(decltype(half)::value ? BN / 4 : BN / 2)>(s);
+      float alpha[2];
+      const bool moved = softmax(it + 1, alpha, half);
+      wgmma::wait<0>();
+      wgmma::touch_regs<NV / 2>(o);
+      if (moved) rescale(alpha);
+      pack_p(half);
+      __syncthreads();  // K slot of it + 1 and V slot of it are free
+      load_k(it + 3);
+      load_v(it + 2);
+      cp_async_commit();
+    };
+    auto last = [&](auto half) {  // the last tile's P V
+      issue_pv(n_tiles - 1, half);
+      wgmma::wait<0>();
+      wgmma::touch_regs<NV / 2>(o);
+    };
+    if (half_last() && n_tiles == 1)
+      first(Half{});
+    else if (n_tiles > 0)
+      first(Full{});
+    __syncthreads();  // K slot 0 is free
+    load_k(2);
+    load_v(1);
     cp_async_commit();
-  }
-  if (n_tiles > 0) {
-    cp_async_wait<1>();
-    landed();
-    issue_pv(n_tiles - 1);
-    wgmma::wait<0>();
-    wgmma::touch_regs<NV / 2>(o);
+    const int full_tiles = n_tiles - (half_last() ? 1 : 0);
+    for (int it = 0; it + 1 < full_tiles; ++it) step(it, Full{});
+    if (half_last() && n_tiles > 1) step(n_tiles - 2, Half{});
+    if (n_tiles > 0) {
+      cp_async_wait<1>();
+      landed();
+      if (half_last())
+        last(Half{});
+      else
+        last(Full{});
+    }
+  } else {
+    if (n_tiles > 0) {
+      issue_s(0, Full{});
+      wgmma::wait<0>();
+      wgmma::touch_regs<BN / 2>(s);
+      float alpha[2];
+      (void)softmax(0, alpha, Full{});  // O is still 0
+      pack_p(Full{});
+    }
+    __syncthreads();  // K slot 0 is free
+    load_k(2);
+    load_v(1);
+    cp_async_commit();
+    // Every iteration but the last has a next tile (no branch around an
+    // issue: ptxas serializes wgmma across such branches).
+    for (int it = 0; it + 1 < n_tiles; ++it) {
+      cp_async_wait<1>();  // K of it + 1, V of it
+      landed();
+      issue_s(it + 1, Full{});
+      issue_pv(it, Full{});
+      wgmma::wait<1>();
+      wgmma::touch_regs<BN / 2>(s);
+      float alpha[2];
+      const bool moved = softmax(it + 1, alpha, Full{});
+      wgmma::wait<0>();
+      wgmma::touch_regs<NV / 2>(o);
+      if (moved) rescale(alpha);
+      pack_p(Full{});
+      __syncthreads();  // K slot of it + 1 and V slot of it are free
+      load_k(it + 3);
+      load_v(it + 2);
+      cp_async_commit();
+    }
+    if (n_tiles > 0) {
+      cp_async_wait<1>();
+      landed();
+      issue_pv(n_tiles - 1, Full{});
+      wgmma::wait<0>();
+      wgmma::touch_regs<NV / 2>(o);
+    }
   }
   cp_async_wait<0>();
   __syncthreads();
