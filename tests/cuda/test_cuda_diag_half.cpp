@@ -1,11 +1,11 @@
-// The diagonal half tiles of the wgmma d 64 64x128 kernel
-// (STRATA_FLASH_DIAG_HALF=1, backends/cuda/attention/flash_wgmma.cuh;
-// docs/cuda-tuning.md, "Diagonal half tiles"): a tile of 64 rows whose last
-// key tile has keys [64, 128) masked for all its rows computes that tile
-// over its first 64 keys only. The variable is read once per process, so
-// the hidden [flash_diag_half] case reruns the [mma] suite (this file's
-// cases with it) and the split-keys suite in a child with it set; run
-// without it, the cases below check the default path on the same shapes.
+// The diagonal half tiles of the wgmma d 64 64x128 kernel (on by default;
+// STRATA_FLASH_DIAG_HALF=0 turns them off; backends/cuda/attention/
+// flash_wgmma.cuh, docs/cuda-tuning.md "Diagonal half tiles"): a tile of 64
+// rows whose last key tile has keys [64, 128) masked for all its rows
+// computes that tile over its first 64 keys only. The variable is read
+// once per process, so the hidden [flash_diag_half] case reruns the [mma]
+// suite (this file's cases with it) and the split-keys suite in a child
+// with them off; the cases below check the default path.
 // Each case goes against the f64 reference through the cross-backend
 // harness, lse included.
 #include <array>
@@ -109,11 +109,11 @@ TEST_CASE("cuda attention d64: diagonal half tiles", "[cuda][attention][mma][dia
 }
 
 // The [mma] suite (with the cases above) and the split-keys suite (its
-// child inherits the variable) with the half tiles on. Hidden: a couple
+// child inherits the variable) with the half tiles off. Hidden: a couple
 // of minutes on the GPU; sm_90a builds. Output: <temp dir>/strata_flash_diag_half.log.
-TEST_CASE("cuda attention d64: the suites with diagonal half tiles", "[.][flash_diag_half]") {
+TEST_CASE("cuda attention d64: the suites without diagonal half tiles", "[.][flash_diag_half]") {
 #if defined(STRATA_CUDA_WGMMA)
-  strata_test::rerun_with_env("STRATA_FLASH_DIAG_HALF", "1",
+  strata_test::rerun_with_env("STRATA_FLASH_DIAG_HALF", "0",
                               "[mma]~[decode]~[errors_table],[flash_splits]",
                               "strata_flash_diag_half.log");
 #else

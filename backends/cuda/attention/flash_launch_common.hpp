@@ -177,17 +177,18 @@ inline int lpt_heads(const AttentionArgs& a, std::size_t isz) {
   return fit >= 16 ? 16 : fit >= 1 ? int(fit) : 1;
 }
 
-// STRATA_FLASH_DIAG_HALF=1 (a candidate, off by default): the wgmma d 64
-// 64x128 kernel computes a last key tile whose keys [64, 128) are masked
-// for all its rows (every other diagonal tile under causal attention) over
-// its first 64 keys only (FlashArgs::diag_half; docs/cuda-tuning.md,
-// "Diagonal half tiles"). Read once per process; "0" or unset: off.
+// The wgmma d 64 64x128 kernel computes a last key tile whose keys
+// [64, 128) are masked for all its rows (every other diagonal tile under
+// causal attention) over its first 64 keys only (FlashArgs::diag_half;
+// docs/cuda-tuning.md, "Diagonal half tiles": +0.9% causal in run s14r1).
+// STRATA_FLASH_DIAG_HALF=0 turns it off for A/B runs; read once per
+// process; "1" or unset: on.
 inline bool diag_half_on() {
   static const bool on = [] {
     const char* e = std::getenv("STRATA_FLASH_DIAG_HALF");
-    if (e == nullptr || *e == 0 || std::string(e) == "0") return false;
-    check(std::string(e) == "1", kOp, "STRATA_FLASH_DIAG_HALF is '", e, "'; expected 0 or 1");
-    return true;
+    if (e == nullptr || *e == 0 || std::string(e) == "1") return true;
+    check(std::string(e) == "0", kOp, "STRATA_FLASH_DIAG_HALF is '", e, "'; expected 0 or 1");
+    return false;
   }();
   return on;
 }
