@@ -23,6 +23,8 @@
 //    row kernel behind it (rotary, a norm) is resident before it ends.
 // 9-16 rows run a second kernel (column_pair) that gives each warp two
 // columns, so that every load of a feeds both; the reasoning is beside it.
+// bf16/f16 at 9-16 rows may instead run on the tensor cores
+// (gemv16_mma.cuh, STRATA_GEMV16_MMA=1: a candidate, below).
 // Sums run in f32 (f16/bf16 widened), out's old value and the bias added
 // before the one rounding, as the MatmulArgs contract says.
 // STRATA_CUDA_GEMV=0 sends these calls back to cuBLAS (for A/B runs);
@@ -40,6 +42,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/launch_mode.cuh"
+#include "cuda/matmul/gemv16_mma.cuh"
 #include "cuda/matmul/gemv_common.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
@@ -316,8 +319,40 @@ __global__ void __launch_bounds__(kWarps16 * 32) gemv16_kernel(const GemvParams 
   for (std::int64_t n = first; n < p.N; n += stride) column_pair<T, VEC>(p, n, lane);
 }
 
+// STRATA_GEMV16_MMA=1 (read once per process; unset, empty or 0: off)
+// sends the 16-bit calls of 9-16 rows that meet gemv16_mma.cuh's 16-byte
+// preconditions to the tensor-core kernel there. A candidate until a GPU
+// A/B against cuBLAS promotes it (docs/ops.md); the hidden
+// [gemv16_mma_all] test reruns the cases with it.
+bool mma16_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRATA_GEMV16_MMA");
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "0") == 0) return false;
+    check(std::strcmp(e, "1") == 0, "matmul", "STRATA_GEMV16_MMA is '", e, "'; expected 0 or 1");
+    return true;
+  }();
+  return on;
+}
+
+// Which kernel run() launches for p (element size `bytes`).
+enum class Path { gemv, gemv16, gemv16_mma };
+Path path(const GemvParams& p, std::size_t bytes) {
+  if (p.M <= kMaxRows) return Path::gemv;
+  // 16 bytes = 8 elements: the mma kernel's loads of x and W rows need
+  // K % 8 == 0, row strides that are multiples of 8 and 16-byte aligned
+  // bases (W's stride is moot with one row). Otherwise gemv16 (its element
+  // path) takes the call: an odd K, a window of a wider x or W.
+  const auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
+  const bool fits =
+      p.K % 8 == 0 && p.am % 8 == 0 && (p.N == 1 || p.bn % 8 == 0) && aligned(p.a) && aligned(p.b);
+  return bytes == 2 && fits && mma16_enabled() ? Path::gemv16_mma : Path::gemv16;
+}
+
 template <class T>
 void launch16(const GemvParams& p, bool vec, cudaStream_t st) {
+  if constexpr (sizeof(T) == 2) {
+    if (path(p, sizeof(T)) == Path::gemv16_mma) return gemv16mma::launch<T>(p, st);
+  }
   constexpr std::int64_t cols = 2 * kWarps16;  // per block
   const std::int64_t blocks = std::min<std::int64_t>((p.N + cols - 1) / cols, 1 << 16);
   const dim3 grid(static_cast<unsigned>(blocks)), block(kWarps16 * 32);
@@ -347,8 +382,7 @@ void launch(const GemvParams& p, bool vec, cudaStream_t st) {
     CUDA_CHECK(launch_kernel(gemv_kernel<T, MR, false>, grid, block, 0, st, p));
 }
 
-template <class T>
-void run(const MatmulArgs& g) {
+GemvParams params(const MatmulArgs& g) {
   GemvParams p{};
   p.a = g.a.data;
   p.b = g.b.data;
@@ -363,6 +397,12 @@ void run(const MatmulArgs& g) {
   p.on = g.out.strides[1];
   p.bs = g.bias.data != nullptr ? g.bias.strides[0] : 0;
   p.accumulate = g.accumulate;
+  return p;
+}
+
+template <class T>
+void run(const MatmulArgs& g) {
+  const GemvParams p = params(g);
   constexpr int V = Lanes<T>::n;
   const auto aligned = [](const void* q) { return reinterpret_cast<std::uintptr_t>(q) % 16 == 0; };
   const bool vec = p.K % V == 0 && (p.M == 1 || p.am % V == 0) && (p.N == 1 || p.bn % V == 0) &&
@@ -394,6 +434,20 @@ std::string matmul_gemv_supports(const MatmulArgs& g) {
 // Testing hook (tests/cuda/test_cuda_gemv.cpp declares it): the most rows
 // a call may have to take this kernel in this process.
 int gemv_max_rows_for_test() { return max_rows(); }
+
+// Testing hook (the same file): the kernel matmul_gemv(g) launches, "gemv",
+// "gemv16" or "gemv16_mma", for a call the registry gives it.
+std::string gemv_path_for_test(const MatmulArgs& g) {
+  const std::size_t bytes = g.out.dtype == DType::f32 ? 4 : 2;
+  switch (path(params(g), bytes)) {
+    case Path::gemv:
+      return "gemv";
+    case Path::gemv16:
+      return "gemv16";
+    default:
+      return "gemv16_mma";
+  }
+}
 
 void matmul_gemv(const MatmulArgs& g) {
   gemv::for_dtype(g.out.dtype, [&](auto t) { run<typename decltype(t)::type>(g); });
