@@ -7,7 +7,9 @@
 // dependent launch and prefetches its weights before it waits). 9-16 rows
 // take it only with STRATA_GEMV_MAX_M (read once per process): the hidden
 // [gemv_all] test reruns these cases in a child process with 16. The binary
-// skips without a GPU.
+// skips without a GPU. bf16/f16 at 9-16 rows run on the tensor cores
+// (gemv16_mma.cuh) when STRATA_GEMV16_MMA=1 as well: the hidden
+// [gemv16_mma_all] test reruns the cases in a child with both set.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -33,6 +35,9 @@ namespace strata::cuda {
 // matmul_gemv.cu: the most rows a call may have to take gemv
 // (STRATA_GEMV_MAX_M, default 8).
 int gemv_max_rows_for_test();
+// matmul_gemv.cu: the kernel it launches for g ("gemv", "gemv16",
+// "gemv16_mma").
+std::string gemv_path_for_test(const MatmulArgs& g);
 }  // namespace strata::cuda
 
 namespace {
@@ -43,9 +48,15 @@ const char* const kGemv = "cuda.matmul.gemv";
 // Whether a call of M rows may take gemv in this process.
 bool gemv_allowed(std::int64_t M) { return M <= cuda::gemv_max_rows_for_test(); }
 
-// The name of the cuda kernel the registry picks for linear(x, w).
-std::string kernel_for(const Tensor& x, const Tensor& w, const Tensor& out) {
-  const Registry& r = Registry::get();
+// Whether this process sends 16-bit calls of 9-16 rows to the tensor
+// cores (STRATA_GEMV16_MMA=1), read here independently of the kernel.
+bool mma_on() {
+  const char* e = std::getenv("STRATA_GEMV16_MMA");
+  return e != nullptr && std::string(e) == "1";
+}
+
+// linear(x, w) into out as the matmul call the registry sees.
+MatmulArgs linear_args(const Tensor& x, const Tensor& w, const Tensor& out) {
   MatmulArgs a;
   a.M = x.size(0);
   a.K = x.size(1);
@@ -53,38 +64,64 @@ std::string kernel_for(const Tensor& x, const Tensor& w, const Tensor& out) {
   a.a = x.operand();
   a.b = w.transpose(0, 1).operand();
   a.out = out.operand();
-  return r.find(r.op_id("matmul"), r.resolve_backend("matmul", "cuda", kGpu), x.dtype(), a)
+  return a;
+}
+
+// The name of the cuda kernel the registry picks for linear(x, w).
+std::string kernel_for(const Tensor& x, const Tensor& w, const Tensor& out) {
+  const Registry& r = Registry::get();
+  return r
+      .find(r.op_id("matmul"), r.resolve_backend("matmul", "cuda", kGpu), x.dtype(),
+            linear_args(x, w, out))
       .info->name;
 }
 
-// x [M, K] (a window of a wider buffer when `x_sliced`: row stride K + 3,
-// so the 16-byte path is off), W [N, K] (likewise `w_sliced`), bias [N],
-// out [M, N] (column-major when `out_t`), accumulating or not: the cuda
-// result against the f64 sum of the same values.
+// The kernel gemv should launch for M rows of dtype dt, K, and x and W
+// that are contiguous or windows (see place() below) of `x_pad` / `w_pad`
+// extra columns: pad 8 keeps 16-byte aligned rows, pad 3 does not (nor
+// does a K that is not a multiple of 8). The tensor cores take 16-bit
+// 9-16 rows with 16-byte rows when switched on; gemv16 the rest.
+std::string expected_path(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, int x_pad,
+                          int w_pad) {
+  if (M <= 8) return "gemv";
+  const bool rows16 = K % 8 == 0 && x_pad % 8 == 0 && (N == 1 || w_pad % 8 == 0);
+  return dt != DType::f32 && rows16 && mma_on() ? "gemv16_mma" : "gemv16";
+}
+
+// x [M, K] (when `x_pad` > 0 a window of a buffer of K + x_pad columns:
+// pad 3 starts at column 1, so rows are not 16-byte aligned and the
+// 16-byte paths are off; pad 8 starts at column 8, so 16-bit rows stay
+// aligned with a row stride other than K), W [N, K] (likewise `w_pad`),
+// bias [N], out [M, N] (column-major when `out_t`), accumulating or not:
+// the cuda result against the f64 sum of the same values, and the kernel
+// gemv picks (expected_path).
 void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, bool bias, bool acc,
-                bool x_sliced, bool w_sliced, bool out_t, std::uint64_t seed) {
+                int x_pad, int w_pad, bool out_t, std::uint64_t seed) {
   INFO("dtype " << dtype_name(dt) << " M " << M << " K " << K << " N " << N << " bias " << bias
-                << " accumulate " << acc << " x sliced " << x_sliced << " W sliced " << w_sliced
+                << " accumulate " << acc << " x pad " << x_pad << " W pad " << w_pad
                 << " out transposed " << out_t);
   const Tensor hx = Tensor::randn({M, K}, seed, dt), hw = Tensor::randn({N, K}, seed + 1, dt);
   const Tensor hb = Tensor::randn({N}, seed + 2, dt), ho = Tensor::randn({M, N}, seed + 3, dt);
-  auto place = [](const Tensor& v, bool sliced) {
-    if (!sliced) return v.to(kGpu);
-    Tensor big = Tensor::full({v.size(0), v.size(1) + 3}, NAN, v.dtype(), kGpu);
-    Tensor view = big.narrow(1, 1, v.size(1));
+  auto place = [](const Tensor& v, int pad) {
+    if (pad == 0) return v.to(kGpu);
+    Tensor big = Tensor::full({v.size(0), v.size(1) + pad}, NAN, v.dtype(), kGpu);
+    Tensor view = big.narrow(1, pad == 8 ? 8 : 1, v.size(1));
     view.copy_from(v);
     return view;
   };
-  const Tensor x = place(hx, x_sliced), w = place(hw, w_sliced);
+  const Tensor x = place(hx, x_pad), w = place(hw, w_pad);
   Tensor out = out_t ? Tensor::full({N, M}, NAN, dt, kGpu).transpose(0, 1)
                      : Tensor::full({M, N}, NAN, dt, kGpu);
   out.copy_from(ho);
   // Every case has unit-stride K <= 16384: the row count alone decides.
   const std::string k = kernel_for(x, w, out);
-  if (gemv_allowed(M))
+  if (gemv_allowed(M)) {
     CHECK(k == kGemv);
-  else
+    CHECK(cuda::gemv_path_for_test(linear_args(x, w, out)) ==
+          expected_path(dt, M, K, N, x_pad, w_pad));
+  } else {
     CHECK(k != kGemv);
+  }
   MatmulOptions opt = on("cuda");
   opt.accumulate = acc;
   linear_out(out, x, w, bias ? hb.to(kGpu) : Tensor(), opt);
@@ -108,6 +145,8 @@ TEST_CASE("cuda gemv: the calls it takes", "[cuda][matmul][gemv]") {
   // of [gemv_all] sets 16).
   const char* env = std::getenv("STRATA_GEMV_MAX_M");
   CHECK(cuda::gemv_max_rows_for_test() == (env != nullptr ? std::atoi(env) : 8));
+  // And STRATA_GEMV16_MMA=1 sends 16-bit 9-16 rows to the tensor cores
+  // (the child of [gemv16_mma_all]), f32 and 1-8 rows never.
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     // Up to the limit gemv, past it cuBLAS (W^T is not gemv_rows' layout);
     // 17 rows always cuBLAS.
@@ -116,6 +155,9 @@ TEST_CASE("cuda gemv: the calls it takes", "[cuda][matmul][gemv]") {
       const Tensor x = Tensor::zeros({M, 512}, dt, kGpu), w = Tensor::zeros({768, 512}, dt, kGpu);
       const Tensor out = Tensor::zeros({M, 768}, dt, kGpu);
       CHECK(kernel_for(x, w, out) == (gemv_allowed(M) ? kGemv : "cuda.matmul.cublas"));
+      if (gemv_allowed(M))
+        CHECK(cuda::gemv_path_for_test(linear_args(x, w, out)) ==
+              expected_path(dt, M, 512, 768, 0, 0));
       // x with a row stride (the element path) and out column-major: the same.
       const Tensor xs = Tensor::zeros({M, 515}, dt, kGpu).narrow(1, 1, 512);
       const Tensor ot = Tensor::zeros({768, M}, dt, kGpu).transpose(0, 1);
@@ -149,14 +191,33 @@ TEST_CASE("cuda gemv vs an f64 sum: rows, sizes, bias, accumulate, layouts",
     for (std::int64_t M : {1, 3, 8, 9, 12, 16})
       for (const auto& [K, N] : kn)
         for (int v = 0; v < 4; ++v)  // bias and accumulate, each on and off
-          check_case(dt, M, K, N, (v & 1) != 0, (v & 2) != 0, false, false, false, seed += 4);
+          check_case(dt, M, K, N, (v & 1) != 0, (v & 2) != 0, 0, 0, false, seed += 4);
   for (DType dt : {DType::f32, DType::bf16})
     for (std::int64_t M : {1, 2, 4, 6, 11, 16}) {
       // Windows of wider buffers (the element path), a column-major out.
-      check_case(dt, M, 96, 40, true, true, true, false, false, seed += 4);
-      check_case(dt, M, 96, 40, false, true, false, true, false, seed += 4);
-      check_case(dt, M, 512, 64, true, true, false, false, true, seed += 4);
+      check_case(dt, M, 96, 40, true, true, 3, 0, false, seed += 4);
+      check_case(dt, M, 96, 40, false, true, 0, 3, false, seed += 4);
+      check_case(dt, M, 512, 64, true, true, 0, 0, true, seed += 4);
     }
+}
+
+TEST_CASE("cuda gemv vs an f64 sum: 9-16 rows in bf16 and f16", "[cuda][matmul][gemv]") {
+  // The shapes of the tensor-core kernel (gemv16_mma.cuh, [gemv16_mma_all]):
+  // N a tile of 16 and either side of it, one column, a decode projection;
+  // K one, two and three pieces of 8 (a chunk of 32 cut short), the model's
+  // K, and 36 (not a multiple of 8: gemv16 takes it). Bias, accumulate, a
+  // column-major out and x / W windows (row stride K + 8, still 16-byte
+  // aligned) rotate over the cases. With 16 rows not allowed, cuBLAS.
+  std::uint64_t seed = 12000;
+  int i = 0;
+  for (DType dt : {DType::bf16, DType::f16})
+    for (std::int64_t M : {9, 12, 16})
+      for (std::int64_t N : {1, 15, 16, 17, 2304})
+        for (std::int64_t K : {8, 16, 24, 36, 768, 3072}) {
+          ++i;
+          check_case(dt, M, K, N, (i & 1) != 0, (i & 2) != 0, i % 5 == 1 ? 8 : 0,
+                     i % 7 == 2 ? 8 : 0, i % 3 == 0, seed += 4);
+        }
 }
 
 TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in a graph",
@@ -208,4 +269,18 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
 // strata_cuda_tests "[gemv_all]" on a GPU.
 TEST_CASE("cuda gemv: the cases with 16 rows allowed", "[.][gemv_all]") {
   strata_test::rerun_with_env("STRATA_GEMV_MAX_M", "16", "[gemv]", "strata_gemv_all.log");
+}
+
+// The cases again with 16 rows allowed and the tensor-core kernel on
+// (STRATA_GEMV_MAX_M=16 STRATA_GEMV16_MMA=1, in a child process): bf16/f16
+// calls of 9-16 rows with 16-byte rows then take gemv16_mma.cuh, the rest
+// gemv16, and the routing and value checks above must hold.
+// strata_cuda_tests "[gemv16_mma_all]" on a GPU.
+TEST_CASE("cuda gemv: the cases with 16 rows on the tensor cores", "[.][gemv16_mma_all]") {
+  if (std::getenv("STRATA_GEMV16_MMA") != nullptr) return;  // the child, or set by hand
+  // The child inherits it; unset again so that later tests of this process
+  // (which read nothing of it, mma_on() aside) see the environment as given.
+  setenv("STRATA_GEMV16_MMA", "1", 1);
+  strata_test::rerun_with_env("STRATA_GEMV_MAX_M", "16", "[gemv]", "strata_gemv16_mma_all.log");
+  unsetenv("STRATA_GEMV16_MMA");
 }
