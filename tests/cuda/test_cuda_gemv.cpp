@@ -4,12 +4,13 @@
 // accumulate, strided x and W, out transposed, long K, one column, odd N),
 // and its inputs written by the kernels just before it on the same stream,
 // eagerly and replayed from a graph (it is launched with programmatic
-// dependent launch and prefetches its weights before it waits). 9-16 rows
-// take it only with STRATA_GEMV_MAX_M (read once per process): the hidden
-// [gemv_all] test reruns these cases in a child process with 16. The binary
-// skips without a GPU. bf16/f16 at 9-16 rows run on the tensor cores
-// (gemv16_mma.cuh) when STRATA_GEMV16_MMA=1 as well: the hidden
-// [gemv16_mma_all] test reruns the cases in a child with both set.
+// dependent launch and prefetches its weights before it waits). bf16/f16
+// calls of 9-16 rows with 16-byte rows take it on the tensor cores
+// (gemv16_mma.cuh; STRATA_GEMV16_MMA=0 turns that off); other 9-16 row
+// calls take it only with STRATA_GEMV_MAX_M (both read once per process):
+// the hidden [gemv_all] test reruns these cases in a child process with 16,
+// and [gemv16_ffma_all] with 16 and the tensor cores off. The binary skips
+// without a GPU.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -32,8 +33,8 @@ using matmul_test::on;
 using matmul_test::require_close;
 
 namespace strata::cuda {
-// matmul_gemv.cu: the most rows a call may have to take gemv
-// (STRATA_GEMV_MAX_M, default 8).
+// matmul_gemv.cu: the most rows any call may have to take gemv
+// (STRATA_GEMV_MAX_M, default 8; the tensor cores' calls aside).
 int gemv_max_rows_for_test();
 // matmul_gemv.cu: the kernel it launches for g ("gemv", "gemv16",
 // "gemv16_mma").
@@ -45,14 +46,28 @@ namespace {
 const Device kGpu = Device::cuda(0);
 const char* const kGemv = "cuda.matmul.gemv";
 
-// Whether a call of M rows may take gemv in this process.
-bool gemv_allowed(std::int64_t M) { return M <= cuda::gemv_max_rows_for_test(); }
-
 // Whether this process sends 16-bit calls of 9-16 rows to the tensor
-// cores (STRATA_GEMV16_MMA=1), read here independently of the kernel.
+// cores (unless STRATA_GEMV16_MMA=0), read here independently of the kernel.
 bool mma_on() {
   const char* e = std::getenv("STRATA_GEMV16_MMA");
-  return e != nullptr && std::string(e) == "1";
+  return e == nullptr || std::string(e) != "0";
+}
+
+// Whether a 16-bit call of 9-16 rows with this K, N and x / W windows (see
+// place() below: pad 8 keeps 16-byte aligned rows, pad 3 does not, nor
+// does a K that is not a multiple of 8) meets the tensor cores' 16-byte
+// preconditions.
+bool rows16(DType dt, std::int64_t K, std::int64_t N, int x_pad, int w_pad) {
+  return dt != DType::f32 && K % 8 == 0 && x_pad % 8 == 0 && (N == 1 || w_pad % 8 == 0);
+}
+
+// Whether a call of M rows may take gemv in this process: up to
+// STRATA_GEMV_MAX_M rows when it is set, else up to 8, and 9-16 rows
+// that the tensor cores take.
+bool gemv_allowed(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, int x_pad, int w_pad) {
+  if (M > 16) return false;
+  if (std::getenv("STRATA_GEMV_MAX_M") != nullptr) return M <= cuda::gemv_max_rows_for_test();
+  return M <= 8 || (mma_on() && rows16(dt, K, N, x_pad, w_pad));
 }
 
 // linear(x, w) into out as the matmul call the registry sees.
@@ -77,15 +92,13 @@ std::string kernel_for(const Tensor& x, const Tensor& w, const Tensor& out) {
 }
 
 // The kernel gemv should launch for M rows of dtype dt, K, and x and W
-// that are contiguous or windows (see place() below) of `x_pad` / `w_pad`
-// extra columns: pad 8 keeps 16-byte aligned rows, pad 3 does not (nor
-// does a K that is not a multiple of 8). The tensor cores take 16-bit
-// 9-16 rows with 16-byte rows when switched on; gemv16 the rest.
+// that are contiguous or windows of `x_pad` / `w_pad` extra columns: the
+// tensor cores take 16-bit 9-16 rows with 16-byte rows when switched on;
+// gemv16 the rest.
 std::string expected_path(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, int x_pad,
                           int w_pad) {
   if (M <= 8) return "gemv";
-  const bool rows16 = K % 8 == 0 && x_pad % 8 == 0 && (N == 1 || w_pad % 8 == 0);
-  return dt != DType::f32 && rows16 && mma_on() ? "gemv16_mma" : "gemv16";
+  return rows16(dt, K, N, x_pad, w_pad) && mma_on() ? "gemv16_mma" : "gemv16";
 }
 
 // x [M, K] (when `x_pad` > 0 a window of a buffer of K + x_pad columns:
@@ -115,7 +128,7 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, bool b
   out.copy_from(ho);
   // Every case has unit-stride K <= 16384: the row count alone decides.
   const std::string k = kernel_for(x, w, out);
-  if (gemv_allowed(M)) {
+  if (gemv_allowed(dt, M, K, N, x_pad, w_pad)) {
     CHECK(k == kGemv);
     CHECK(cuda::gemv_path_for_test(linear_args(x, w, out)) ==
           expected_path(dt, M, K, N, x_pad, w_pad));
@@ -145,8 +158,9 @@ TEST_CASE("cuda gemv: the calls it takes", "[cuda][matmul][gemv]") {
   // of [gemv_all] sets 16).
   const char* env = std::getenv("STRATA_GEMV_MAX_M");
   CHECK(cuda::gemv_max_rows_for_test() == (env != nullptr ? std::atoi(env) : 8));
-  // And STRATA_GEMV16_MMA=1 sends 16-bit 9-16 rows to the tensor cores
-  // (the child of [gemv16_mma_all]), f32 and 1-8 rows never.
+  // And 16-bit 9-16 rows go to the tensor cores unless STRATA_GEMV16_MMA=0
+  // (the child of [gemv16_ffma_all]), f32 and 1-8 rows never. Unset, 9-16
+  // rows reach gemv only that way.
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     // Up to the limit gemv, past it cuBLAS (W^T is not gemv_rows' layout);
     // 17 rows always cuBLAS.
@@ -154,16 +168,17 @@ TEST_CASE("cuda gemv: the calls it takes", "[cuda][matmul][gemv]") {
       INFO("M " << M);
       const Tensor x = Tensor::zeros({M, 512}, dt, kGpu), w = Tensor::zeros({768, 512}, dt, kGpu);
       const Tensor out = Tensor::zeros({M, 768}, dt, kGpu);
-      CHECK(kernel_for(x, w, out) == (gemv_allowed(M) ? kGemv : "cuda.matmul.cublas"));
-      if (gemv_allowed(M))
+      const bool allowed = gemv_allowed(dt, M, 512, 768, 0, 0);
+      CHECK(kernel_for(x, w, out) == (allowed ? kGemv : "cuda.matmul.cublas"));
+      if (allowed)
         CHECK(cuda::gemv_path_for_test(linear_args(x, w, out)) ==
               expected_path(dt, M, 512, 768, 0, 0));
       // x with a row stride (the element path) and out column-major: the same.
       const Tensor xs = Tensor::zeros({M, 515}, dt, kGpu).narrow(1, 1, 512);
       const Tensor ot = Tensor::zeros({768, M}, dt, kGpu).transpose(0, 1);
-      CHECK(kernel_for(xs, w, ot) == (gemv_allowed(M) ? kGemv : "cuda.matmul.cublas"));
+      CHECK(kernel_for(xs, w, ot) ==
+            (gemv_allowed(dt, M, 512, 768, 3, 0) ? kGemv : "cuda.matmul.cublas"));
     }
-    CHECK_FALSE(gemv_allowed(17));
     // A strided K, f64 and a K beyond 16384 stay with cuBLAS.
     const Tensor w = Tensor::zeros({64, 512}, dt, kGpu);
     const Tensor xs = Tensor::zeros({1, 1024}, dt, kGpu).slice(1, 0, 1024, 2);
@@ -185,8 +200,8 @@ TEST_CASE("cuda gemv vs an f64 sum: rows, sizes, bias, accumulate, layouts",
   const std::pair<std::int64_t, std::int64_t> kn[] = {{512, 768}, {1408, 512}, {512, 2816},
                                                       {33, 7},    {520, 24},   {4104, 40},
                                                       {16384, 3}, {64, 1},     {1, 5}};
-  // 9, 12 and 16 rows: gemv with STRATA_GEMV_MAX_M=16 ([gemv_all]), else
-  // cuBLAS.
+  // 9, 12 and 16 rows: gemv on the tensor cores for bf16/f16 with 16-byte
+  // rows, for the rest with STRATA_GEMV_MAX_M=16 ([gemv_all]), else cuBLAS.
   for (DType dt : {DType::f32, DType::bf16, DType::f16})
     for (std::int64_t M : {1, 3, 8, 9, 12, 16})
       for (const auto& [K, N] : kn)
@@ -225,42 +240,50 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
   // x = rms_norm(x0 + d), W = W0 * s and y += x W^T, each op reading what the
   // one before wrote, repeated with new d and s: a kernel that read W or x
   // before its predecessor finished would see an earlier step's values.
-  // One row, or 16 (the second kernel) when they may take gemv.
-  const std::int64_t M = gemv_allowed(16) ? 16 : 1, K = 512, N = 768;
-  const Tensor x0 = Tensor::randn({M, K}, 77).to(kGpu), w0 = Tensor::randn({N, K}, 78).to(kGpu);
-  const Tensor ones = Tensor::full({K}, 1.0, DType::f32, kGpu);
-  const Tensor d = Tensor::zeros({1, K}, DType::f32, kGpu),
-               s = Tensor::zeros({1}, DType::f32, kGpu);
-  const Tensor xa = Tensor::zeros({M, K}, DType::f32, kGpu);
-  const Tensor x = Tensor::zeros({M, K}, DType::f32, kGpu);
-  const Tensor w = Tensor::zeros({N, K}, DType::f32, kGpu);
-  const Tensor y = Tensor::zeros({M, N}, DType::f32, kGpu);
-  CHECK(kernel_for(x, w, y) == kGemv);
-  Stream st(kGpu);
-  MatmulOptions opt = on("cuda");
-  opt.stream = st.handle();
-  MatmulOptions acc = opt;
-  acc.accumulate = true;
-  auto step = [&] {
-    add_out(xa, x0, d, opt);
-    rms_norm_out(x, xa, ones, 1e-6, opt);
-    mul_out(w, w0, s, opt);
-    linear_out(y, x, w, Tensor(), acc);
-  };
-  auto expect = [&](const Tensor& y_before, float dv, float sv) {
-    const Tensor hx = rms_norm(add(x0.to(Device::cpu()), Tensor::full({1, K}, dv, DType::f32)),
-                               Tensor::full({K}, 1.0, DType::f32), 1e-6, on("reference"));
-    const Tensor hw = mul(w0.to(Device::cpu()), Tensor::full({1}, sv, DType::f32));
-    const Tensor want = add(y_before, linear(hx, hw, Tensor(), on("reference")));
-    require_close(y.to(Device::cpu()), want, K);
-  };
-  strata_test::eager_then_replayed(
-      st, y,
-      [&](double dv, double sv) {
-        fill_(d, dv, opt);
-        fill_(s, sv, opt);
-      },
-      step, expect);
+  // One row, or 16 when they may take gemv (bf16: the tensor cores, f32:
+  // gemv16 with STRATA_GEMV_MAX_M=16).
+  for (DType dt : {DType::f32, DType::bf16}) {
+    INFO("dtype " << dtype_name(dt));
+    const std::int64_t K = 512, N = 768, M = gemv_allowed(dt, 16, K, N, 0, 0) ? 16 : 1;
+    const Tensor x0 = Tensor::randn({M, K}, 77, dt).to(kGpu);
+    const Tensor w0 = Tensor::randn({N, K}, 78, dt).to(kGpu);
+    const Tensor ones = Tensor::full({K}, 1.0, dt, kGpu);
+    const Tensor d = Tensor::zeros({1, K}, dt, kGpu), s = Tensor::zeros({1}, dt, kGpu);
+    const Tensor xa = Tensor::zeros({M, K}, dt, kGpu);
+    const Tensor x = Tensor::zeros({M, K}, dt, kGpu);
+    const Tensor w = Tensor::zeros({N, K}, dt, kGpu);
+    const Tensor y = Tensor::zeros({M, N}, dt, kGpu);
+    CHECK(kernel_for(x, w, y) == kGemv);
+    Stream st(kGpu);
+    MatmulOptions opt = on("cuda");
+    opt.stream = st.handle();
+    MatmulOptions acc = opt;
+    acc.accumulate = true;
+    auto step = [&] {
+      add_out(xa, x0, d, opt);
+      rms_norm_out(x, xa, ones, 1e-6, opt);
+      mul_out(w, w0, s, opt);
+      linear_out(y, x, w, Tensor(), acc);
+    };
+    // The reference's x and W from the same dt values (each op rounds to dt
+    // as the GPU's does), the product in f64 with out's old value.
+    auto expect = [&](const Tensor& y_before, float dv, float sv) {
+      const Tensor hx = rms_norm(add(x0.to(Device::cpu()), Tensor::full({1, K}, dv, dt)),
+                                 Tensor::full({K}, 1.0, dt), 1e-6, on("reference"));
+      const Tensor hw = mul(w0.to(Device::cpu()), Tensor::full({1}, sv, dt));
+      const std::vector<double> want =
+          matmul_test::affine_f64(hx.to_vector<double>(), hw.to_vector<double>(), 1, K, {}, false,
+                                  y_before.to_vector<double>(), true, M, N, K);
+      require_close(y.to(Device::cpu()), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
+    };
+    strata_test::eager_then_replayed(
+        st, y,
+        [&](double dv, double sv) {
+          fill_(d, dv, opt);
+          fill_(s, sv, opt);
+        },
+        step, expect);
+  }
 }
 
 // The cases again with 16 rows allowed (STRATA_GEMV_MAX_M=16, read once per
@@ -271,16 +294,15 @@ TEST_CASE("cuda gemv: the cases with 16 rows allowed", "[.][gemv_all]") {
   strata_test::rerun_with_env("STRATA_GEMV_MAX_M", "16", "[gemv]", "strata_gemv_all.log");
 }
 
-// The cases again with 16 rows allowed and the tensor-core kernel on
-// (STRATA_GEMV_MAX_M=16 STRATA_GEMV16_MMA=1, in a child process): bf16/f16
-// calls of 9-16 rows with 16-byte rows then take gemv16_mma.cuh, the rest
-// gemv16, and the routing and value checks above must hold.
-// strata_cuda_tests "[gemv16_mma_all]" on a GPU.
-TEST_CASE("cuda gemv: the cases with 16 rows on the tensor cores", "[.][gemv16_mma_all]") {
+// The cases again with 16 rows allowed and the tensor-core kernel off
+// (STRATA_GEMV_MAX_M=16 STRATA_GEMV16_MMA=0, in a child process): every
+// call of 9-16 rows then takes gemv16, and the routing and value checks
+// above must hold. strata_cuda_tests "[gemv16_ffma_all]" on a GPU.
+TEST_CASE("cuda gemv: the cases with 16 rows on gemv16", "[.][gemv16_ffma_all]") {
   if (std::getenv("STRATA_GEMV16_MMA") != nullptr) return;  // the child, or set by hand
   // The child inherits it; unset again so that later tests of this process
   // (which read nothing of it, mma_on() aside) see the environment as given.
-  setenv("STRATA_GEMV16_MMA", "1", 1);
-  strata_test::rerun_with_env("STRATA_GEMV_MAX_M", "16", "[gemv]", "strata_gemv16_mma_all.log");
+  setenv("STRATA_GEMV16_MMA", "0", 1);
+  strata_test::rerun_with_env("STRATA_GEMV_MAX_M", "16", "[gemv]", "strata_gemv16_ffma_all.log");
   unsetenv("STRATA_GEMV16_MMA");
 }

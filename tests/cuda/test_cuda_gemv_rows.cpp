@@ -9,6 +9,7 @@
 // waits). The binary skips without a GPU.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <string>
 #include <tuple>
@@ -33,8 +34,8 @@ namespace strata::cuda {
 // matmul_gemv_rows.cu: the most rows a call may have to take gemv_rows
 // (STRATA_GEMV_ROWS_MAX_M, default 16).
 int gemv_rows_max_rows_for_test();
-// matmul_gemv.cu: the most rows a call may have to take gemv
-// (STRATA_GEMV_MAX_M, default 8).
+// matmul_gemv.cu: the most rows any call may have to take gemv
+// (STRATA_GEMV_MAX_M, default 8; the tensor cores' calls aside).
 int gemv_max_rows_for_test();
 }  // namespace strata::cuda
 
@@ -201,8 +202,14 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
     const Tensor bt = Tensor::zeros({1536, 512}, dt, kGpu).transpose(0, 1);
     CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), bt, Tensor::zeros({1, 1536}, dt, kGpu)) ==
           "cuda.matmul.gemv");
+    // 12 rows: gemv when allowed that many, or (STRATA_GEMV_MAX_M unset) on
+    // the tensor cores in bf16/f16 unless STRATA_GEMV16_MMA=0 (matmul_gemv.cu).
+    const char* mma = std::getenv("STRATA_GEMV16_MMA");
+    const bool gemv12 = 12 <= cuda::gemv_max_rows_for_test() ||
+                        (std::getenv("STRATA_GEMV_MAX_M") == nullptr && dt != DType::f32 &&
+                         (mma == nullptr || std::string(mma) != "0"));
     CHECK(kernel_for(Tensor::zeros({12, 512}, dt, kGpu), bt, Tensor::zeros({12, 1536}, dt, kGpu)) ==
-          (12 <= cuda::gemv_max_rows_for_test() ? "cuda.matmul.gemv" : "cuda.matmul.cublas"));
+          (gemv12 ? "cuda.matmul.gemv" : "cuda.matmul.cublas"));
     const std::int64_t odd = 1536 - V / 2;
     CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), Tensor::zeros({512, odd}, dt, kGpu),
                      Tensor::zeros({1, odd}, dt, kGpu)) == "cuda.matmul.cublas");

@@ -21,10 +21,11 @@
 //    a shuffle reduction;
 //  * it lets its own dependents launch at once (allow_dependents()), so the
 //    row kernel behind it (rotary, a norm) is resident before it ends.
+// bf16/f16 at 9-16 rows with 16-byte rows run on the tensor cores
+// (gemv16_mma.cuh); with STRATA_GEMV_MAX_M=<9..16>, the other calls of
 // 9-16 rows run a second kernel (column_pair) that gives each warp two
 // columns, so that every load of a feeds both; the reasoning is beside it.
-// bf16/f16 at 9-16 rows may instead run on the tensor cores
-// (gemv16_mma.cuh, STRATA_GEMV16_MMA=1: a candidate, below).
+// The row rules are at max_rows() below.
 // Sums run in f32 (f16/bf16 widened), out's old value and the bias added
 // before the one rounding, as the MatmulArgs contract says.
 // STRATA_CUDA_GEMV=0 sends these calls back to cuBLAS (for A/B runs);
@@ -319,17 +320,19 @@ __global__ void __launch_bounds__(kWarps16 * 32) gemv16_kernel(const GemvParams 
   for (std::int64_t n = first; n < p.N; n += stride) column_pair<T, VEC>(p, n, lane);
 }
 
-// STRATA_GEMV16_MMA=1 (read once per process; unset, empty or 0: off)
-// sends the 16-bit calls of 9-16 rows that meet gemv16_mma.cuh's 16-byte
-// preconditions to the tensor-core kernel there. A candidate until a GPU
-// A/B against cuBLAS promotes it (docs/ops.md); the hidden
-// [gemv16_mma_all] test reruns the cases with it.
+// The 16-bit calls of 9-16 rows that meet gemv16_mma.cuh's 16-byte
+// preconditions run the tensor-core kernel there (run s14r5, H200: bf16
+// linear 16 x 512 -> 1408 3.75 us against 7.52 for cuBLAS called directly;
+// the batch-16 decode step 0.280 -> 0.254 ms; docs/ops.md).
+// STRATA_GEMV16_MMA=0 turns it off for A/B runs (read once per process;
+// unset, empty or 1: on); the hidden [gemv16_ffma_all] test reruns the
+// cases with it off.
 bool mma16_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("STRATA_GEMV16_MMA");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "0") == 0) return false;
-    check(std::strcmp(e, "1") == 0, "matmul", "STRATA_GEMV16_MMA is '", e, "'; expected 0 or 1");
-    return true;
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "1") == 0) return true;
+    check(std::strcmp(e, "0") == 0, "matmul", "STRATA_GEMV16_MMA is '", e, "'; expected 0 or 1");
+    return false;
   }();
   return on;
 }
@@ -362,14 +365,21 @@ void launch16(const GemvParams& p, bool vec, cudaStream_t st) {
     CUDA_CHECK(launch_kernel(gemv16_kernel<T, false>, grid, block, 0, st, p));
 }
 
-// The most rows a call may have to come here: kMaxRows (8) unless
-// STRATA_GEMV_MAX_M=<1..16> says otherwise; 9-16 run gemv16_kernel. A
-// candidate until a GPU A/B against cuBLAS promotes it (docs/ops.md); the
-// hidden [gemv_all] test reruns the cases with 16.
-int max_rows() {
-  static const int m = gemv::rows_limit("STRATA_GEMV_MAX_M", kMaxRows, kMaxRows16);
+// STRATA_GEMV_MAX_M=<1..16> (read once per process), 0 when unset.
+int env_rows() {
+  static const int m = gemv::rows_limit("STRATA_GEMV_MAX_M", 0, kMaxRows16);
   return m;
 }
+
+// The most rows a call may have to come here whatever its dtype and
+// layout: STRATA_GEMV_MAX_M, else kMaxRows (8). Unset, the calls of 9-16
+// rows that the tensor cores take (path() below) come here too; the rest
+// (f32, K % 8 != 0, unaligned rows) go to cuBLAS: gemv16_kernel beat it at
+// 16 x 512 -> 1408 in f32 (5.7 against 13.0 us, run s14r5), but in bf16 it
+// made the batch-16 decode step 69% slower (run s14r1), so f32 waits for a
+// timing at the model's shapes. The hidden [gemv_all] test reruns the
+// cases with 16.
+int max_rows() { return env_rows() > 0 ? env_rows() : kMaxRows; }
 
 template <class T, int MR>
 void launch(const GemvParams& p, bool vec, cudaStream_t st) {
@@ -424,7 +434,10 @@ void run(const MatmulArgs& g) {
 
 std::string matmul_gemv_supports(const MatmulArgs& g) {
   if (const char* why = gemv::refusal(g)) return why;
-  if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_MAX_M (default 8)";
+  if (g.M < 1 || g.M > kMaxRows16) return "more than 16 rows";
+  if (g.M > max_rows() &&
+      (env_rows() > 0 || path(params(g), itemsize(g.out.dtype)) != Path::gemv16_mma))
+    return "9-16 rows the tensor cores do not take (STRATA_GEMV_MAX_M=16 sends them to gemv16)";
   if (g.K < 1 || g.K > kMaxK) return "K outside [1, 16384]";
   if (g.K > 1 && (g.a.strides[1] != 1 || g.b.strides[0] != 1))
     return "a's rows or b's columns not unit-stride";
