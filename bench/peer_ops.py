@@ -125,9 +125,16 @@ def main():
     args = ap.parse_args()
     strata = {}
     if args.strata:
+        # With --benchmark_repetitions the file also holds mean, median,
+        # stddev and cv entries of the same name: keep the median, else the
+        # last plain run.
         for bm in json.load(open(args.strata))["benchmarks"]:
             nm = bm["name"].split("/manual_time")[0]
-            strata[nm] = bm
+            if bm.get("run_type") == "aggregate":
+                if bm.get("aggregate_name") == "median":
+                    strata[nm] = dict(bm, _median=True)
+            elif not strata.get(nm, {}).get("_median"):
+                strata[nm] = bm
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
     rows = []
     res = [(nm, by, median_ms(fn)) for nm, by, fn in cases()
