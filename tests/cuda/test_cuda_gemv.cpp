@@ -63,11 +63,14 @@ bool rows16(DType dt, std::int64_t K, std::int64_t N, int x_pad, int w_pad) {
 
 // Whether a call of M rows may take gemv in this process: up to
 // STRATA_GEMV_MAX_M rows when it is set, else up to 8, and 9-16 rows
-// that the tensor cores take.
+// that the tensor cores take, or in f32 with K > 1 and W of at most 2^20
+// elements (matmul_gemv.cu's measured range).
 bool gemv_allowed(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, int x_pad, int w_pad) {
   if (M > 16) return false;
   if (std::getenv("STRATA_GEMV_MAX_M") != nullptr) return M <= cuda::gemv_max_rows_for_test();
-  return M <= 8 || (mma_on() && rows16(dt, K, N, x_pad, w_pad));
+  if (M <= 8) return true;
+  if (dt == DType::f32) return K > 1 && N * K <= (std::int64_t(1) << 20);
+  return mma_on() && rows16(dt, K, N, x_pad, w_pad);
 }
 
 // linear(x, w) into out as the matmul call the registry sees.
@@ -160,7 +163,7 @@ TEST_CASE("cuda gemv: the calls it takes", "[cuda][matmul][gemv]") {
   CHECK(cuda::gemv_max_rows_for_test() == (env != nullptr ? std::atoi(env) : 8));
   // And 16-bit 9-16 rows go to the tensor cores unless STRATA_GEMV16_MMA=0
   // (the child of [gemv16_ffma_all]), f32 and 1-8 rows never. Unset, 9-16
-  // rows reach gemv only that way.
+  // rows reach gemv only that way, or in f32 with a small W (gemv16).
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     // Up to the limit gemv, past it cuBLAS (W^T is not gemv_rows' layout);
     // 17 rows always cuBLAS.
@@ -201,7 +204,8 @@ TEST_CASE("cuda gemv vs an f64 sum: rows, sizes, bias, accumulate, layouts",
                                                       {33, 7},    {520, 24},   {4104, 40},
                                                       {16384, 3}, {64, 1},     {1, 5}};
   // 9, 12 and 16 rows: gemv on the tensor cores for bf16/f16 with 16-byte
-  // rows, for the rest with STRATA_GEMV_MAX_M=16 ([gemv_all]), else cuBLAS.
+  // rows, gemv16 for f32 with W up to 2^20 elements and K > 1, for the
+  // rest with STRATA_GEMV_MAX_M=16 ([gemv_all]), else cuBLAS.
   for (DType dt : {DType::f32, DType::bf16, DType::f16})
     for (std::int64_t M : {1, 3, 8, 9, 12, 16})
       for (const auto& [K, N] : kn)
@@ -241,7 +245,7 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
   // one before wrote, repeated with new d and s: a kernel that read W or x
   // before its predecessor finished would see an earlier step's values.
   // One row, or 16 when they may take gemv (bf16: the tensor cores, f32:
-  // gemv16 with STRATA_GEMV_MAX_M=16).
+  // gemv16, W being small).
   for (DType dt : {DType::f32, DType::bf16}) {
     INFO("dtype " << dtype_name(dt));
     const std::int64_t K = 512, N = 768, M = gemv_allowed(dt, 16, K, N, 0, 0) ? 16 : 1;

@@ -203,11 +203,12 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
     CHECK(kernel_for(Tensor::zeros({1, 512}, dt, kGpu), bt, Tensor::zeros({1, 1536}, dt, kGpu)) ==
           "cuda.matmul.gemv");
     // 12 rows: gemv when allowed that many, or (STRATA_GEMV_MAX_M unset) on
-    // the tensor cores in bf16/f16 unless STRATA_GEMV16_MMA=0 (matmul_gemv.cu).
+    // the tensor cores in bf16/f16 unless STRATA_GEMV16_MMA=0, and in f32
+    // since W [1536, 512] has at most 2^20 elements (matmul_gemv.cu).
     const char* mma = std::getenv("STRATA_GEMV16_MMA");
     const bool gemv12 = 12 <= cuda::gemv_max_rows_for_test() ||
-                        (std::getenv("STRATA_GEMV_MAX_M") == nullptr && dt != DType::f32 &&
-                         (mma == nullptr || std::string(mma) != "0"));
+                        (std::getenv("STRATA_GEMV_MAX_M") == nullptr &&
+                         (dt == DType::f32 || mma == nullptr || std::string(mma) != "0"));
     CHECK(kernel_for(Tensor::zeros({12, 512}, dt, kGpu), bt, Tensor::zeros({12, 1536}, dt, kGpu)) ==
           (gemv12 ? "cuda.matmul.gemv" : "cuda.matmul.cublas"));
     const std::int64_t odd = 1536 - V / 2;

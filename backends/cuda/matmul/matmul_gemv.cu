@@ -372,13 +372,8 @@ int env_rows() {
 }
 
 // The most rows a call may have to come here whatever its dtype and
-// layout: STRATA_GEMV_MAX_M, else kMaxRows (8). Unset, the calls of 9-16
-// rows that the tensor cores take (path() below) come here too; the rest
-// (f32, K % 8 != 0, unaligned rows) go to cuBLAS: gemv16_kernel beat it at
-// 16 x 512 -> 1408 in f32 (5.7 against 13.0 us, run s14r5), but in bf16 it
-// made the batch-16 decode step 69% slower (run s14r1), so f32 waits for a
-// timing at the model's shapes. The hidden [gemv_all] test reruns the
-// cases with 16.
+// layout: STRATA_GEMV_MAX_M, else kMaxRows (8). The hidden [gemv_all] test
+// reruns the cases with 16.
 int max_rows() { return env_rows() > 0 ? env_rows() : kMaxRows; }
 
 template <class T, int MR>
@@ -410,6 +405,23 @@ GemvParams params(const MatmulArgs& g) {
   return p;
 }
 
+// W up to this many elements: f32 calls of 9-16 rows take gemv16_kernel
+// when STRATA_GEMV_MAX_M is unset. It beat cuBLAS called directly at
+// 16 x 512 -> 1408 (720,896 elements: 5.6-5.8 us against 11.9-14.2, runs
+// s14r2 and s14r5), but in bf16 at the decode model's shapes (W of 0.6M to
+// 39M elements) it made the batch-16 step 69% slower (run s14r1): its FMAs
+// and x's L1 loads, not W's bytes, set its time there. Larger f32 W stay
+// on cuBLAS until gemv16 is timed at those shapes.
+constexpr std::int64_t kF32SmallW = std::int64_t(1) << 20;
+
+// With STRATA_GEMV_MAX_M unset, whether a call of 9-16 rows comes here:
+// the 16-bit calls the tensor cores take, and f32 calls with K > 1 (K = 1
+// is gemv_rows' outer product) and a small W.
+bool takes_9_to_16(const MatmulArgs& g) {
+  if (g.out.dtype == DType::f32) return g.K > 1 && g.N * g.K <= kF32SmallW;
+  return path(params(g), itemsize(g.out.dtype)) == Path::gemv16_mma;
+}
+
 template <class T>
 void run(const MatmulArgs& g) {
   const GemvParams p = params(g);
@@ -435,9 +447,9 @@ void run(const MatmulArgs& g) {
 std::string matmul_gemv_supports(const MatmulArgs& g) {
   if (const char* why = gemv::refusal(g)) return why;
   if (g.M < 1 || g.M > kMaxRows16) return "more than 16 rows";
-  if (g.M > max_rows() &&
-      (env_rows() > 0 || path(params(g), itemsize(g.out.dtype)) != Path::gemv16_mma))
-    return "9-16 rows the tensor cores do not take (STRATA_GEMV_MAX_M=16 sends them to gemv16)";
+  if (g.M > max_rows() && (env_rows() > 0 || !takes_9_to_16(g)))
+    return "9-16 rows: only on the tensor cores, or in f32 with W up to 2^20 elements "
+           "(STRATA_GEMV_MAX_M=16 takes them all)";
   if (g.K < 1 || g.K > kMaxK) return "K outside [1, 16384]";
   if (g.K > 1 && (g.a.strides[1] != 1 || g.b.strides[0] != 1))
     return "a's rows or b's columns not unit-stride";
