@@ -3,6 +3,7 @@
 // (test_cuda_gemv.cpp, test_cuda_gemv_rows.cpp): kernels launched with
 // programmatic dependent launch must not read what their predecessor on the
 // stream is still writing, eagerly or replayed from a graph.
+#include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
 #include "strata/tensor.hpp"
 
@@ -27,6 +28,21 @@ void eager_then_replayed(strata::Stream& st, const strata::Tensor& y, const Set&
   strata::Graph g = strata::Graph::capture(st, step);
   for (int i = 0; i < 6; ++i)  // d and s change between replays
     once(-0.5f * float(i), 0.5f - float(i), [&] { g.replay(st); });
+}
+
+// The same with the inputs the tests vary: before each run d is filled with
+// dv and s with sv on `opt`'s stream (st's).
+template <class Step, class Expect>
+void eager_then_replayed(strata::Stream& st, const strata::Tensor& y, const strata::Tensor& d,
+                         const strata::Tensor& s, const strata::OpOptions& opt, const Step& step,
+                         const Expect& expect) {
+  eager_then_replayed(
+      st, y,
+      [&](double dv, double sv) {
+        strata::fill_(d, dv, opt);
+        strata::fill_(s, sv, opt);
+      },
+      step, expect);
 }
 
 }  // namespace strata_test

@@ -280,13 +280,7 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
                                   y_before.to_vector<double>(), true, M, N, K);
       require_close(y.to(Device::cpu()), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
     };
-    strata_test::eager_then_replayed(
-        st, y,
-        [&](double dv, double sv) {
-          fill_(d, dv, opt);
-          fill_(s, sv, opt);
-        },
-        step, expect);
+    strata_test::eager_then_replayed(st, y, d, s, opt, step, expect);
   }
 }
 

@@ -307,13 +307,7 @@ TEST_CASE("cuda gemv_rows: inputs written by the kernels just before it, eager a
     const Tensor want = add(y_before, matmul(ha, hb, on("reference")));
     require_close(y.to(Device::cpu()), want, K);
   };
-  strata_test::eager_then_replayed(
-      st, y,
-      [&](double dv, double sv) {
-        fill_(d, dv, opt);
-        fill_(s, sv, opt);
-      },
-      step, expect);
+  strata_test::eager_then_replayed(st, y, d, s, opt, step, expect);
 }
 
 // The cases again with one row allowed (STRATA_GEMV_ROWS_MAX_M=1, read once

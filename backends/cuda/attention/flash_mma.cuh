@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "cuda/attention/flash_mma_args.hpp"
+#include "cuda/mma_sync.cuh"
 
 namespace strata::cuda::flash {
 
@@ -35,11 +36,7 @@ struct MmaType<__nv_bfloat16> {
   }
   __device__ static float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
   __device__ static void mma(float* c, const std::uint32_t* a, std::uint32_t b0, std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    MmaSync<__nv_bfloat16>::run(c, a[0], a[1], a[2], a[3], b0, b1);
   }
 };
 template <>
@@ -50,11 +47,7 @@ struct MmaType<__half> {
   }
   __device__ static float to_float(__half x) { return __half2float(x); }
   __device__ static void mma(float* c, const std::uint32_t* a, std::uint32_t b0, std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    MmaSync<__half>::run(c, a[0], a[1], a[2], a[3], b0, b1);
   }
 };
 

@@ -1,8 +1,8 @@
 #pragma once
 // bf16/f16 matrix-vector products of 9-16 rows on the tensor cores:
 // out [M, N] (+)= x [M, K] W^T (+ bias), W [N, K] as stored, 9 <= M <= 16.
-// A candidate beside gemv16_kernel (matmul_gemv.cu routes: STRATA_GEMV16_MMA=1
-// with STRATA_GEMV_MAX_M=16, 16-bit types, 16-byte aligned rows, K % 8 == 0).
+// The default for such calls with 16-byte aligned rows and K % 8 == 0
+// (matmul_gemv.cu routes; STRATA_GEMV16_MMA=0 sends them to gemv16_kernel).
 //
 // Why: gemv16_kernel multiplies every 16-byte piece of W into all 16 rows
 // of x, each re-read from L1, with FFMA: 16 bytes of x and 256 FMAs per
@@ -52,6 +52,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/launch_mode.cuh"
 #include "cuda/matmul/gemv_common.cuh"
+#include "cuda/mma_sync.cuh"
 #include "cuda/pdl_launch.cuh"
 
 namespace strata::cuda::gemv16mma {
@@ -60,31 +61,6 @@ constexpr int kChunk = 32;     // k per chunk: two m16n8k16 k-steps
 constexpr int kUnroll = 4;     // chunks of W in flight per warp
 constexpr int kMaxWarps = 16;  // per block, and the most K slices per tile
 constexpr int kWarpsPerSm = 8;
-
-template <class T>
-struct Mma;  // c += A B, m16n8k16, f32 accumulate
-template <>
-struct Mma<__nv_bfloat16> {
-  __device__ static void run(float (&c)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
-                             std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-template <>
-struct Mma<__half> {
-  __device__ static void run(float (&c)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
-                             std::uint32_t a3, std::uint32_t b0, std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
 
 // 16 bytes of W, not kept in L1. volatile keeps it after
 // grid_dependency_wait() (also asm volatile) in program order.
@@ -134,11 +110,11 @@ __device__ __forceinline__ void tile_sums(const P& p, std::int64_t tile, int s, 
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       // k-step one: piece elements 0-1 (logical cols 2t..) and 2-3 (2t+8..).
-      Mma<T>::run(c[0], wa[u].x, wb[u].x, wa[u].y, wb[u].y, xa[u].x, xa[u].y);
-      Mma<T>::run(c[1], wa[u].x, wb[u].x, wa[u].y, wb[u].y, xb[u].x, xb[u].y);
+      MmaSync<T>::run(c[0], wa[u].x, wb[u].x, wa[u].y, wb[u].y, xa[u].x, xa[u].y);
+      MmaSync<T>::run(c[1], wa[u].x, wb[u].x, wa[u].y, wb[u].y, xb[u].x, xb[u].y);
       // k-step two: elements 4-5 and 6-7.
-      Mma<T>::run(c[0], wa[u].z, wb[u].z, wa[u].w, wb[u].w, xa[u].z, xa[u].w);
-      Mma<T>::run(c[1], wa[u].z, wb[u].z, wa[u].w, wb[u].w, xb[u].z, xb[u].w);
+      MmaSync<T>::run(c[0], wa[u].z, wb[u].z, wa[u].w, wb[u].w, xa[u].z, xa[u].w);
+      MmaSync<T>::run(c[1], wa[u].z, wb[u].z, wa[u].w, wb[u].w, xb[u].z, xb[u].w);
     }
   }
 }
