@@ -13,13 +13,13 @@
 //   bench_attention_cpu --benchmark_filter=memory   (peak extra memory, M = N = 65536)
 //
 // "fma_peak" is the machine's own ceiling in the same minutes: a
-// register-only loop of 12 independent AVX2 FMA chains per thread (no
-// memory traffic). On a shared VM whose neighbours move every rate by
-// 20-40%, the attention rate over fma_peak of the same run is the figure
-// that does not move with them. "read_peak" is the memory side's ceiling
-// in the same way: the threads sum disjoint parts of a buffer the size of
-// the decode shape's K and V (64 MiB, larger than the last-level cache), so
-// 64 MiB / read_peak is the floor of that decode row.
+// register-only loop of 12 independent FMA chains per thread (no memory
+// traffic), in the instruction set the cpu backend's attention kernels run
+// (AVX-512 when it chose them, else AVX2; counter vector_bits). On a shared VM whose neighbours
+// move every rate by 20-40%, the attention rate over fma_peak of the same run is the figure that
+// does not move with them. "read_peak" is the memory side's ceiling in the same way: the threads
+// sum disjoint parts of a buffer the size of the decode shape's K and V (64 MiB, larger than the
+// last-level cache), so 64 MiB / read_peak is the floor of that decode row.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 #include <sys/resource.h>

@@ -3,7 +3,7 @@
 // Shapes reach each row configuration of the 16-bit narrow dispatch (a warp
 // with 1 or 2 vectors, blocks of 128, 256 and 512 threads) with more rows
 // than resident groups, and row counts that leave the last group of a block
-// short of layer_norm's staging depth (docs/ops.md, "cuda performance").
+// short of layer_norm's staging depth (docs/ops.md, "Row ops").
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>

@@ -333,7 +333,7 @@ inline int grid_for(std::int64_t work_items, int per_block) {
 // to visit every vector once, as PyTorch's elementwise grid: contiguous add
 // and cast of 16M-256M elements ran at 100-105% of the copy against 97-99%
 // with one striding wave. Below, the one wave: at 1M f32 elements it ran at
-// 83% against 64% (H200, docs/ops.md; the threshold lies between the two
+// 83% against 64% (H200, docs/ops-log.md; the threshold lies between the two
 // measured sizes).
 inline int grid_flat(std::int64_t nvec) {
   const std::int64_t per = kThreads * kVecUnroll;

@@ -1,6 +1,6 @@
 // STRATA_EW_VARIANT (elementwise_cuda.hpp), read once: launch_elementwise
 // asks on every call with a transposed 16-bit input. tiled16 is the default
-// since run s12r1 (docs/ops.md: bf16 add with one transposed input 1.32 ->
+// since run s12r1 (docs/ops-log.md: bf16 add with one transposed input 1.32 ->
 // 3.52 TB/s); base keeps the generic tiled path for A/B runs.
 #include <cstdlib>
 #include <string_view>

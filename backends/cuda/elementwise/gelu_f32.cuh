@@ -1,6 +1,6 @@
 #pragma once
 // gelu(x) = x Phi(x) in f32 for the cuda engine (f32, f16, bf16), at about
-// half the instructions of erfcf (docs/ops.md, "cuda performance": the
+// half the instructions of erfcf (docs/ops-log.md, "Latest": the
 // erfcf form made gelu arithmetic-bound at ~450 G elements/s on the H200).
 // With u = |x|, Phi(-u) = erfc(u / sqrt 2) / 2 is computed directly, so
 // negative x keeps its relative precision as fn::Gelu's erfc form does:

@@ -1,7 +1,7 @@
 #pragma once
 // gelu(x) = x Phi(x) for 16-bit results (f16, bf16): measured on the H200 at
-// 95% of copy against GeluF32's 79% (gelu_f32.cuh; docs/ops.md, "cuda
-// performance"), and so the f16/bf16 gelu. The same form as GeluF32,
+// 95% of copy against GeluF32's 79% (gelu_f32.cuh; docs/ops-log.md,
+// "Rows16 / gelu16 A/B"), and so the f16/bf16 gelu. The same form as GeluF32,
 //   Phi(-u) = 2^(h(q) - u^2 log2(e) / 2) / (u + 4),  u = min(|x|, 15.5),
 // with q = (u - 4) / (u + 4) computed as 1 - 8 / (u + 4) (one FFMA), h of
 // degree 6 instead of 9 (Chebyshev interpolant of the same function over
