@@ -1,8 +1,9 @@
 // Block kernels of the cpu backend, templated on element type, SIMD width
-// and register blocking. Included by kernel_{generic,avx2,avx512}.cpp AFTER
-// their standard includes and `#pragma GCC target`, inside an anonymous
-// namespace, so each instruction set gets private copies. No include guard
-// on purpose; no standard headers in here (see simd.hpp).
+// and register blocking. Included by kernel_generic.cpp and kernel_x86.hpp
+// (the body of kernel_{avx2,avx512}.cpp) AFTER their standard includes and
+// `#pragma GCC target`, inside an anonymous namespace, so each instruction
+// set gets private copies. No include guard on purpose; no standard headers
+// in here (see simd.hpp).
 //
 // The kernels are split by concern, each a class template of static members
 // on the same parameters: ImplCommon (kernel_common.hpp: constants,
