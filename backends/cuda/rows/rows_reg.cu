@@ -170,10 +170,11 @@ struct SumM2Eq {
   }
 };
 
-// This thread's (sum, M2) in one pass, shifted by its first value.
-template <int kNV, int kNE = kNV * 8>
-__device__ __forceinline__ float2 local_sum_m2(const float (&x)[kNE]) {
-  const float k = x[0];
+// (sum, M2) of this thread's kNE values in one pass, shifted by k, its first
+// value. IN_PLACE: x becomes x - k. PAIRWISE: the vectors' partials summed
+// pairwise (a shorter chain, reg8's), else in order (reg's).
+template <int kNV, bool IN_PLACE, bool PAIRWISE, int kNE = kNV * 8>
+__device__ __forceinline__ float2 shifted_sum_m2(float (&x)[kNE], float k) {
   float s[kNV], q[kNV];
 #pragma unroll
   for (int i = 0; i < kNV; ++i) {
@@ -182,15 +183,28 @@ __device__ __forceinline__ float2 local_sum_m2(const float (&x)[kNE]) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float d = x[i * 8 + j] - k;
+      if constexpr (IN_PLACE) x[i * 8 + j] = d;
       s[i] += d;
       q[i] = fmaf(d, d, q[i]);
     }
   }
   float st = s[0], qt = q[0];
+  if constexpr (PAIRWISE) {
 #pragma unroll
-  for (int i = 1; i < kNV; ++i) {
-    st += s[i];
-    qt += q[i];
+    for (int h = kNV / 2; h > 0; h /= 2)
+#pragma unroll
+      for (int i = 0; i < h; ++i) {
+        s[i] += s[i + h];
+        q[i] += q[i + h];
+      }
+    st = s[0];
+    qt = q[0];
+  } else {
+#pragma unroll
+    for (int i = 1; i < kNV; ++i) {
+      st += s[i];
+      qt += q[i];
+    }
   }
   const float m2 = fmaxf(fmaf(-st, st * (1.0f / kNE), qt), 0.0f);  // >= 0 despite rounding
   return {fmaf(float(kNE), k, st), m2};
@@ -224,7 +238,8 @@ __global__ void __launch_bounds__(TPR, kMinBlocks<TPR, kNV, kNormOp>) norm_reg_k
     if constexpr (kWEarly<kNV>) load_wb();
     float x[kNE];
     widen_row<T, kNV>(r, x);
-    const float2 st = block_reduce<TPR>(local_sum_m2<kNV>(x), sh, parity, SumM2Eq<kNE>{});
+    const float2 st =
+        block_reduce<TPR>(shifted_sum_m2<kNV, false, false>(x, x[0]), sh, parity, SumM2Eq<kNE>{});
     parity ^= 1;
     const float mu = st.x * rn, inv = rsqrtf(st.y * rn + eps);
     if constexpr (!kWEarly<kNV>) load_wb();
@@ -255,34 +270,6 @@ __global__ void __launch_bounds__(TPR, kMinBlocks<TPR, kNV, kNormOp>) norm_reg_k
 // (no per-word select of a splat); 8 vectors per thread halve reg4's threads
 // per row, so its reduction and addressing per row.
 
-// (sum, M2) of this thread's kNE values in one pass shifted by its first
-// value k; x becomes x - k in place.
-template <int kNV, int kNE = kNV * 8>
-__device__ __forceinline__ float2 shifted_sum_m2(float (&x)[kNE], float k) {
-  float s[kNV], q[kNV];
-#pragma unroll
-  for (int i = 0; i < kNV; ++i) {
-    s[i] = 0.0f;
-    q[i] = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float d = x[i * 8 + j] - k;
-      x[i * 8 + j] = d;
-      s[i] += d;
-      q[i] = fmaf(d, d, q[i]);
-    }
-  }
-#pragma unroll
-  for (int h = kNV / 2; h > 0; h /= 2)  // pairwise: a shorter chain than reg's
-#pragma unroll
-    for (int i = 0; i < h; ++i) {
-      s[i] += s[i + h];
-      q[i] += q[i + h];
-    }
-  const float m2 = fmaxf(fmaf(-s[0], s[0] * (1.0f / kNE), q[0]), 0.0f);  // >= 0 despite rounding
-  return {fmaf(float(kNE), k, s[0]), m2};
-}
-
 template <class T, int TPR, bool kW, bool kB>
 __global__ void __launch_bounds__(TPR, kMinBlocks<TPR, 8, kNormOp>) norm_reg8_kernel(RowParams p) {
   constexpr int kNV = 8, kNE = kNV * 8;
@@ -301,7 +288,8 @@ __global__ void __launch_bounds__(TPR, kMinBlocks<TPR, 8, kNormOp>) norm_reg8_ke
     float d[kNE];
     widen_row<T, kNV>(r, d);
     const float k = d[0];
-    const float2 st = block_reduce<TPR>(shifted_sum_m2<kNV>(d, k), sh, parity, SumM2Eq<kNE>{});
+    const float2 st =
+        block_reduce<TPR>(shifted_sum_m2<kNV, true, true>(d, k), sh, parity, SumM2Eq<kNE>{});
     parity ^= 1;
     const float mu = st.x * rn, inv = rsqrtf(st.y * rn + eps);
     const float c0 = (k - mu) * inv;  // t = (x - mu) inv = d inv + c0
