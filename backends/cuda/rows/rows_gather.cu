@@ -17,12 +17,11 @@
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_ids.cuh"
+#include "cuda/rows/rows_warp.cuh"
 #include "strata/error.hpp"
 
 namespace strata::cuda {
 namespace {
-
-constexpr int kWarpsPerBlock = kRowThreads / 32;
 
 struct Table {
   const char* data;
@@ -35,12 +34,9 @@ __global__ void __launch_bounds__(kRowThreads) gather_kernel(RowParams p, Table 
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
   const int lane = threadIdx.x % 32;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-       row < p.rows; row += std::int64_t(gridDim.x) * kWarpsPerBlock) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_warp_rows(p, [&](const std::int64_t(&off)[kMaxOperands]) {
     const std::int64_t id = load_id<I>(p.ptr[1], off[1]);
-    if (id < 0 || id >= t.rows) continue;  // only while capturing (checked otherwise)
+    if (id < 0 || id >= t.rows) return;  // only while capturing (checked otherwise)
     const T* src = reinterpret_cast<const T*>(t.data) + id * t.s0;
     T* dst = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     constexpr int VEC = 16 / sizeof(T);
@@ -50,7 +46,7 @@ __global__ void __launch_bounds__(kRowThreads) gather_kernel(RowParams p, Table 
     } else {
       for (std::int64_t e = lane; e < p.n; e += 32) dst[e * p.rstride[0]] = src[e * t.s1];
     }
-  }
+  });
 }
 
 template <class T, class I>
@@ -93,10 +89,7 @@ __global__ void __launch_bounds__(kRowThreads) rotary_kernel(RowParams p) {
   const std::int64_t r = p.iparam[0], half = r / 2;
   const bool inter = p.iparam[1] == 1;
   const double theta = p.scalar[0];
-  for (std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-       row < p.rows; row += std::int64_t(gridDim.x) * kWarpsPerBlock) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_warp_rows(p, [&](const std::int64_t(&off)[kMaxOperands]) {
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     const std::int64_t pos = load_id<I>(p.ptr[2], off[2]);
@@ -118,7 +111,7 @@ __global__ void __launch_bounds__(kRowThreads) rotary_kernel(RowParams p) {
       out[i1 * p.rstride[0]] = cvt<T>(x1 * c + x0 * s);
     }
     for (std::int64_t j = r + lane; j < p.n; j += 32) out[j * p.rstride[0]] = x[j * p.rstride[1]];
-  }
+  });
 }
 
 template <class T>

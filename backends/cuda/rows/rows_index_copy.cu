@@ -18,12 +18,11 @@
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_ids.cuh"
+#include "cuda/rows/rows_warp.cuh"
 #include "strata/error.hpp"
 
 namespace strata::cuda {
 namespace {
-
-constexpr int kWarpsPerBlock = kRowThreads / 32;
 
 template <class U, class I>
 __global__ void __launch_bounds__(kRowThreads)
@@ -31,15 +30,12 @@ __global__ void __launch_bounds__(kRowThreads)
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
   const int lane = threadIdx.x % 32;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-       row < p.rows; row += std::int64_t(gridDim.x) * kWarpsPerBlock) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_warp_rows(p, [&](const std::int64_t(&off)[kMaxOperands]) {
     U* dst = reinterpret_cast<U*>(p.ptr[0]) + off[0];
     const U* src = reinterpret_cast<const U*>(p.ptr[1]) + off[1];
     if (p.rstride[2] == 0) {  // one index for the whole row
       const std::int64_t id = load_id<I>(p.ptr[2], off[2]);
-      if (id < 0 || id >= size) continue;  // only while capturing (checked otherwise)
+      if (id < 0 || id >= size) return;  // only while capturing (checked otherwise)
       dst += id * step;
       constexpr int VEC = 16 / sizeof(U);
       if (p.vec) {
@@ -54,7 +50,7 @@ __global__ void __launch_bounds__(kRowThreads)
         if (id >= 0 && id < size) dst[e * p.rstride[0] + id * step] = src[e * p.rstride[1]];
       }
     }
-  }
+  });
 }
 
 template <class U>
