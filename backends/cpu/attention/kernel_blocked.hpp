@@ -34,6 +34,16 @@ struct ImplBlocked : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
   using typename Common::V;
 
   // ---- blocked path: micro-kernels ------------------------------------------
+  // out[r * NC + v * W ..] = acc[r][v]: a register tile of either micro-kernel
+  // back to its panel.
+  template <int R>
+  __attribute__((always_inline)) static void store_tile(T* out, const V (&acc)[R][NV]) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) vstore<T, W>(out + r * NC + v * W, acc[r][v]);
+  }
+
   // S^T[g + r][p + c] = sum_k K[g + r][k] * QT[k][p + c], r < R, c < NC.
   // What the Q K^T micro-kernel does besides storing S, for the NC columns
   // of one panel: with cmax set, it also folds the column maxima into cmax
@@ -85,10 +95,7 @@ struct ImplBlocked : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
         }
       }
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) vstore<T, W>(st + r * NC + v * W, acc[r][v]);
+    store_tile<R>(st, acc);
     if (ep.cmax) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
@@ -153,10 +160,7 @@ struct ImplBlocked : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
         for (int v = 0; v < NV; ++v) acc[r][v] = vfma<T, W>(x, b[v], acc[r][v]);
       }
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) vstore<T, W>(ot + r * NC + v * W, acc[r][v]);
+    store_tile<R>(ot, acc);
   }
 
   template <int R, bool UV>
