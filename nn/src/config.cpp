@@ -9,6 +9,7 @@
 
 #include "../../core/src/checked_math.hpp"
 #include "file_io.hpp"
+#include "json_brief.hpp"
 #include "strata/error.hpp"
 
 namespace strata::nn {
@@ -37,17 +38,23 @@ class Keys {
   const json* find(std::string_view key, std::string_view alias) const {
     const json* a = find(key);
     const json* b = find(alias);
-    if (a && b && *a != *b)
-      fail_key(key,
-               "is " + a->dump() + " but its alias '" + std::string(alias) + "' is " + b->dump());
+    if (a && b) {
+      // Only scalars are compared: the caller's type check rejects an array
+      // or object, and comparing nested ones would recurse (json_brief.hpp).
+      if (!a->is_primitive()) return a;
+      if (!b->is_primitive()) return b;
+      if (*a != *b)
+        fail_key(key, "is " + detail::json_brief(*a) + " but its alias '" + std::string(alias) +
+                          "' is " + detail::json_brief(*b));
+    }
     return a ? a : b;
   }
 
   std::int64_t integer(std::string_view key, const json* v) const {
     if (v == nullptr) fail_key(key, "missing (required)");
-    if (!v->is_number_integer()) fail_key(key, "is " + v->dump() + ", not an integer");
+    if (!v->is_number_integer()) fail_key(key, "is " + detail::json_brief(*v) + ", not an integer");
     if (v->is_number_unsigned() && v->get<std::uint64_t>() > INT64_MAX)
-      fail_key(key, "is " + v->dump() + ", too large");
+      fail_key(key, "is " + detail::json_brief(*v) + ", too large");
     return v->get<std::int64_t>();
   }
   std::int64_t integer(std::string_view key, const json* v, std::int64_t dflt) const {
@@ -55,17 +62,17 @@ class Keys {
   }
   double number(std::string_view key, const json* v, double dflt) const {
     if (v == nullptr) return dflt;
-    if (!v->is_number()) fail_key(key, "is " + v->dump() + ", not a number");
+    if (!v->is_number()) fail_key(key, "is " + detail::json_brief(*v) + ", not a number");
     return v->get<double>();
   }
   bool boolean(std::string_view key, const json* v, bool dflt) const {
     if (v == nullptr) return dflt;
-    if (!v->is_boolean()) fail_key(key, "is " + v->dump() + ", not true or false");
+    if (!v->is_boolean()) fail_key(key, "is " + detail::json_brief(*v) + ", not true or false");
     return v->get<bool>();
   }
   std::string string(std::string_view key, const json* v, const std::string& dflt) const {
     if (v == nullptr) return dflt;
-    if (!v->is_string()) fail_key(key, "is " + v->dump() + ", not a string");
+    if (!v->is_string()) fail_key(key, "is " + detail::json_brief(*v) + ", not a string");
     return v->get<std::string>();
   }
 
@@ -98,7 +105,8 @@ void validate(const ModelConfig& c, const Keys& k) {
     k.fail_key(eps_key, "is " + std::to_string(c.norm_eps) + ", not a positive finite number");
   const char* act_key = gpt2 ? "activation_function" : "hidden_act";
   if (!known_act(c.hidden_act))
-    k.fail_key(act_key, "'" + c.hidden_act + "' is not supported (silu, gelu, gelu_new)");
+    k.fail_key(act_key, "'" + detail::text_brief(c.hidden_act) +
+                            "' is not supported (silu, gelu, gelu_new)");
   if (c.num_heads % c.num_kv_heads != 0)
     k.fail_key("num_key_value_heads", std::to_string(c.num_kv_heads) + " does not divide " +
                                           "num_attention_heads " + std::to_string(c.num_heads));
@@ -148,11 +156,13 @@ ModelConfig parse_llama(const Keys& k) {
   double theta = 10000.0;
   // transformers 5 moved rope_theta into rope_parameters.
   if (const json* rp = k.find("rope_parameters")) {
-    if (!rp->is_object()) k.fail_key("rope_parameters", "is " + rp->dump() + ", not an object");
+    if (!rp->is_object())
+      k.fail_key("rope_parameters", "is " + detail::json_brief(*rp) + ", not an object");
     const Keys rk(*rp, "rope_parameters");
     const std::string type = rk.string("rope_type", rk.find("rope_type"), "default");
     if (type != "default")
-      k.fail_key("rope_parameters", "rope_type '" + type + "' is not supported (only default)");
+      k.fail_key("rope_parameters",
+                 "rope_type '" + detail::text_brief(type) + "' is not supported (only default)");
     theta = rk.number("rope_theta", rk.find("rope_theta"), theta);
   }
   c.rope_theta = k.number("rope_theta", k.find("rope_theta"), theta);
@@ -216,7 +226,8 @@ ModelConfig parse_config(const std::string& json_text, const std::string& source
   } else if (type.empty()) {
     k.fail_key("model_type", "missing (expected \"llama\" or \"gpt2\")");
   } else {
-    k.fail_key("model_type", "'" + type + "' is not supported (expected \"llama\" or \"gpt2\")");
+    k.fail_key("model_type", "'" + detail::text_brief(type) +
+                                 "' is not supported (expected \"llama\" or \"gpt2\")");
   }
   validate(c, k);
   return c;

@@ -21,6 +21,7 @@
 
 #include "../../core/src/checked_math.hpp"
 #include "file_io.hpp"
+#include "json_brief.hpp"
 
 namespace strata::nn {
 namespace {
@@ -128,7 +129,7 @@ std::int64_t non_negative(const json& v, const std::string& ctx, const char* wha
                  "safetensors", ctx, ": ", what, " ", u, " is too large");
     return static_cast<std::int64_t>(u);
   }
-  STRATA_CHECK(v.is_number_integer(), "safetensors", ctx, ": ", what, " is ", v.dump(),
+  STRATA_CHECK(v.is_number_integer(), "safetensors", ctx, ": ", what, " is ", detail::json_brief(v),
                ", not an integer");
   const auto i = v.get<std::int64_t>();
   STRATA_CHECK(i >= 0, "safetensors", ctx, ": ", what, " is negative (", i, ")");
@@ -142,14 +143,16 @@ const json& member(const json& obj, const char* key, const std::string& ctx) {
 }
 
 DType entry_dtype(const json& v, const std::string& ctx) {
-  STRATA_CHECK(v.is_string(), "safetensors", ctx, ": dtype is ", v.dump(), ", not a string");
+  STRATA_CHECK(v.is_string(), "safetensors", ctx, ": dtype is ", detail::json_brief(v),
+               ", not a string");
   const std::string& s = v.get_ref<const std::string&>();
   for (const FileDType& f : kDTypes)
     if (s == f.name) return f.dtype;
   for (const char* other : kOtherFileDTypes)
     STRATA_CHECK(s != other, "safetensors", ctx, ": dtype ", s, " is not supported (Strata reads ",
                  kSupportedList, ")");
-  fail("safetensors", ctx, ": unknown dtype '", s, "' (Strata reads ", kSupportedList, ")");
+  fail("safetensors", ctx, ": unknown dtype '", detail::text_brief(s), "' (Strata reads ",
+       kSupportedList, ")");
 }
 
 Entry parse_entry(const std::string& name, const json& v, std::uint64_t data_size,
@@ -160,7 +163,8 @@ Entry parse_entry(const std::string& name, const json& v, std::uint64_t data_siz
   Entry e{name, entry_dtype(member(v, "dtype", ctx), ctx), {}, 0, 0};
 
   const json& shape = member(v, "shape", ctx);
-  STRATA_CHECK(shape.is_array(), "safetensors", ctx, ": shape is ", shape.dump(), ", not an array");
+  STRATA_CHECK(shape.is_array(), "safetensors", ctx, ": shape is ", detail::json_brief(shape),
+               ", not an array");
   STRATA_CHECK(shape.size() <= static_cast<std::size_t>(kMaxDims), "safetensors", ctx,
                ": shape has ", shape.size(), " dims (Strata tensors have at most ", kMaxDims, ")");
   const std::string op = "safetensors: " + ctx;  // checked math's message prefix
@@ -175,7 +179,7 @@ Entry parse_entry(const std::string& name, const json& v, std::uint64_t data_siz
 
   const json& off = member(v, "data_offsets", ctx);
   STRATA_CHECK(off.is_array() && off.size() == 2, "safetensors", ctx, ": data_offsets is ",
-               off.dump(), ", not [begin, end]");
+               detail::json_brief(off), ", not [begin, end]");
   e.begin = static_cast<std::uint64_t>(non_negative(off[0], ctx, "data_offsets begin"));
   e.end = static_cast<std::uint64_t>(non_negative(off[1], ctx, "data_offsets end"));
   STRATA_CHECK(e.begin <= e.end, "safetensors", ctx, ": data_offsets [", e.begin, ", ", e.end,
@@ -200,7 +204,7 @@ Header parse_header(const char* text, std::size_t n, std::uint64_t data_size,
                    v.type_name(), ", not an object of strings");
       for (const auto& [mk, mv] : v.items()) {
         STRATA_CHECK(mv.is_string(), "safetensors", where(source), ": __metadata__ '", mk, "' is ",
-                     mv.dump(), ", not a string");
+                     detail::json_brief(mv), ", not a string");
         h.metadata.emplace(mk, mv.get<std::string>());
       }
       continue;
