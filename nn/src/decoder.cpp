@@ -2,9 +2,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "../../core/src/checked_math.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
 
@@ -34,6 +37,17 @@ void check_config(const ModelConfig& c) {
         " must divide num_attention_heads ", c.num_heads);
   check(c.arch != Arch::gpt2 || c.num_kv_heads == c.num_heads, "DecoderLM",
         "gpt2 has as many KV heads as heads (", c.num_kv_heads, " vs ", c.num_heads, ")");
+  // The widths the layers derive from the config (the fused q/k/v and
+  // gate/up projections), so that a config's sizes cannot wrap them; the
+  // tensors' own element counts are checked where they are allocated.
+  using strata::detail::add_or_fail;
+  using strata::detail::mul_or_fail;
+  const char* op = "DecoderLM";
+  const std::int64_t heads =
+      add_or_fail(c.num_heads, mul_or_fail(2, c.num_kv_heads, op, " (num_heads + 2 num_kv_heads)"),
+                  op, " (num_heads + 2 num_kv_heads)");
+  mul_or_fail(heads, c.head_dim, op, " ((num_heads + 2 num_kv_heads) * head_dim, the qkv width)");
+  mul_or_fail(2, c.intermediate_size, op, " (2 * intermediate_size, the gate/up width)");
 }
 
 }  // namespace
@@ -148,7 +162,13 @@ DecoderLM::DecoderLM(const ModelConfig& c, DType dt, Device dev)
         "dtype must be floating, not ", dtype_name(dt));
   wte = Embedding(c.vocab_size, c.hidden_size, dt, dev);
   if (c.arch == Arch::gpt2) wpe = Embedding(c.max_position_embeddings, c.hidden_size, dt, dev);
-  blocks.reserve(static_cast<std::size_t>(c.num_layers));
+  try {
+    blocks.reserve(static_cast<std::size_t>(c.num_layers));
+  } catch (const std::bad_alloc&) {
+    fail("DecoderLM", "out of host memory for ", c.num_layers, " layers (num_hidden_layers)");
+  } catch (const std::length_error&) {
+    fail("DecoderLM", c.num_layers, " layers (num_hidden_layers) are more than a vector holds");
+  }
   for (std::int64_t i = 0; i < c.num_layers; ++i) blocks.emplace_back(c, dt, dev);
   norm_f = make_norm(c, dt, dev);
   if (!tied()) lm_head = Linear(c.hidden_size, c.vocab_size, false, dt, dev);

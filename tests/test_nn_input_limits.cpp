@@ -1,13 +1,17 @@
-// config.json and safetensors headers whose values are nested deeper, or
-// are longer, than any real file's: each is refused with a strata::Error
-// that names the key and describes the value briefly. Quoting such a value
-// with nlohmann's dump() recursed once per level and overflowed the stack
-// at ~100,000 levels (nn/src/json_brief.hpp).
+// Model files beyond any real one's limits. config.json and safetensors
+// headers whose values are nested deeper, or are longer, than any real
+// file's: each is refused with a strata::Error that names the key and
+// describes the value briefly (quoting such a value with nlohmann's dump()
+// recursed once per level and overflowed the stack at ~100,000 levels:
+// nn/src/json_brief.hpp). Configs whose sizes would wrap the widths the
+// model derives from them, or whose layers cannot be held: refused by
+// DecoderLM before anything is allocated past the first tensors.
 #include <cstdint>
 #include <string>
 
 #include "catch.hpp"
 #include "strata/nn/config.hpp"
+#include "strata/nn/decoder.hpp"
 #include "strata/nn/safetensors.hpp"
 #include "test_core_util.hpp"
 
@@ -120,4 +124,42 @@ TEST_CASE("safetensors: header values nested deep are refused, not quoted",
     CHECK(msg.find("a JSON array of 1 element") != std::string::npos);
     CHECK(msg.size() < 300);
   }
+}
+
+TEST_CASE("DecoderLM: config sizes that would wrap a derived width are refused",
+          "[nn_io][config]") {
+  strata::nn::ModelConfig c;
+  c.arch = strata::nn::Arch::llama;
+  c.vocab_size = 8;
+  c.hidden_size = 8;
+  c.num_layers = 1;
+  c.num_heads = 2;
+  c.num_kv_heads = 2;
+  c.head_dim = 4;
+  c.intermediate_size = 16;
+  c.max_position_embeddings = 16;
+  const auto error_of = [](const strata::nn::ModelConfig& cfg) {
+    return core_test::error_of([&] { strata::nn::DecoderLM m(cfg); });
+  };
+  REQUIRE(error_of(c) == "<no error>");
+  // 2 * intermediate_size (the fused gate/up projection) past int64.
+  strata::nn::ModelConfig big = c;
+  big.intermediate_size = std::int64_t(1) << 62;
+  std::string msg = error_of(big);
+  CHECK(msg.find("DecoderLM") != std::string::npos);
+  CHECK(msg.find("2 * intermediate_size") != std::string::npos);
+  // (num_heads + 2 num_kv_heads) * head_dim (the fused q/k/v projection).
+  big = c;
+  big.head_dim = std::int64_t(1) << 62;
+  msg = error_of(big);
+  CHECK(msg.find("qkv width") != std::string::npos);
+  big = c;
+  big.num_heads = big.num_kv_heads = std::int64_t(1) << 62;
+  msg = error_of(big);
+  CHECK(msg.find("num_heads + 2 num_kv_heads") != std::string::npos);
+  // More layers than memory holds: a strata::Error, not std::bad_alloc.
+  big = c;
+  big.num_layers = std::int64_t(1) << 60;
+  msg = error_of(big);
+  CHECK(msg.find("num_hidden_layers") != std::string::npos);
 }
