@@ -56,14 +56,24 @@ inline constexpr int kMinBlocks = [] {
   return threads / kBlock<TPR> > 0 ? threads / kBlock<TPR> : 1;
 }();
 
-// Any reduced value across a shuffle: a number, or a statistic (MeanVar,
-// MaxSum) member by member.
+// Any reduced value across a shuffle: a number, or a statistic of f32
+// members (MeanVar, MaxSum, SumM2) member by member.
 template <class V>
 __device__ __forceinline__ V shfl_xor(V v, int o) {
-  if constexpr (std::is_arithmetic_v<V>)
+  if constexpr (std::is_arithmetic_v<V>) {
     return __shfl_xor_sync(0xffffffffu, v, o);
-  else
-    return v.shfl_xor(o);
+  } else {
+    constexpr unsigned kAll = 0xffffffffu;
+    if constexpr (sizeof(V) == 2 * sizeof(float)) {
+      const auto [a, b] = v;
+      return {__shfl_xor_sync(kAll, a, o), __shfl_xor_sync(kAll, b, o)};
+    } else {
+      static_assert(sizeof(V) == 3 * sizeof(float));
+      const auto [a, b, c] = v;
+      return {__shfl_xor_sync(kAll, a, o), __shfl_xor_sync(kAll, b, o),
+              __shfl_xor_sync(kAll, c, o)};
+    }
+  }
 }
 
 // Shared memory of a Reducer: 2 * W slots of up to 16 bytes.
@@ -115,10 +125,6 @@ __device__ __forceinline__ float ex2_approx(float x) {
 // so both lanes of a shuffle step get the same bits.
 struct MeanVar {
   float n, mean, m2;
-  __device__ __forceinline__ MeanVar shfl_xor(int o) const {
-    return {__shfl_xor_sync(0xffffffffu, n, o), __shfl_xor_sync(0xffffffffu, mean, o),
-            __shfl_xor_sync(0xffffffffu, m2, o)};
-  }
 };
 struct MeanVarOp {
   __device__ __forceinline__ MeanVar operator()(MeanVar a, MeanVar b) const {
@@ -134,9 +140,6 @@ struct MeanVarOp {
 // -inf holds only -inf and NaN: its sum is 0, or NaN if it holds a NaN.
 struct MaxSum {
   float m, s;
-  __device__ __forceinline__ MaxSum shfl_xor(int o) const {
-    return {__shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o)};
-  }
 };
 struct MaxSumOp {
   __device__ __forceinline__ static float rescaled(MaxSum a, float m) {

@@ -33,10 +33,6 @@ __device__ __forceinline__ float rcp_approx(float x) {
 // makes d 0 and the term 0.
 struct SumM2 {
   float n, s, m2;
-  __device__ __forceinline__ SumM2 shfl_xor(int o) const {
-    return {__shfl_xor_sync(0xffffffffu, n, o), __shfl_xor_sync(0xffffffffu, s, o),
-            __shfl_xor_sync(0xffffffffu, m2, o)};
-  }
 };
 struct SumM2Op {
   __device__ __forceinline__ SumM2 operator()(SumM2 a, SumM2 b) const {
