@@ -19,6 +19,14 @@ struct GenerateCli {
 
 int run_generate(const GenerateCli& cli) {
   if (cli.prompt.empty()) throw UsageError("--prompt: must not be empty");
+  // The sampler's own checks (top_p in (0, 1], a finite temperature) before
+  // the model loads and the prompt is echoed: a bad value is a usage error
+  // that prints nothing on stdout.
+  try {
+    (void)nn::Sampler(cli.sampling);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   nn::DecoderLM model = load_cli_model(cli.model);
   const std::vector<std::int64_t> prompt = nn::ByteTokenizer::encode(cli.prompt);
   const std::int64_t context = model.config().max_position_embeddings;

@@ -117,7 +117,15 @@ bad = [
                                "--out", f"{tmp}/batch.npy"], "--tokens"),
     ("past the context", ["generate", *MODEL, "--prompt", "x", "--max-tokens", "600"], "512"),
     ("--top-p 2", ["generate", *MODEL, "--prompt", "x", "--top-p", "2"], "top-p"),
+    ("--top-p 0", ["generate", *MODEL, "--prompt", "x", "--top-p", "0"], "top_p"),
+    ("--temperature nan", ["generate", *MODEL, "--prompt", "x", "--temperature", "nan"],
+     "temperature"),
+    ("a config value nested 200,000 deep", ["generate", "--weights", MODEL[1], "--config",
+                                            f"{tmp}/deep.json", "--prompt", "x"], "vocab_size"),
 ]
+cfg = json.load(open(MODEL[3]))
+with open(f"{tmp}/deep.json", "w") as f:
+    f.write(json.dumps(cfg)[:-1] + ', "vocab_size": ' + "[" * 200000 + "]" * 200000 + "}")
 for what, args, needle in bad:
     before = set(os.listdir(tmp))
     r = run(*args)
@@ -125,6 +133,7 @@ for what, args, needle in bad:
     check(r.returncode in (1, 2) and needle in err and len(err.splitlines()) == 1,
           f"{what}: exit {r.returncode}, one line naming '{needle}' ({err[:160]})")
     check(set(os.listdir(tmp)) == before, f"{what}: no file written")
+    check(r.stdout == b"", f"{what}: nothing on stdout ({r.stdout[:40]!r})")
 
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)
