@@ -4,12 +4,9 @@
 // that fails anyway inside the OpenMP region must come out as a strata::Error
 // too (an exception crossing the region's end terminates the process). In
 // both cases the process carries on and the next call works.
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <string>
 
+#include "address_limit.hpp"
 #include "catch.hpp"
 #include "strata/attention.hpp"
 
@@ -67,14 +64,6 @@ TEST_CASE("reference: a score matrix larger than memory is an error before any a
   next_call_works();
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define STRATA_TEST_NO_RLIMIT 1  // the sanitizers reserve terabytes of address space
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define STRATA_TEST_NO_RLIMIT 1
-#endif
-#endif
-
 TEST_CASE("reference: an allocation failing inside the parallel region is a strata::Error",
           "[attention][reference][memory]") {
 #ifdef STRATA_TEST_NO_RLIMIT
@@ -83,20 +72,8 @@ TEST_CASE("reference: an allocation failing inside the parallel region is a stra
   // The memory check passes (3.2 GB per head, well under what the machine
   // has), but an address-space limit 512 MB above what the process maps now
   // makes the score matrix's allocation fail inside the OpenMP region.
-  long pages = 0;
-  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-    std::fclose(f);
-  }
-  REQUIRE(pages > 0);
-  rlimit old{};
-  REQUIRE(::getrlimit(RLIMIT_AS, &old) == 0);
-  rlimit low = old;
-  low.rlim_cur = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
-                 (rlim_t{512} << 20);
-  REQUIRE(::setrlimit(RLIMIT_AS, &low) == 0);
-  const std::string e = reference_error(4, 20000, 20000);
-  REQUIRE(::setrlimit(RLIMIT_AS, &old) == 0);
+  const std::string e =
+      test::with_address_limit(512, [] { return reference_error(4, 20000, 20000); });
   INFO(e);
   CHECK(e.rfind("softmax_attention: ", 0) == 0);
   CHECK(e.find("ran out of memory") != std::string::npos);

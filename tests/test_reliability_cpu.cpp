@@ -3,14 +3,11 @@
 // a strata::Error naming the op and the bytes, never a std::bad_alloc (which,
 // inside a region, would terminate the process). Each case then shows the
 // process carries on: the next call works and agrees with the reference.
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
+#include "address_limit.hpp"
 #include "catch.hpp"
 #include "strata/attention.hpp"
 #include "strata/matmul.hpp"
@@ -137,14 +134,6 @@ TEST_CASE("cpu: an attention workspace larger than memory is an Error naming op 
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(std::abs(got[i] - want[i]) < 1e-5);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define STRATA_TEST_NO_RLIMIT 1  // the sanitizers reserve terabytes of address space
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define STRATA_TEST_NO_RLIMIT 1
-#endif
-#endif
-
 TEST_CASE("cpu: a workspace allocation that fails is an Error, not std::bad_alloc",
           "[reliability][cpu]") {
 #ifdef STRATA_TEST_NO_RLIMIT
@@ -153,22 +142,11 @@ TEST_CASE("cpu: a workspace allocation that fails is an Error, not std::bad_allo
   // An address-space limit 256 MB above what the process maps now: a
   // 512 MB-per-thread row scratch fails to allocate even where the memory
   // check (which reads what the system has) lets it through.
-  long pages = 0;
-  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-    std::fclose(f);
-  }
-  REQUIRE(pages > 0);
-  rlimit old{};
-  REQUIRE(::getrlimit(RLIMIT_AS, &old) == 0);
-  rlimit low = old;
-  low.rlim_cur = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
-                 (rlim_t{256} << 20);
-  REQUIRE(::setrlimit(RLIMIT_AS, &low) == 0);
-  const std::string e = error_of([&] {
-    (void)sum(broadcast_one({2, std::int64_t{1} << 27}), -1, false, on("cpu"));
+  const std::string e = test::with_address_limit(256, [] {
+    return error_of([] {
+      (void)sum(broadcast_one({2, std::int64_t{1} << 27}), -1, false, on("cpu"));
+    });
   });
-  REQUIRE(::setrlimit(RLIMIT_AS, &old) == 0);
   INFO(e);
   CHECK(e.rfind("sum: the cpu backend needs ", 0) == 0);
   CHECK((e.find("the allocation failed") != std::string::npos ||
