@@ -2,8 +2,6 @@
 // copies, header variants xnpy gets wrong, error messages, all-or-nothing
 // writes. Files are written byte by byte here, independently of the code
 // under test.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cli/temp_dir.hpp"
 #include "npy_io.hpp"
 #include "output_files.hpp"
 
@@ -23,21 +22,7 @@ using strata::Tensor;
 
 namespace {
 
-// A scratch directory removed at the end of each test case.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("strata_npy_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using strata::cli::test::TempDir;
 
 // A .npy file: magic, version, little-endian header length, the dict padded
 // with spaces and ended by '\n' so the data starts at a multiple of 64.

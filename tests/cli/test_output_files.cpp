@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cli/temp_dir.hpp"
 #include "commands.hpp"
 #include "output_files.hpp"
 
@@ -23,20 +24,7 @@ using strata::cli::NamedPath;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("strata_out_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using strata::cli::test::TempDir;
 
 void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
