@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "cuda/attention/flash_mma_args.hpp"
+#include "cuda/attention/flash_tile.cuh"
 #include "cuda/mma_sync.cuh"
 
 namespace strata::cuda::flash {
@@ -89,17 +90,6 @@ __device__ __forceinline__ float ex2(float x) {
 template <int D>
 __device__ __forceinline__ int swz(int r, int c) {
   return r * D + ((c ^ (r & 7)) << 3);
-}
-
-__device__ __forceinline__ std::int64_t batch_off(const FlashArgs& a, std::int64_t b,
-                                                  const std::int64_t* bs) {
-  std::int64_t off = 0;
-  for (int i = a.batch_rank - 1; i >= 0; --i) {
-    const std::int64_t n = a.batch_shape[i];
-    off += (b % n) * bs[i];
-    b /= n;
-  }
-  return off;
 }
 
 // One score of row i, key jj under the call's bounds, band and mask (bool
@@ -218,29 +208,6 @@ struct Config {
   static constexpr int kChunks = D / 8;  // 16-byte chunks per row
 };
 
-// The tile of rows (mt) and the (batch, head) index (bh) of block `bid`
-// (split index already divided out). Without a band, and with lpt_heads 0,
-// the row tiles of one (batch, head) are neighbours in the grid so that their
-// CTAs share K and V in L2, the heaviest (last) tiles of a band first. Under
-// a band with lpt_heads = g, heads go in chunks of g and, within a chunk, all
-// heads' heaviest row tiles before any lighter one: the grid's last blocks
-// are the lightest anywhere, so no SM ends the call alone on a long tile
-// (docs/cuda-tuning.md, "Causal block order"); g heads' K and V stay in L2.
-__device__ __forceinline__ void flash_block_tile(const FlashArgs& a, std::int64_t bid,
-                                                 std::int64_t& mt, std::int64_t& bh) {
-  if (a.has_band && a.lpt_heads > 0) {
-    const std::int64_t g = a.lpt_heads < a.bh_count ? a.lpt_heads : a.bh_count;
-    const std::int64_t chunk = bid / (g * a.m_tiles), r = bid - chunk * g * a.m_tiles;
-    const std::int64_t left = a.bh_count - chunk * g, gc = left < g ? left : g;
-    mt = a.m_tiles - 1 - r / gc;
-    bh = chunk * g + r % gc;
-    return;
-  }
-  mt = bid % a.m_tiles;
-  bh = bid / a.m_tiles;
-  if (a.has_band) mt = a.m_tiles - 1 - mt;
-}
-
 // Copies rows [0, rows) x chunks [0, cols / 8) of a [ROWS][D] tile from
 // global (row stride rs elements) to shared; the rest of the tile is zeroed.
 // A thread copies one chunk column every THREADS / (D / 8) rows (a multiple
@@ -279,15 +246,10 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
 
-  std::int64_t mt = 0, bh = 0;
-  flash_block_tile(a, blockIdx.x, mt, bh);
-  const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
-  const std::int64_t m0 = mt * BM;
-  const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
-
-  const T* q = static_cast<const T*>(a.q) + batch_off(a, b, a.q_bs) + h * a.q_hs + m0 * a.q_ms;
-  const T* k = static_cast<const T*>(a.k) + batch_off(a, b, a.k_bs) + hk * a.k_hs;
-  const T* v = static_cast<const T*>(a.v) + batch_off(a, b, a.v_bs) + hk * a.v_hs;
+  const FlashTile<T> tile = flash_tile<T, BM>(a, blockIdx.x);
+  const std::int64_t b = tile.b, h = tile.h, m0 = tile.m0;
+  const int rows = tile.rows;
+  const T *q = tile.q, *k = tile.k, *v = tile.v;
 
   // Keys this tile of rows can keep.
   std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi)

@@ -157,16 +157,10 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
 
-  std::int64_t mt = 0, bh = 0;
-  flash_block_tile(a, blockIdx.x, mt, bh);
-  const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
-  const std::int64_t m0 = mt * BM;
-  const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
-
-  const float* q =
-      static_cast<const float*>(a.q) + batch_off(a, b, a.q_bs) + h * a.q_hs + m0 * a.q_ms;
-  const float* k = static_cast<const float*>(a.k) + batch_off(a, b, a.k_bs) + hk * a.k_hs;
-  const float* v = static_cast<const float*>(a.v) + batch_off(a, b, a.v_bs) + hk * a.v_hs;
+  const FlashTile<float> tile = flash_tile<float, BM>(a, blockIdx.x);
+  const std::int64_t b = tile.b, h = tile.h, m0 = tile.m0;
+  const int rows = tile.rows;
+  const float *q = tile.q, *k = tile.k, *v = tile.v;
 
   // Keys this tile of rows can keep.
   std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi)

@@ -152,15 +152,10 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   std::int64_t bid = blockIdx.x;
   const int split = a.splits > 1 ? int(bid % a.splits) : 0;
   if (a.splits > 1) bid /= a.splits;
-  std::int64_t mt = 0, bh = 0;
-  flash_block_tile(a, bid, mt, bh);
-  const std::int64_t b = bh / a.Hq, h = bh % a.Hq, hk = h / a.group;
-  const std::int64_t m0 = mt * BM;
-  const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
-
-  const T* q = static_cast<const T*>(a.q) + batch_off(a, b, a.q_bs) + h * a.q_hs + m0 * a.q_ms;
-  const T* k = static_cast<const T*>(a.k) + batch_off(a, b, a.k_bs) + hk * a.k_hs;
-  const T* v = static_cast<const T*>(a.v) + batch_off(a, b, a.v_bs) + hk * a.v_hs;
+  const FlashTile<T> tile = flash_tile<T, BM>(a, bid);
+  const std::int64_t bh = tile.bh, b = tile.b, h = tile.h, m0 = tile.m0;
+  const int rows = tile.rows;
+  const T *q = tile.q, *k = tile.k, *v = tile.v;
 
   std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi): keys this tile of rows can keep
   if (a.has_band) {
