@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "case_inputs.hpp"
+#include "each_backend.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::harness {
@@ -332,59 +333,44 @@ OpCaseReport run_op_case(const OpDescriptor& d, DType dt, OpLayout layout, std::
   }
   const Tolerance tol = d.tolerance ? d.tolerance(dt) : Tolerance{};
 
-  auto run_one = [&](const std::string& name, Device dev, const OpExtraRunner* x) {
-    OpBackendResult r;
-    r.backend = name;
-    if (!x) {
-      const std::vector<std::string> missing = missing_on(d, name);
-      if (!missing.empty()) {
-        r.checked = false;
-        r.skip_reason = "no kernel registered on this backend for";
-        for (const std::string& m : missing) r.skip_reason += " " + m;
-        rep.results.push_back(std::move(r));
-        return;
-      }
-      r.kernels = kernels_of(d, name, dt, o.dtype);
-    } else {
-      r.kernels = "extra";
-    }
-    try {
-      const std::vector<Tensor> in = views_of(p, dev);
-      // Contiguous cases keep the output's data 16-byte aligned (a 64-element
-      // lead), so vectorised fast paths run; every other layout leaves it off
-      // alignment (19 elements), as a view into a caller's buffer can be.
-      const GuardedOutput g = make_guarded_output(
-          out_spec, o.dtype, layout == OpLayout::contiguous ? 64 : kGuardElements);
-      Tensor buf;
-      const Tensor out = g.make_view(dev, &buf);
-      OpOptions opt;
-      opt.backend = x ? "auto" : name;
-      if (x) {
-        x->run(out, in, opt);
-      } else {
-        d.run(out, in, opt);
-      }
-      const GuardedRead gr = read_guarded_output(buf, g.spec, o.dtype);
-      r.guard_intact = gr.guard_intact;
-      r.fully_written = gr.fully_written;
-      r.unwritten = gr.unwritten;
-      r.guard_hits = gr.guard_hits;
-      compare(r, gr.values, ref, o.shape, dt, o.dtype, tol);
-      r.pass = r.guard_intact && r.fully_written && r.nan_mismatch == 0 && r.inf_mismatch == 0 &&
-               r.over_tol == 0;
-    } catch (const std::exception& e) {
-      r.error = e.what();
-      r.pass = false;
-    }
-    rep.results.push_back(std::move(r));
-  };
-
-  for (const BackendInfo& info : Registry::get().backends()) {
-    if (!info.compiled || !info.available) continue;
-    run_one(info.name, info.device == DeviceType::cpu ? Device::cpu() : Device{info.device, 0},
-            nullptr);
-  }
-  for (const OpExtraRunner& x : extra) run_one(x.name, x.device, &x);
+  detail::run_each_backend(
+      rep.results, extra, [&](OpBackendResult& r, Device dev, const OpExtraRunner* x) {
+        if (!x) {
+          const std::vector<std::string> missing = missing_on(d, r.backend);
+          if (!missing.empty()) {
+            r.checked = false;
+            r.skip_reason = "no kernel registered on this backend for";
+            for (const std::string& m : missing) r.skip_reason += " " + m;
+            return;
+          }
+          r.kernels = kernels_of(d, r.backend, dt, o.dtype);
+        } else {
+          r.kernels = "extra";
+        }
+        const std::vector<Tensor> in = views_of(p, dev);
+        // Contiguous cases keep the output's data 16-byte aligned (a 64-element
+        // lead), so vectorised fast paths run; every other layout leaves it off
+        // alignment (19 elements), as a view into a caller's buffer can be.
+        const GuardedOutput g = make_guarded_output(
+            out_spec, o.dtype, layout == OpLayout::contiguous ? 64 : kGuardElements);
+        Tensor buf;
+        const Tensor out = g.make_view(dev, &buf);
+        OpOptions opt;
+        opt.backend = x ? "auto" : r.backend;
+        if (x) {
+          x->run(out, in, opt);
+        } else {
+          d.run(out, in, opt);
+        }
+        const GuardedRead gr = read_guarded_output(buf, g.spec, o.dtype);
+        r.guard_intact = gr.guard_intact;
+        r.fully_written = gr.fully_written;
+        r.unwritten = gr.unwritten;
+        r.guard_hits = gr.guard_hits;
+        compare(r, gr.values, ref, o.shape, dt, o.dtype, tol);
+        r.pass = r.guard_intact && r.fully_written && r.nan_mismatch == 0 && r.inf_mismatch == 0 &&
+                 r.over_tol == 0;
+      });
   return rep;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "case_inputs.hpp"
+#include "each_backend.hpp"
 #include "reference/attention_reference.hpp"
 #include "strata/detail/attention_plan.hpp"
 #include "strata/registry.hpp"
@@ -173,73 +174,60 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
   const double tol_abs = 3 * nd.max_abs + floor * std::max(1.0, max_abs_finite(ref_out));
   const double tol_lse = 3 * nl.max_abs + lse_floor * std::max(1.0, max_abs_finite(ref_lse));
 
-  // Runs one registry backend (extra_runner == nullptr) or one extra runner.
-  auto run_one = [&](const std::string& name, Device dev, const ExtraRunner* extra_runner) {
-    BackendResult r;
-    r.backend = name;
-    r.tol_rel_fro = tol_rel;
-    r.tol_abs = tol_abs;
-    r.tol_lse = tol_lse;
-    try {
-      std::vector<Tensor> bufs;
-      for (const Tensor& b : in.buffers) bufs.push_back(b.to(dev));
-      const Tensor q = detail::view_of(in.q, bufs);
-      const Tensor k = detail::view_of(in.k, bufs);
-      const Tensor v = detail::view_of(in.v, bufs);
-      AttentionOptions opt = in.options;
-      opt.backend = extra_runner ? "auto" : name;
-      if (in.mask) opt.mask = detail::view_of(*in.mask, bufs);
+  // Each registry backend (extra_runner == nullptr), then each extra runner.
+  detail::run_each_backend(
+      rep.results, extra, [&](BackendResult& r, Device dev, const ExtraRunner* extra_runner) {
+        r.tol_rel_fro = tol_rel;
+        r.tol_abs = tol_abs;
+        r.tol_lse = tol_lse;
+        std::vector<Tensor> bufs;
+        for (const Tensor& b : in.buffers) bufs.push_back(b.to(dev));
+        const Tensor q = detail::view_of(in.q, bufs);
+        const Tensor k = detail::view_of(in.k, bufs);
+        const Tensor v = detail::view_of(in.v, bufs);
+        AttentionOptions opt = in.options;
+        opt.backend = extra_runner ? "auto" : r.backend;
+        if (in.mask) opt.mask = detail::view_of(*in.mask, bufs);
 
-      const GuardedOutput go = make_guarded_output(output_spec(in, c, false), c.dtype);
-      Tensor out_buf;
-      const Tensor out = go.make_view(dev, &out_buf);
-      GuardedOutput gl;
-      Tensor lse_buf, lse;
-      if (c.with_lse) {
-        gl = make_guarded_output(output_spec(in, c, true), lse_dt);
-        lse = gl.make_view(dev, &lse_buf);
-      }
+        const GuardedOutput go = make_guarded_output(output_spec(in, c, false), c.dtype);
+        Tensor out_buf;
+        const Tensor out = go.make_view(dev, &out_buf);
+        GuardedOutput gl;
+        Tensor lse_buf, lse;
+        if (c.with_lse) {
+          gl = make_guarded_output(output_spec(in, c, true), lse_dt);
+          lse = gl.make_view(dev, &lse_buf);
+        }
 
-      if (extra_runner) {
-        r.kernel = "extra";
-        extra_runner->run(out, q, k, v, opt, lse);
-      } else {
-        r.kernel = softmax_attention_kernel(q, k, v, opt);
-        softmax_attention_out(out, q, k, v, opt, lse);
-      }
+        if (extra_runner) {
+          r.kernel = "extra";
+          extra_runner->run(out, q, k, v, opt, lse);
+        } else {
+          r.kernel = softmax_attention_kernel(q, k, v, opt);
+          softmax_attention_out(out, q, k, v, opt, lse);
+        }
 
-      const GuardedRead co = read_guarded_output(out_buf, go.spec, c.dtype);
-      const ErrorStats d = compare_values(co.values, ref_out);
-      r.max_abs_err = d.max_abs;
-      r.rel_fro_err = d.rel_fro;
-      r.nan_mismatch = d.nan_mismatch;
-      r.inf_mismatch = d.inf_mismatch;
-      r.guard_intact = co.guard_intact;
-      r.fully_written = co.fully_written;
-      if (c.with_lse) {
-        const GuardedRead cl = read_guarded_output(lse_buf, gl.spec, lse_dt);
-        const ErrorStats dl = compare_values(cl.values, ref_lse);
-        r.lse_max_abs_err = dl.max_abs;
-        r.nan_mismatch += dl.nan_mismatch;
-        r.inf_mismatch += dl.inf_mismatch;
-        r.guard_intact = r.guard_intact && cl.guard_intact;
-        r.fully_written = r.fully_written && cl.fully_written;
-      }
-      r.pass = r.nan_mismatch == 0 && r.inf_mismatch == 0 && r.guard_intact && r.fully_written &&
-               r.max_abs_err <= tol_abs && r.rel_fro_err <= tol_rel && r.lse_max_abs_err <= tol_lse;
-    } catch (const std::exception& e) {
-      r.error = e.what();
-      r.pass = false;
-    }
-    rep.results.push_back(std::move(r));
-  };
-
-  for (const BackendInfo& info : Registry::get().backends()) {
-    if (!info.compiled || !info.available) continue;
-    run_one(info.name, info.device == DeviceType::cpu ? Device::cpu() : Device{info.device, 0},
-            nullptr);
-  }
-  for (const ExtraRunner& x : extra) run_one(x.name, x.device, &x);
+        const GuardedRead co = read_guarded_output(out_buf, go.spec, c.dtype);
+        const ErrorStats d = compare_values(co.values, ref_out);
+        r.max_abs_err = d.max_abs;
+        r.rel_fro_err = d.rel_fro;
+        r.nan_mismatch = d.nan_mismatch;
+        r.inf_mismatch = d.inf_mismatch;
+        r.guard_intact = co.guard_intact;
+        r.fully_written = co.fully_written;
+        if (c.with_lse) {
+          const GuardedRead cl = read_guarded_output(lse_buf, gl.spec, lse_dt);
+          const ErrorStats dl = compare_values(cl.values, ref_lse);
+          r.lse_max_abs_err = dl.max_abs;
+          r.nan_mismatch += dl.nan_mismatch;
+          r.inf_mismatch += dl.inf_mismatch;
+          r.guard_intact = r.guard_intact && cl.guard_intact;
+          r.fully_written = r.fully_written && cl.fully_written;
+        }
+        r.pass = r.nan_mismatch == 0 && r.inf_mismatch == 0 && r.guard_intact && r.fully_written &&
+                 r.max_abs_err <= tol_abs && r.rel_fro_err <= tol_rel &&
+                 r.lse_max_abs_err <= tol_lse;
+      });
   return rep;
 }
 
