@@ -16,6 +16,11 @@ OpOutput broadcast_out(const std::vector<Tensor>& in, DType dt) {
   return {s, dt};
 }
 
+// The run of every cast descriptor: copy_ converts to the output's dtype.
+void run_copy(const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+  copy_(out, in[0], o);
+}
+
 }  // namespace
 
 void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
@@ -130,9 +135,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
     d.registry_ops = {"cast"};
     d.inputs = {input("x", {4, 9})};
     d.output = [to](const std::vector<Tensor>& in, DType) { return OpOutput{in[0].shape(), to}; };
-    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
-      copy_(out, in[0], o);
-    };
+    d.run = run_copy;
     v.push_back(d);
   }
   for (const DType from : {DType::i32, DType::i64, DType::boolean}) {
@@ -141,9 +144,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
     d.family = "cast";
     d.registry_ops = {"cast"};
     d.inputs = {input_of("x", {4, 9}, from, from == DType::boolean ? Fill::boolean : Fill::normal)};
-    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
-      copy_(out, in[0], o);
-    };
+    d.run = run_copy;
     v.push_back(d);
   }
   {
@@ -154,9 +155,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
     d.dtypes = every_dtype();
     d.inputs = {input("src", {5, 1})};
     d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{3, 5, 7}, dt}; };
-    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
-      copy_(out, in[0], o);
-    };
+    d.run = run_copy;
     v.push_back(d);
   }
   {
