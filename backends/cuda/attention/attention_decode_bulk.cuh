@@ -315,16 +315,7 @@ __device__ __forceinline__ void merge_splits_wide(const AttnParams& p, std::int6
   const int nsplit = static_cast<int>(p.splits);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
-  T mx = neg_inf<T>();
-  for (int s = threadIdx.x; s < nsplit; s += NT)
-    mx = fmax_(mx, __ldcg(ml + 2 * (s * sstride + rid)));
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1) mx = fmax_(mx, __shfl_xor_sync(0xffffffffu, mx, sh));
-  if (lane == 0) red[warp * LD] = mx;
-  __syncthreads();
-  mx = red[0];
-#pragma unroll
-  for (int w = 1; w < W; ++w) mx = fmax_(mx, red[w * LD]);
+  const T mx = merge_max<T, NT, LD>(ml, nsplit, sstride, rid, red);
   const T m_use = mx == neg_inf<T>() ? T(0) : mx;
   __syncthreads();  // red is written again below
 
@@ -355,27 +346,7 @@ __device__ __forceinline__ void merge_splits_wide(const AttnParams& p, std::int6
       for (int k = 0; k < CH; ++k) sum[k] = fma(w, av[i][k], sum[k]);
     }
   }
-#pragma unroll
-  for (int k = 0; k < CH; ++k) red[warp * LD + 32 * k + lane] = sum[k];
-  if (lane == 0) red[warp * LD + 32 * CH] = l;
-  __syncthreads();
-  l = 0;
-#pragma unroll
-  for (int w = 0; w < W; ++w) l += red[w * LD + 32 * CH];
-  const T inv = l == T(0) ? T(0) : T(1) / l;
-
-  const std::int64_t bh = rid / a.M, row = rid % a.M;
-  const HeadOffsets off = head_offsets(p, bh);
-  S* out = static_cast<S*>(a.out.data) + off.o + row * attn::row_stride(a.out);
-  for (int x = threadIdx.x; x < 32 * CH && x < a.dv; x += NT) {
-    T t = 0;
-#pragma unroll
-    for (int w = 0; w < W; ++w) t += red[w * LD + x];
-    out[x * attn::col_stride(a.out)] = to_storage<S>(t * inv);
-  }
-  if (threadIdx.x == 0 && a.lse.data)
-    static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
-        l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
+  merge_write<T, S, NT, CH>(p, rid, 0, sum, l, mx, red);
 }
 
 __device__ __forceinline__ bool aligned16(const void* p) {

@@ -8,8 +8,10 @@
 // merge_splits is the one copy of the many-splits merge: the decode kernel's
 // last block of a row runs it in place (attention_decode.cuh), and
 // attn_merge_kernel runs it as a kernel of its own behind the streaming
-// kernels (attention_launch.cu). attn_merge_small_kernel is the few-splits
-// form for the streaming kernels.
+// kernels (attention_launch.cu). Its first and last steps (merge_max,
+// merge_write) serve merge_splits_wide (attention_decode_bulk.cuh) too,
+// which differs only in how many loads it keeps in flight.
+// attn_merge_small_kernel is the few-splits form for the streaming kernels.
 #include "cuda/attention/attention_common.cuh"
 
 namespace strata::cuda {
@@ -24,25 +26,14 @@ constexpr int merge_smem_elems() {
   return (NT / 32) * (32 * CH + 1);
 }
 
-// Merges the splits of row group rid (= bh * M + row) into out columns
-// c0 .. c0 + 32 * CH - 1 (those below dv), and writes lse when c0 == 0:
-// every thread of the NT-thread block calls it. Warp w takes splits w,
-// w + W, ... (W = NT / 32), its lanes 32 adjacent columns per chunk; the
-// warps' sums meet in red (merge_smem_elems<NT, CH>() elements of shared
-// memory that no thread still reads when it is called). Partials are read
-// through L2 (ld.global.cg): in the decode kernel other blocks of the same
-// grid wrote them, and this SM's L1 is not coherent with theirs.
-template <class T, class S, int NT, int CH>
-__device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t rid, std::int64_t c0,
-                                             T* red) {
-  constexpr int W = NT / 32, LD = 32 * CH + 1;
-  const AttentionArgs& a = p.a;
-  const std::int64_t sstride = p.bh * a.M;  // partial rows per split
-  const T* ml = static_cast<const T*>(p.part_ml);
-  const T* acc = static_cast<const T*>(p.part_acc);
-  const int nsplit = static_cast<int>(p.splits);
+// The max of m over the splits of row group rid (partials sstride rows
+// apart): every thread of the NT-thread block calls it and gets it. red:
+// shared memory of the merge, rows of LD elements, one a warp.
+template <class T, int NT, int LD>
+__device__ __forceinline__ T merge_max(const T* ml, int nsplit, std::int64_t sstride,
+                                       std::int64_t rid, T* red) {
+  constexpr int W = NT / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-
   T mx = neg_inf<T>();
   for (int s = threadIdx.x; s < nsplit; s += NT)
     mx = fmax_(mx, __ldcg(ml + 2 * (s * sstride + rid)));
@@ -53,28 +44,22 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t r
   mx = red[0];
 #pragma unroll
   for (int w = 1; w < W; ++w) mx = fmax_(mx, red[w * LD]);
-  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
-  __syncthreads();  // red is written again below
+  return mx;
+}
 
-  // Each warp weighs its splits once and sums l (the same in every lane)
-  // and its lanes' columns.
-  T l = 0, s[CH];
+// The end of a merge: each warp's l and column sums (sum[k]: column
+// c0 + 32 k + lane) meet in red (as merge_max), and out columns c0 ..
+// c0 + 32 * CH - 1 below dv of row group rid become their sum / l, rounded
+// to S once; lse (base e, from the max mx) when c0 == 0. Every thread of
+// the NT-thread block calls it.
+template <class T, class S, int NT, int CH>
+__device__ __forceinline__ void merge_write(const AttnParams& p, std::int64_t rid, std::int64_t c0,
+                                            const T* sum, T l, T mx, T* red) {
+  constexpr int W = NT / 32, LD = 32 * CH + 1;
+  const AttentionArgs& a = p.a;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
-  for (int k = 0; k < CH; ++k) s[k] = 0;
-    // Two splits' loads in flight per step: four spilled in f64 (ptxas, sm_90a).
-#pragma unroll 2
-  for (int sp = warp; sp < nsplit; sp += W) {
-    const std::int64_t r = sp * sstride + rid;
-    const T w = fexp2(__ldcg(ml + 2 * r) - m_use);
-    l = fma(w, __ldcg(ml + 2 * r + 1), l);
-#pragma unroll
-    for (int k = 0; k < CH; ++k) {
-      const std::int64_t c = c0 + 32 * k + lane;
-      if (c < a.dv) s[k] = fma(w, __ldcg(acc + r * a.dv + c), s[k]);
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < CH; ++k) red[warp * LD + 32 * k + lane] = s[k];
+  for (int k = 0; k < CH; ++k) red[warp * LD + 32 * k + lane] = sum[k];
   if (lane == 0) red[warp * LD + 32 * CH] = l;
   __syncthreads();
   l = 0;
@@ -96,6 +81,49 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t r
   if (threadIdx.x == 0 && c0 == 0 && a.lse.data)
     static_cast<T*>(a.lse.data)[off.l + row * attn::row_stride(a.lse)] =
         l == T(0) ? neg_inf<T>() : (mx + flog2(l)) * static_cast<T>(0.6931471805599453);
+}
+
+// Merges the splits of row group rid (= bh * M + row) into out columns
+// c0 .. c0 + 32 * CH - 1 (those below dv), and writes lse when c0 == 0:
+// every thread of the NT-thread block calls it. Warp w takes splits w,
+// w + W, ... (W = NT / 32), its lanes 32 adjacent columns per chunk; the
+// warps' sums meet in red (merge_smem_elems<NT, CH>() elements of shared
+// memory that no thread still reads when it is called). Partials are read
+// through L2 (ld.global.cg): in the decode kernel other blocks of the same
+// grid wrote them, and this SM's L1 is not coherent with theirs.
+template <class T, class S, int NT, int CH>
+__device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t rid, std::int64_t c0,
+                                             T* red) {
+  constexpr int W = NT / 32, LD = 32 * CH + 1;
+  const AttentionArgs& a = p.a;
+  const std::int64_t sstride = p.bh * a.M;  // partial rows per split
+  const T* ml = static_cast<const T*>(p.part_ml);
+  const T* acc = static_cast<const T*>(p.part_acc);
+  const int nsplit = static_cast<int>(p.splits);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  const T mx = merge_max<T, NT, LD>(ml, nsplit, sstride, rid, red);
+  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
+  __syncthreads();  // red is written again below
+
+  // Each warp weighs its splits once and sums l (the same in every lane)
+  // and its lanes' columns.
+  T l = 0, s[CH];
+#pragma unroll
+  for (int k = 0; k < CH; ++k) s[k] = 0;
+    // Two splits' loads in flight per step: four spilled in f64 (ptxas, sm_90a).
+#pragma unroll 2
+  for (int sp = warp; sp < nsplit; sp += W) {
+    const std::int64_t r = sp * sstride + rid;
+    const T w = fexp2(__ldcg(ml + 2 * r) - m_use);
+    l = fma(w, __ldcg(ml + 2 * r + 1), l);
+#pragma unroll
+    for (int k = 0; k < CH; ++k) {
+      const std::int64_t c = c0 + 32 * k + lane;
+      if (c < a.dv) s[k] = fma(w, __ldcg(acc + r * a.dv + c), s[k]);
+    }
+  }
+  merge_write<T, S, NT, CH>(p, rid, c0, s, l, mx, red);
 }
 
 // Many splits (the streaming kernels with more than kMergeSmallSplits, and
