@@ -3,10 +3,12 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s each, every target
 # Targets: npy_reader (app/npy_io.cpp on arbitrary bytes), tensor_views
 # (Tensor::from_storage / as_strided / view chains against a storage extent),
-# safetensors_reader (nn/src/safetensors.cpp on arbitrary bytes).
+# safetensors_reader (nn/src/safetensors.cpp on arbitrary bytes), config_reader
+# (nn/src/config.cpp's config.json reader on arbitrary bytes).
 # Built with clang -fsanitize=fuzzer,address,undefined (UB is fatal) into
 # FUZZ_DIR (default build-fuzz/) from core/src, app/npy_io.cpp, the
-# safetensors reader and fuzz/ only (no backends: fuzz/no_backends.cpp). Each
+# safetensors and config readers and fuzz/ only (no backends:
+# fuzz/no_backends.cpp). Each
 # run starts from the committed seed corpus fuzz/corpus/<target>/ plus the
 # working corpus FUZZ_DIR/corpus/<target>/ (new inputs go there, not into the
 # repository), with fuzz/<target>.dict as libFuzzer's dictionary where there
@@ -22,7 +24,7 @@ dir=$(realpath -m "${FUZZ_DIR:-$root/build-fuzz}")
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(npy_reader tensor_views safetensors_reader)
+[ ${#targets[@]} -gt 0 ] || targets=(npy_reader tensor_views safetensors_reader config_reader)
 
 cxx=$(command -v clang++-14 || command -v clang++ || true)
 rt=$(ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | head -1 || true)
@@ -44,10 +46,10 @@ mkdir -p "$dir/obj"
 # core/src once per change, as fuzzer-instrumented objects.
 objs=()
 for src in "$root"/core/src/*.cpp "$root/fuzz/no_backends.cpp" "$root/app/npy_io.cpp" \
-           "$root/nn/src/safetensors.cpp" "$root/nn/src/file_io.cpp"; do
+           "$root/nn/src/safetensors.cpp" "$root/nn/src/config.cpp" "$root/nn/src/file_io.cpp"; do
   obj="$dir/obj/$(basename "$src" .cpp).o"
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
-     [ -n "$(find "$root/core/include" "$root/core/src" "$root/nn/include" "$root/nn/src/file_io.hpp" \
+     [ -n "$(find "$root/core/include" "$root/core/src" "$root/nn/include" "$root/nn/src" \
              -name '*.hpp' -newer "$obj" -print -quit)" ]; then
     "$cxx" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
   fi
