@@ -378,17 +378,11 @@ __global__ void __launch_bounds__(C::NT, 1)
   T* const sm = reinterpret_cast<T*>(smem_raw + C::bar_bytes);  // after the key loop
 
   const AttentionArgs& a = p.a;
-  std::int64_t bid = blockIdx.x;
-  const std::int64_t row = bid % a.M;
-  bid /= a.M;
-  const std::int64_t split = bid % p.splits;
-  const std::int64_t bh = bid / p.splits;
-  const HeadOffsets off = head_offsets(p, bh);
-  const S* kg = static_cast<const S*>(a.k.data) + off.k;
-  const S* vg = static_cast<const S*>(a.v.data) + off.v;
-  const void* mask_head = nullptr;
-  if (p.mask_kind == kMaskBool) mask_head = static_cast<const unsigned char*>(a.mask.data) + off.mk;
-  if (p.mask_kind == kMaskFloat) mask_head = static_cast<const S*>(a.mask.data) + off.mk;
+  const DecodeWork<S> w = decode_work<S>(p);
+  const std::int64_t row = w.row, split = w.split, bh = w.bh;
+  const HeadOffsets off = w.off;
+  const S *kg = w.k, *vg = w.v;
+  const void* mask_head = w.mask;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   // q pre-scaled into base 2 once per row, by the consumer warps only: the
@@ -402,10 +396,7 @@ __global__ void __launch_bounds__(C::NT, 1)
     for (int e = 0; e < QE; ++e) q[e] *= sl2;
   };
 
-  std::int64_t j_begin = split * p.keys_per_split;
-  std::int64_t j_end = min(a.N, j_begin + p.keys_per_split);
-  j_begin = max(j_begin, row + a.band_lo);
-  j_end = min(j_end, row + a.band_hi + 1);
+  const auto [j_begin, j_end] = decode_keys(p, row, split);
 
   T m_run = neg_inf<T>(), l_run = 0, acc[VE];
 #pragma unroll
