@@ -179,6 +179,26 @@ struct AddPVPacked {
   }
 };
 
+// This lane's partial scores sc[u] = its slice of q . k_u for U packed
+// half key rows (kw[u]: QE / 2 pairs), widened pair by pair; the warp's
+// sum is decode_softmax_step's. Both packed key loops (decode_keys_packed,
+// decode_consume in attention_decode_bulk.cuh) score this way.
+template <class S, int U, int QE>
+__device__ __forceinline__ void packed_scores(const float (&q)[QE], const unsigned (&kw)[U][QE / 2],
+                                              float (&sc)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    float t = 0;
+#pragma unroll
+    for (int w = 0; w < QE / 2; ++w) {
+      const float2 f = unpack2<S>(kw[u][w]);
+      t = fma(q[2 * w], f.x, t);
+      t = fma(q[2 * w + 1], f.y, t);
+    }
+    sc[u] = t;
+  }
+}
+
 // One warp step of the online softmax over keys jb .. jb + U - 1, shared by
 // both key loops: reduces the lanes' partial scores sc across the warp,
 // drops the keys outside [.., j_end), the band or the mask (adding a float
@@ -251,17 +271,7 @@ __device__ __forceinline__ void decode_keys_packed(
       load_row_packed<S, VCH>(vw[u], vg + (ok ? j : 0) * vs, vcs, a.dv, vvec, ok, lane);
     }
     T sc[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      T t = 0;
-#pragma unroll
-      for (int w = 0; w < QE / 2; ++w) {
-        const float2 f = unpack2<S>(kw[u][w]);
-        t = fma(q[2 * w], f.x, t);
-        t = fma(q[2 * w + 1], f.y, t);
-      }
-      sc[u] = t;
-    }
+    packed_scores<S, U, QE>(q, kw, sc);
     const AddPVPacked<S, U, VE> add_pv{vw};
     decode_softmax_step<T, S, U, VE>(p, mask_head, plain, row, jb, j_end, sc, m_run, l_run, acc,
                                      add_pv);

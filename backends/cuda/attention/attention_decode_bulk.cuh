@@ -273,17 +273,7 @@ __device__ __forceinline__ void decode_consume(const AttnParams& p, const void* 
         }
       }
       T sc[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        T t = 0;
-#pragma unroll
-        for (int w = 0; w < QE / 2; ++w) {
-          const float2 f = unpack2<S>(kw[u][w]);
-          t = fma(q[2 * w], f.x, t);
-          t = fma(q[2 * w + 1], f.y, t);
-        }
-        sc[u] = t;
-      }
+      packed_scores<S, U, QE>(q, kw, sc);
       const AddPVPacked<S, U, VE> add_pv{vw};
       if constexpr (C::XR)
         decode_softmax_step_xr<S, VE>(p, mask_head, plain, row, jb, j_end, sc, m_run, l_run, acc,
