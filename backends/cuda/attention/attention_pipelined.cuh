@@ -28,6 +28,7 @@
 // (bank 4*row + col) efficient. Out-of-range rows and columns are zero-filled
 // by the copy itself.
 #include "cuda/attention/attention_common.cuh"
+#include "cuda/attention/tile_softmax.cuh"
 
 namespace strata::cuda {
 
@@ -238,31 +239,9 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_pipe_kernel(const AttnPar
 #pragma unroll
       for (int i = 0; i < TM; ++i) {
         const std::int64_t row = m0 + 4 * ty + 4 * RG * (i / 4) + i % 4;
-        float tmax = neg_inf<float>();
-#pragma unroll
-        for (int j = 0; j < TN; ++j) {
-          float x = s[i][j] * sl2;
-          if (!full) {
-            const std::int64_t col = j0 + tx + CG * j;
-            float bias = 0;
-            const bool kept =
-                row < a.M && col < j_end && key_kept<float>(p, mask_head, row, col, &bias);
-            x = kept ? x + bias : neg_inf<float>();
-          }
-          s[i][j] = x;
-          tmax = fmax_(tmax, x);
-        }
-#pragma unroll
-        for (int sh = CG / 2; sh > 0; sh >>= 1)
-          tmax = fmax_(tmax, __shfl_xor_sync(0xffffffffu, tmax, sh));
-        const float m_new = fmax_(m_run[i], tmax);
-        // The guard only picks the exponent base; m_run keeps the true max.
-        const float m_use = m_new == neg_inf<float>() ? 0.f : m_new;
-        const float alpha = fexp2(m_run[i] - m_use);
-        m_run[i] = m_new;
-        l_run[i] *= alpha;
-#pragma unroll
-        for (int c = 0; c < TNO; ++c) o[i][c] *= alpha;
+        const float tmax =
+            scale_mask_row<float, TN, CG>(p, mask_head, full, sl2, row, j0, j_end, tx, s[i]);
+        const float m_use = rescale_row(tmax, m_run[i], l_run[i], o[i]);
         float ls = 0;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {

@@ -10,6 +10,7 @@
 // chunks tx + CG*g (g < OCH). The CG threads of a row are adjacent lanes of
 // one warp, so row maxima reduce with xor shuffles.
 #include "cuda/attention/attention_common.cuh"
+#include "cuda/attention/tile_softmax.cuh"
 
 namespace strata::cuda {
 
@@ -213,35 +214,11 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
       // Scores to base 2 with masks; whole tiles inside the band skip the tests.
       const bool full = p.mask_kind == kMaskNone && j0 + BN <= j_end &&
                         j0 >= row_last + a.band_lo && j0 + BN - 1 <= m0 + a.band_hi;
-      T tmax[TM];
 #pragma unroll
       for (int i = 0; i < TM; ++i) {
-        tmax[i] = neg_inf<T>();
         const std::int64_t row = m0 + ty + RG * i;
-#pragma unroll
-        for (int j = 0; j < TN; ++j) {
-          T x = s[i][j] * sl2;
-          if (!full) {
-            const std::int64_t col = j0 + tx + CG * j;
-            T bias = 0;
-            const bool kept =
-                row < a.M && col < j_end && key_kept<T>(p, mask_head, row, col, &bias);
-            x = kept ? x + bias : neg_inf<T>();
-          }
-          s[i][j] = x;
-          tmax[i] = fmax_(tmax[i], x);
-        }
-#pragma unroll
-        for (int sh = CG / 2; sh > 0; sh >>= 1)
-          tmax[i] = fmax_(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], sh));
-        const T m_new = fmax_(m_run[i], tmax[i]);
-        // The guard only picks the exponent base; m_run keeps the true max.
-        const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
-        const T alpha = fexp2(m_run[i] - m_use);
-        m_run[i] = m_new;
-        l_run[i] *= alpha;
-#pragma unroll
-        for (int c = 0; c < OCH * VEC; ++c) o[i][c] *= alpha;
+        const T tmax = scale_mask_row<T, TN, CG>(p, mask_head, full, sl2, row, j0, j_end, tx, s[i]);
+        const T m_use = rescale_row(tmax, m_run[i], l_run[i], o[i]);
         T ls = 0;
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
