@@ -341,30 +341,28 @@ void register_cuda_flash_mma(Registry& r) {
                               &attention_bf16_decode, &attention_decode_supports);
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.decode_f16",
                               &attention_f16_decode, &attention_decode_supports);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.wgmma_bf16_d64",
-                              &run_wg_d64, &supports_wg_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.wgmma_bf16_d128",
-                              &run_wg_d128, &supports_wg_d128);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d64", &run_d64,
-                              &supports_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_d128", &run_d128,
-                              &supports_d128);
-  // Head dims 129-256 (wg_wide_dim), before the f32 route.
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.wgmma_bf16_d256",
-                              &run_wg_d256, &supports_wg_d256);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.mma_bf16_via_f32",
-                              &run_f32);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.wgmma_f16_d64", &run_wg_d64,
-                              &supports_wg_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.wgmma_f16_d128",
-                              &run_wg_d128, &supports_wg_d128);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_d64", &run_d64,
-                              &supports_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_d128", &run_d128,
-                              &supports_d128);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.wgmma_f16_d256",
-                              &run_wg_d256, &supports_wg_d256);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f16, "cuda.attention.mma_f16_via_f32", &run_f32);
+  // Then each dtype's routes in this order, "cuda.attention.<kind>_<dtype>_<dims>";
+  // head dims 129-256 (wg_wide_dim) before the f32 route.
+  struct Route {
+    const char* kind;
+    const char* dims;
+    void (*run)(const AttentionArgs&);
+    std::string (*supports)(const AttentionArgs&);
+  };
+  static constexpr Route kRoutes[] = {
+      {"wgmma", "d64", &run_wg_d64, &supports_wg_d64},
+      {"wgmma", "d128", &run_wg_d128, &supports_wg_d128},
+      {"mma", "d64", &run_d64, &supports_d64},
+      {"mma", "d128", &run_d128, &supports_d128},
+      {"wgmma", "d256", &run_wg_d256, &supports_wg_d256},
+      {"mma", "via_f32", &run_f32, nullptr},
+  };
+  for (const DType dt : {DType::bf16, DType::f16})
+    for (const Route& k : kRoutes)
+      r.add_kernel<AttentionArgs>(kOp, "cuda", dt,
+                                  "cuda.attention." + std::string(k.kind) + "_" +
+                                      std::string(dtype_name(dt)) + "_" + k.dims,
+                                  k.run, k.supports);
 }
 
 }  // namespace strata::cuda

@@ -63,15 +63,6 @@ void run(const AttentionArgs& a, bool wg, bool x3, int D) {
   flash_host::launch_query_tiles(v, f, a, st);
 }
 
-void run_x3_d64(const AttentionArgs& a) { run(a, false, true, 64); }
-void run_x3_d128(const AttentionArgs& a) { run(a, false, true, 128); }
-void run_tf32_d64(const AttentionArgs& a) { run(a, false, false, 64); }
-void run_tf32_d128(const AttentionArgs& a) { run(a, false, false, 128); }
-void run_wg_x3_d64(const AttentionArgs& a) { run(a, true, true, 64); }
-void run_wg_x3_d128(const AttentionArgs& a) { run(a, true, true, 128); }
-void run_wg_tf32_d64(const AttentionArgs& a) { run(a, true, false, 64); }
-void run_wg_tf32_d128(const AttentionArgs& a) { run(a, true, false, 128); }
-
 // "" when the kernel for precision `p` and head dims <= D serves `a`.
 std::string supports(const AttentionArgs& a, Precision p, std::int64_t D) {
   if (a.dtype() != DType::f32) return "only f32";
@@ -92,23 +83,23 @@ std::string supports_wg(const AttentionArgs& a, Precision p, int D) {
   if (flash_host::any_forced(table(false, x3), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
   return supports(a, p, D);
 }
-std::string supports_x3_d64(const AttentionArgs& a) { return supports(a, Precision::high, 64); }
-std::string supports_x3_d128(const AttentionArgs& a) { return supports(a, Precision::high, 128); }
-std::string supports_tf32_d64(const AttentionArgs& a) { return supports(a, Precision::medium, 64); }
-std::string supports_tf32_d128(const AttentionArgs& a) {
-  return supports(a, Precision::medium, 128);
+// One registered kernel: the wgmma (WG) or mma.sync configurations of
+// precision high (X3) or medium for head dims up to D.
+template <bool WG, bool X3, int D>
+void run_kernel(const AttentionArgs& a) {
+  run(a, WG, X3, D);
 }
-std::string supports_wg_x3_d64(const AttentionArgs& a) {
-  return supports_wg(a, Precision::high, 64);
+template <bool WG, bool X3, int D>
+std::string supports_kernel(const AttentionArgs& a) {
+  const Precision p = X3 ? Precision::high : Precision::medium;
+  return WG ? supports_wg(a, p, D) : supports(a, p, D);
 }
-std::string supports_wg_x3_d128(const AttentionArgs& a) {
-  return supports_wg(a, Precision::high, 128);
-}
-std::string supports_wg_tf32_d64(const AttentionArgs& a) {
-  return supports_wg(a, Precision::medium, 64);
-}
-std::string supports_wg_tf32_d128(const AttentionArgs& a) {
-  return supports_wg(a, Precision::medium, 128);
+template <bool WG, bool X3, int D>
+void add_kernel(Registry& r) {
+  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32,
+                              std::string("cuda.attention.") + (WG ? "wgmma" : "mma") +
+                                  (X3 ? "_tf32x3_d" : "_tf32_d") + std::to_string(D),
+                              &run_kernel<WG, X3, D>, &supports_kernel<WG, X3, D>);
 }
 
 }  // namespace
@@ -117,22 +108,14 @@ void register_cuda_flash_tf32(Registry& r) {
   // Ahead of cuda.attention.streaming: the registry takes the first kernel
   // whose supports() accepts, and these accept only their own precision;
   // wgmma (sm_90a) before mma.sync.
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32x3_d64",
-                              &run_wg_x3_d64, &supports_wg_x3_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32x3_d128",
-                              &run_wg_x3_d128, &supports_wg_x3_d128);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32_d64",
-                              &run_wg_tf32_d64, &supports_wg_tf32_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.wgmma_tf32_d128",
-                              &run_wg_tf32_d128, &supports_wg_tf32_d128);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32x3_d64", &run_x3_d64,
-                              &supports_x3_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32x3_d128",
-                              &run_x3_d128, &supports_x3_d128);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32_d64", &run_tf32_d64,
-                              &supports_tf32_d64);
-  r.add_kernel<AttentionArgs>(kOp, "cuda", DType::f32, "cuda.attention.mma_tf32_d128",
-                              &run_tf32_d128, &supports_tf32_d128);
+  add_kernel<true, true, 64>(r);
+  add_kernel<true, true, 128>(r);
+  add_kernel<true, false, 64>(r);
+  add_kernel<true, false, 128>(r);
+  add_kernel<false, true, 64>(r);
+  add_kernel<false, true, 128>(r);
+  add_kernel<false, false, 64>(r);
+  add_kernel<false, false, 128>(r);
 }
 
 }  // namespace strata::cuda
