@@ -28,6 +28,7 @@
 #include "cuda/attention/attention_common.cuh"
 #include "cuda/attention/attention_merge.cuh"
 #include "cuda/attention/decode_work.cuh"
+#include "cuda/attention/tile_softmax.cuh"
 
 namespace strata::cuda {
 
@@ -225,13 +226,7 @@ __device__ __forceinline__ void decode_softmax_step(const AttnParams& p, const v
     sc[u] = kept ? sc[u] + bias : neg_inf<T>();
     tmax = fmax_(tmax, sc[u]);
   }
-  const T m_new = fmax_(m_run, tmax);
-  const T m_use = m_new == neg_inf<T>() ? T(0) : m_new;
-  const T alpha = fexp2(m_run - m_use);
-  m_run = m_new;
-  l_run *= alpha;
-#pragma unroll
-  for (int e = 0; e < VE; ++e) acc[e] *= alpha;
+  const T m_use = rescale_row(tmax, m_run, l_run, acc);
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const T pu = fexp2(sc[u] - m_use);

@@ -4,7 +4,8 @@
 // tile to base 2 under its bounds, band and mask, their max over the
 // threads that share the row, and the rescale of the row's running state.
 // What each kernel does with the probabilities (P in shared memory, P^T
-// from registers) stays its own.
+// from registers) stays its own. The decode kernels' softmax step
+// (attention_decode.cuh) takes rescale_row too.
 #include <cstdint>
 
 #include "cuda/attention/attention_common.cuh"
