@@ -352,6 +352,19 @@ inline int grid_for(std::int64_t rows) {
   return row_grid(rows, kBlock<TPR> / TPR);
 }
 
+// Launches the kernel pick(integral_constant<TPR>, integral_constant<NV>)
+// returns for the base geometry's configuration that fits p (blocks of
+// kBlock<TPR>, TPR threads per row), or returns false, launching nothing,
+// where dispatch finds none.
+template <class T, class Pick>
+bool launch_base(const RowParams& p, cudaStream_t st, Pick&& pick) {
+  return dispatch<T>(p, Geometry::base, [&](auto tpr, auto nv) {
+    constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
+    if constexpr (NV <= kMaxNV)  // larger NV: the warp geometry's only
+      launch_row_kernel(pick(tpr, nv), grid_for<TPR>(p.rows), kBlock<TPR>, st, p);
+  });
+}
+
 // The pipelined grid: no more blocks than are resident at once, so that
 // each group walks several rows. At least kMinBlocks blocks are resident
 // (the launch bounds cap the registers; the slots take <= 32 KB per block),

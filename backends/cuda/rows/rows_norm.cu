@@ -253,16 +253,10 @@ void norm(const IterArgs& a) {
   const fastrow::Form form = fastrow::form_for<T>(!RMS);
   if constexpr (sizeof(T) == 2) {
     if (!RMS && form.reg && fastrow::norm_reg<T>(p, form.reg, st)) return;
-    if (form.fused && fastrow::dispatch<T>(p, fastrow::Geometry::base, [&](auto tpr, auto nv) {
+    if (form.fused && fastrow::launch_base<T>(p, st, [&](auto tpr, auto nv) {
           constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-          const int grid = fastrow::grid_for<TPR>(p.rows);
-          constexpr int B = fastrow::kBlock<TPR>;
-          if constexpr (NV <= fastrow::kMaxNV) {  // larger NV: the warp geometry's only
-            if (form.w_early)
-              launch_row_kernel(norm_fused<RMS, T, TPR, NV, true>, grid, B, st, p);
-            else
-              launch_row_kernel(norm_fused<RMS, T, TPR, NV, false>, grid, B, st, p);
-          }
+          return form.w_early ? norm_fused<RMS, T, TPR, NV, true>
+                              : norm_fused<RMS, T, TPR, NV, false>;
         }))
       return;
   }

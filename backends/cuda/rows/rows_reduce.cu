@@ -345,16 +345,11 @@ void softmax(const IterArgs& a) {
   const fastrow::Form form = fastrow::form_for<T>(false);
   if constexpr (sizeof(T) == 2) {
     if (!Log && form.reg && fastrow::softmax_reg<T>(p, form.reg, st)) return;
-    if (form.fused && fastrow::dispatch<T>(p, fastrow::Geometry::base, [&](auto tpr, auto nv) {
+    if (form.fused && fastrow::launch_base<T>(p, st, [&](auto tpr, auto nv) {
           constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-          const int grid = fastrow::grid_for<TPR>(p.rows);
-          constexpr int B = fastrow::kBlock<TPR>;
-          if constexpr (NV <= fastrow::kMaxNV) {  // larger NV: the warp geometry's only
-            if (form.w_early)                     // fusedw: softmax recomputes the exponentials
-              launch_row_kernel(softmax_fused<Log, T, TPR, NV, false>, grid, B, st, p);
-            else
-              launch_row_kernel(softmax_fused<Log, T, TPR, NV, !Log>, grid, B, st, p);
-          }
+          // fusedw: softmax recomputes the exponentials
+          return form.w_early ? softmax_fused<Log, T, TPR, NV, false>
+                              : softmax_fused<Log, T, TPR, NV, !Log>;
         }))
       return;
   }
