@@ -101,25 +101,38 @@ __device__ __forceinline__ std::int64_t tile_elem(std::int64_t t0, int lane, int
   return t0 + (std::int64_t(lane) + std::int64_t(i) * G) * VEC + j;
 }
 
-template <class T, int G, class C>
-__device__ __forceinline__ void load_tile(const T* base, std::int64_t rs, std::int64_t n,
-                                          std::int64_t t0, int lane, bool vec, C (&v)[kCap]) {
+// Walks this thread's slots of the tile at t0 that lie in the row (load_tile
+// and store_tile): vec_op(i, e0) for each 16-byte vector i (elements e0 ..
+// e0 + VEC - 1) when `vec`, else one_op(k, e) for each element e, slot k.
+template <class T, int G, class Vf, class Ef>
+__device__ __forceinline__ void walk_tile(std::int64_t n, std::int64_t t0, int lane, bool vec,
+                                          Vf&& vec_op, Ef&& one_op) {
   constexpr int VEC = 16 / sizeof(T);
 #pragma unroll
   for (int i = 0; i < kCap / VEC; ++i) {
     const std::int64_t e0 = tile_elem<G, VEC>(t0, lane, i, 0);
     if (vec) {
-      if (e0 < n) {
-        const Vec<T, VEC> x = ld_vec<T, VEC>(base + e0);
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) v[i * VEC + j] = cvt<C>(x.v[j]);
-      }
+      if (e0 < n) vec_op(i, e0);
     } else {
 #pragma unroll
       for (int j = 0; j < VEC; ++j)
-        if (e0 + j < n) v[i * VEC + j] = cvt<C>(base[(e0 + j) * rs]);
+        if (e0 + j < n) one_op(i * VEC + j, e0 + j);
     }
   }
+}
+
+template <class T, int G, class C>
+__device__ __forceinline__ void load_tile(const T* base, std::int64_t rs, std::int64_t n,
+                                          std::int64_t t0, int lane, bool vec, C (&v)[kCap]) {
+  constexpr int VEC = 16 / sizeof(T);
+  walk_tile<T, G>(
+      n, t0, lane, vec,
+      [&](int i, std::int64_t e0) {
+        const Vec<T, VEC> x = ld_vec<T, VEC>(base + e0);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) v[i * VEC + j] = cvt<C>(x.v[j]);
+      },
+      [&](int k, std::int64_t e) { v[k] = cvt<C>(base[e * rs]); });
 }
 
 template <class T, int G, class C>
@@ -127,22 +140,15 @@ __device__ __forceinline__ void store_tile(T* base, std::int64_t rs, std::int64_
                                            std::int64_t t0, int lane, bool vec,
                                            const C (&v)[kCap]) {
   constexpr int VEC = 16 / sizeof(T);
-#pragma unroll
-  for (int i = 0; i < kCap / VEC; ++i) {
-    const std::int64_t e0 = tile_elem<G, VEC>(t0, lane, i, 0);
-    if (vec) {
-      if (e0 < n) {
+  walk_tile<T, G>(
+      n, t0, lane, vec,
+      [&](int i, std::int64_t e0) {
         Vec<T, VEC> x;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) x.v[j] = cvt<T>(v[i * VEC + j]);
         st_vec<T, VEC>(base + e0, x);
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j)
-        if (e0 + j < n) base[(e0 + j) * rs] = cvt<T>(v[i * VEC + j]);
-    }
-  }
+      },
+      [&](int k, std::int64_t e) { base[e * rs] = cvt<T>(v[k]); });
 }
 
 struct SumOp {
