@@ -1,6 +1,6 @@
 #pragma once
-// One warp per row (embedding's gather, rotary, index_copy): the row loop,
-// lanes along the row.
+// The row loop of the kernels that run one warp per row (embedding's
+// gather, rotary, index_copy); their lanes then walk the row.
 #include <cstdint>
 
 #include "cuda/rows/rows.cuh"
