@@ -1,6 +1,6 @@
 #pragma once
 // The contiguous-row fast path of layer_norm, rms_norm, softmax and
-// log_softmax (docs/ops.md, "cuda performance"): taken when every walked
+// log_softmax (docs/ops.md, "Row ops"): taken when every walked
 // operand's rows are unit-stride, 16-byte aligned and n % VEC == 0 (VEC = 16
 // bytes / itemsize), for f32, f16 and bf16 rows of up to 512 * NV * VEC
 // elements (8192 f32, 16384 f16/bf16). The row is loaded once, as NV
@@ -15,7 +15,7 @@
 // f64 and every other layout take the general kernels.
 //
 // Pipelined mode (layer_norm's 16-bit rows; rms_norm and softmax measured
-// faster without it, docs/ops.md): 16-bit rows of up to 1024
+// faster without it, docs/ops-log.md): 16-bit rows of up to 1024
 // vectors take at most 2 vectors per thread (4096 bf16: 256 threads x 2 x 8,
 // as many elements per thread as the f32 case; bf16 layer_norm no longer
 // spills, see kMinBlocks); the grid is one wave of resident blocks, and each
@@ -27,7 +27,7 @@
 // Register-pipelined candidates (the next 1 or 2 rows loading into
 // registers during this row's reductions, weight and bias held in registers)
 // measured slower than the modes above on every 16-bit op and were removed
-// (docs/ops.md, "Rows16 / gelu16 A/B: measured").
+// (docs/ops-log.md, "Rows16 / gelu16 A/B: measured").
 //
 // Candidates for 16-bit rows (rows_variant.hpp, STRATA_ROWS_VARIANT): each
 // op's statistics in one reduction (MeanVar, MaxSum below), and a warp per
@@ -267,7 +267,7 @@ Form form_for(bool staged) {
     switch (rows_variant()) {
       case RowsVariant::tuned:
         // Rows of 2048, 4096 and 8192 elements: the reg kernels, reg8's
-        // layer_norm and reg4's softmax (run s14r1, H200, docs/ops.md: bf16
+        // layer_norm and reg4's softmax (run s14r1, H200, docs/ops-log.md: bf16
         // 4096 x 4096 layer_norm 24.70 -> 18.82 us, softmax 20.47 -> 16.69;
         // 8192 x 2048 24.68 -> 19.61 and 26.83 -> 17.22). Other lengths as
         // run s12r3 found, bf16 4096 x 4096 against base: softmax 2.86 ->

@@ -2,8 +2,8 @@
 // Statistics of the `fused` 16-bit row candidates (rows_variant.hpp): what
 // each thread does with its part of the row before the ONE block reduction,
 // and the reduction's combine, written so that the chain between the row's
-// arrival and its first store is as short as rms_norm's (docs/ops.md,
-// "Candidates for the next run"):
+// arrival and its first store is as short as rms_norm's (docs/ops-log.md,
+// "16-bit rows and the transposed add: session 12's candidates"):
 // - per-thread sums over NV independent accumulators (one per vector), not
 //   one chain through every element;
 // - layer_norm's combine of (count, sum, M2) has no division: the count

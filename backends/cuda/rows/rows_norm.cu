@@ -249,7 +249,7 @@ void norm(const IterArgs& a) {
   // 16-bit layer_norm rows staged ahead (rows_fast.cuh) measured faster than
   // unstaged ones with two reductions (H200, 4096 x 4096 bf16: 52.4% of copy
   // against 49.4; rms_norm 64.0 against 75.1, softmax 55.1 against 62.5;
-  // docs/ops.md). STRATA_ROWS_VARIANT picks the candidates (rows_variant.hpp).
+  // docs/ops-log.md). STRATA_ROWS_VARIANT picks the candidates (rows_variant.hpp).
   const fastrow::Form form = fastrow::form_for<T>(!RMS);
   if constexpr (sizeof(T) == 2) {
     if (!RMS && form.reg && fastrow::norm_reg<T>(p, form.reg, st)) return;

@@ -340,7 +340,7 @@ void softmax(const IterArgs& a) {
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   // One row per group: the staged 16-bit mode measured slower here (bf16
   // 4096 x 4096: 55.1% of copy against 62.5; rows_norm.cu), and so did the
-  // register-pipelined candidates (docs/ops.md). STRATA_ROWS_VARIANT picks
+  // register-pipelined candidates (docs/ops-log.md). STRATA_ROWS_VARIANT picks
   // the 16-bit candidates (rows_variant.hpp).
   const fastrow::Form form = fastrow::form_for<T>(false);
   if constexpr (sizeof(T) == 2) {

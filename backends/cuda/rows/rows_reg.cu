@@ -1,5 +1,5 @@
 // The `reg` 16-bit row candidate (rows_reg.cuh; why, and what
-// they change against `fused`: docs/ops.md, "Rows16 reg"). Per element
+// they change against `fused`: docs/ops-log.md, "Rows16 reg"). Per element
 // they issue about 9.5 instructions for layer_norm and 6.5 for softmax,
 // against ~14 and ~9.5 in the fused kernels:
 // - the row is widened once into f32 registers (16 per thread), not
@@ -42,7 +42,7 @@ constexpr int kSoftmaxOp = 1;  // kernel kinds for the launch bounds
 constexpr int kNormOp = 0;
 
 // Resident threads per SM asked of ptxas (__launch_bounds__), as many as
-// compile without spills (ptxas for sm_90a, docs/ops.md "Rows16 reg").
+// compile without spills (ptxas for sm_90a, docs/ops-log.md "Rows16 reg").
 // Two vectors per thread: softmax 1536 (40 registers: 6 blocks of 256 for
 // 4096 columns), layer_norm 1280 (48: 5 of 256), 1024 for blocks of 512
 // (8192 columns; they spill at 1536). Four (reg4): softmax 1280 (48: 10
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(TPR, kMinBlocks<TPR, kNV, kNormOp>) norm_reg_k
 
 // ---- layer_norm, eight vectors per thread (reg8) ----------------------------
 // reg's statistics with three changes that cut instructions per element
-// (docs/ops.md, "Rows16 reg"): the shifted pass leaves d = x - k in the
+// (docs/ops-log.md, "Rows16 reg"): the shifted pass leaves d = x - k in the
 // registers, so the output is t = fma(d, inv, (k - mu) inv), one FMA where
 // reg pays a subtract and a multiply ((k - mu) inv is bounded by the row's
 // spread, so its rounding is not scaled by |mu| / sigma, and a constant row

@@ -1,5 +1,5 @@
 #pragma once
-// The `reg` 16-bit row candidate (rows_variant.hpp, docs/ops.md "Rows16
+// The `reg` 16-bit row candidate (rows_variant.hpp, docs/ops-log.md "Rows16
 // reg"): layer_norm and softmax on f16/bf16 rows of 2048, 4096 or 8192
 // elements (256, 512 or 1024 vectors of 16 bytes) whose operands take
 // 16-byte vectors. One block of 128, 256 or 512 threads per row at a time,

@@ -2,7 +2,7 @@
 // Candidate forms of the 16-bit contiguous row kernels (rows_fast.cuh), for
 // a GPU A/B in one build: STRATA_ROWS_VARIANT=<name>, read once per process.
 // f32, f64 and every layout the fast path does not take ignore it.
-//   tuned the default (runs s12r3 and s14r1, docs/ops.md): rows of 2048,
+//   tuned the default (runs s12r3 and s14r1, docs/ops-log.md): rows of 2048,
 //         4096 or 8192 elements layer_norm as reg8, softmax as reg4;
 //         other lengths layer_norm as base; rms_norm, log_softmax and
 //         other softmax lengths as fused.
