@@ -14,6 +14,7 @@
 #include "strata/nn/decoder.hpp"
 #include "strata/nn/safetensors.hpp"
 #include "test_core_util.hpp"
+#include "test_nn_util.hpp"
 
 namespace {
 
@@ -128,16 +129,7 @@ TEST_CASE("safetensors: header values nested deep are refused, not quoted",
 
 TEST_CASE("DecoderLM: config sizes that would wrap a derived width are refused",
           "[nn_io][config]") {
-  strata::nn::ModelConfig c;
-  c.arch = strata::nn::Arch::llama;
-  c.vocab_size = 8;
-  c.hidden_size = 8;
-  c.num_layers = 1;
-  c.num_heads = 2;
-  c.num_kv_heads = 2;
-  c.head_dim = 4;
-  c.intermediate_size = 16;
-  c.max_position_embeddings = 16;
+  const strata::nn::ModelConfig c = nn_test::tiny_llama();
   const auto error_of = [](const strata::nn::ModelConfig& cfg) {
     return core_test::error_of([&] { strata::nn::DecoderLM m(cfg); });
   };
