@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "concurrency_util.hpp"
 #include "strata/attention.hpp"
 
 using namespace strata;
+using concurrency_test::bit_identical;
 
 namespace {
 
@@ -46,44 +48,11 @@ std::vector<Problem> problems(const std::string& backend) {
   return ps;
 }
 
-bool bit_identical(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const Tensor ca = a.contiguous(), cb = b.contiguous();
-  const std::size_t bytes = static_cast<std::size_t>(ca.numel()) * itemsize(ca.dtype());
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), bytes) == 0;
-}
-
 void run_concurrently(const std::string& backend) {
   const std::vector<Problem> ps = problems(backend);
-  std::vector<Tensor> serial;
-  for (const Problem& p : ps) serial.push_back(softmax_attention(p.q, p.k, p.v, p.opt));
-
-  constexpr int kRounds = 20;
-  std::vector<std::string> errors(ps.size());
-  std::vector<int> mismatches(ps.size(), 0);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < ps.size(); ++t) {
-    threads.emplace_back([&, t] {
-      // Start together, so the calls overlap.
-      ready.fetch_add(1);
-      while (ready.load() < static_cast<int>(ps.size())) std::this_thread::yield();
-      try {
-        for (int r = 0; r < kRounds; ++r) {
-          const Tensor out = softmax_attention(ps[t].q, ps[t].k, ps[t].v, ps[t].opt);
-          if (!bit_identical(out, serial[t])) ++mismatches[t];
-        }
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (std::size_t t = 0; t < ps.size(); ++t) {
-    INFO(backend << " problem " << t);
-    CHECK(errors[t].empty());
-    CHECK(mismatches[t] == 0);
-  }
+  concurrency_test::run_concurrently(static_cast<int>(ps.size()), 20, [&](int t) {
+    return std::vector<Tensor>{softmax_attention(ps[t].q, ps[t].k, ps[t].v, ps[t].opt)};
+  });
 }
 
 }  // namespace

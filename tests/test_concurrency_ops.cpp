@@ -5,13 +5,11 @@
 // several rounds at once on the cpu and reference backends; every result
 // must be bit-identical to the same call made serially. scripts/tsan.sh
 // runs this under ThreadSanitizer with the attention cases.
-#include <atomic>
-#include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "catch.hpp"
+#include "concurrency_util.hpp"
 #include "strata/nn/generate.hpp"
 #include "strata/nn/hf_weights.hpp"
 #include "strata/strata.hpp"
@@ -19,13 +17,6 @@
 using namespace strata;
 
 namespace {
-
-bool bit_identical(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const Tensor ca = a.contiguous(), cb = b.contiguous();
-  const std::size_t bytes = static_cast<std::size_t>(ca.numel()) * itemsize(ca.dtype());
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), bytes) == 0;
-}
 
 // The ops of one transformer block on views, one problem per thread (its
 // own sizes and seed), each result kept: embedding, rms_norm, linear into a
@@ -67,46 +58,13 @@ std::vector<Tensor> block(int i, const std::string& backend) {
   return out;
 }
 
-template <class Run>
-void run_concurrently(int threads, const Run& run) {
-  using Results = decltype(run(0));
-  std::vector<Results> serial;
-  for (int t = 0; t < threads; ++t) serial.push_back(run(t));
-  constexpr int kRounds = 5;
-  std::vector<std::string> errors(threads);
-  std::vector<int> mismatches(threads, 0);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      ready.fetch_add(1);  // start together, so the calls overlap
-      while (ready.load() < threads) std::this_thread::yield();
-      try {
-        for (int r = 0; r < kRounds; ++r) {
-          const Results got = run(t);
-          for (std::size_t j = 0; j < got.size(); ++j)
-            if (!bit_identical(got[j], serial[t][j])) ++mismatches[t];
-        }
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  }
-  for (std::thread& th : pool) th.join();
-  for (int t = 0; t < threads; ++t) {
-    INFO("thread " << t);
-    CHECK(errors[t].empty());
-    CHECK(mismatches[t] == 0);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("concurrency: a block's ops from 8 threads at once, bit-identical (cpu, reference)",
           "[concurrency]") {
   for (const char* backend : {"cpu", "reference"}) {
     INFO("backend " << backend);
-    run_concurrently(8, [&](int i) { return block(i, backend); });
+    concurrency_test::run_concurrently(8, 5, [&](int i) { return block(i, backend); });
   }
 }
 
@@ -114,7 +72,7 @@ TEST_CASE("concurrency: 4 models forward and generate at once, bit-identical (cp
           "[concurrency]") {
   const std::string dir = std::string(STRATA_SOURCE_DIR) + "/models/tiny-llama/";
   const std::vector<std::int64_t> prompt = nn::ByteTokenizer::encode("The cat ");
-  run_concurrently(4, [&](int i) {
+  concurrency_test::run_concurrently(4, 5, [&](int i) {
     // Each thread its own model (a DecoderLM is not shared between threads).
     nn::DecoderLM model = nn::load_model(dir + "config.json", dir + "model.safetensors");
     const Tensor ids = Tensor::from_vector<std::int64_t>(
