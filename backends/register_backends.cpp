@@ -1,5 +1,8 @@
-// The one place that lists every backend. Registry::get() calls this once;
-// nothing registers itself statically (a static library would drop it).
+// The one place that lists every backend. It lives outside core, which knows
+// no backend: while the program starts, this file installs register_backends
+// as the registry's filler, and Registry::get() calls it once. Every op front
+// end refers to register_backends (strata/detail/op_checks.hpp), so a program
+// that calls any op links this file, and a static library cannot drop it.
 #include "strata/registry.hpp"
 
 namespace strata {
@@ -15,5 +18,9 @@ void register_backends(Registry& r) {
   register_cpu_backend(r);
   register_cuda_backend(r);
 }
+
+namespace {
+const bool kFillerInstalled = (Registry::set_filler(&register_backends), true);
+}  // namespace
 
 }  // namespace strata

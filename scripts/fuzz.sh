@@ -7,8 +7,8 @@
 # (nn/src/config.cpp's config.json reader on arbitrary bytes).
 # Built with clang -fsanitize=fuzzer,address,undefined (UB is fatal) into
 # FUZZ_DIR (default build-fuzz/) from core/src, app/npy_io.cpp, the
-# safetensors and config readers and fuzz/ only (no backends:
-# fuzz/no_backends.cpp). Each
+# safetensors and config readers and fuzz/ only (core alone has an empty
+# registry: no backend is linked). Each
 # run starts from the committed seed corpus fuzz/corpus/<target>/ plus the
 # working corpus FUZZ_DIR/corpus/<target>/ (new inputs go there, not into the
 # repository), with fuzz/<target>.dict as libFuzzer's dictionary where there
@@ -45,7 +45,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined "$
 mkdir -p "$dir/obj"
 # core/src once per change, as fuzzer-instrumented objects.
 objs=()
-for src in "$root"/core/src/*.cpp "$root/fuzz/no_backends.cpp" "$root/app/npy_io.cpp" \
+for src in "$root"/core/src/*.cpp "$root/app/npy_io.cpp" \
            "$root/nn/src/safetensors.cpp" "$root/nn/src/config.cpp" "$root/nn/src/file_io.cpp"; do
   obj="$dir/obj/$(basename "$src" .cpp).o"
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||

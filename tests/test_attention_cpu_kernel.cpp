@@ -1,6 +1,6 @@
 // The cpu backend's softmax_attention kernel, called through the registry
 // with hand-built AttentionArgs, against a naive double-precision loop. Every
-// instruction set this machine runs (STRATA_CPU_ISA caps the choice) is
+// instruction set this machine runs (cap_isa_for_test caps the choice) is
 // checked, over strided / flipped / broadcast layouts, GQA, bands, masks,
 // fully masked rows, N = 0, the decode path and the split-key path.
 #include <omp.h>
@@ -20,9 +20,11 @@
 #include "strata/registry.hpp"
 
 namespace strata::cpu {
-// Defined in backends/cpu/attention/testing.cpp.
+// Defined in backends/cpu/attention/testing.cpp and isa_select.cpp.
 bool fast_exp2_for_test(const char* isa, const float* x, float* y, std::int64_t n);
 bool fast_exp2_for_test(const char* isa, const double* x, double* y, std::int64_t n);
+void cap_isa_for_test(const char* isa);
+const char* isa_name();
 }  // namespace strata::cpu
 
 namespace {
@@ -274,11 +276,12 @@ void for_each_isa(F&& f) {
   for (const char* isa : {"generic", "avx2", "avx512"}) {
     float x = -1.f, y = 0.f;
     if (!strata::cpu::fast_exp2_for_test(isa, &x, &y, 1)) continue;
-    INFO("STRATA_CPU_ISA=" << isa);
-    setenv("STRATA_CPU_ISA", isa, 1);
+    INFO("instruction set " << isa);
+    strata::cpu::cap_isa_for_test(isa);
+    REQUIRE(std::string(strata::cpu::isa_name()) == isa);
     f();
   }
-  unsetenv("STRATA_CPU_ISA");
+  strata::cpu::cap_isa_for_test(nullptr);
 }
 
 std::vector<Case> sweep() {

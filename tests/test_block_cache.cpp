@@ -244,15 +244,6 @@ TEST_CASE("block cache: bypass neither serves from nor fills the cache", "[block
   CHECK(c.stats().owned_blocks == 0);
 }
 
-TEST_CASE("block cache: STRATA_CUDA_BLOCK_CACHE accepts 0 and 1, off by default", "[block_cache]") {
-  CHECK_FALSE(strata::cuda::block_cache_enabled_from(nullptr));
-  CHECK_FALSE(strata::cuda::block_cache_enabled_from(""));
-  CHECK(strata::cuda::block_cache_enabled_from("1"));
-  CHECK_FALSE(strata::cuda::block_cache_enabled_from("0"));
-  CORE_REQUIRE_ERROR(strata::cuda::block_cache_enabled_from("off"), "STRATA_CUDA_BLOCK_CACHE",
-                     "'off'", "0 (off, the default) or 1 (on)");
-}
-
 TEST_CASE("block cache: two threads are never handed the same block", "[block_cache]") {
   FakeDevice dev;
   BlockCache c = make_cache(dev, BlockCacheLimits{1 << 14, 8, 1 << 16});

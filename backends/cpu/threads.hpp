@@ -11,16 +11,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
+
+#include "strata/tuning.hpp"
 
 namespace strata::cpu {
 
 inline int region_team(std::int64_t items) {
-  static const bool fixed = [] {
-    const char* e = std::getenv("STRATA_CPU_FIXED_TEAM");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool fixed = tuning().cpu_fixed_team;
   const int max = std::max(1, omp_get_max_threads());
   return fixed ? max : static_cast<int>(std::clamp<std::int64_t>(items, 1, max));
 }

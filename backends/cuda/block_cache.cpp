@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "strata/error.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 
@@ -108,15 +109,6 @@ BlockCacheStats BlockCache::stats() const {
   return s;
 }
 
-bool block_cache_enabled_from(const char* value) {
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "0") == 0) return false;
-  if (std::strcmp(value, "1") == 0) return true;
-  fail("cuda", "STRATA_CUDA_BLOCK_CACHE='", value, "' is not 0 (off, the default) or 1 (on)");
-}
-
-bool block_cache_enabled() {
-  static const bool on = block_cache_enabled_from(std::getenv("STRATA_CUDA_BLOCK_CACHE"));
-  return on;
-}
+bool block_cache_enabled() { return tuning().cuda_block_cache; }
 
 }  // namespace strata::cuda

@@ -85,12 +85,9 @@ class BlockCache {
   std::uint64_t hits_ = 0, misses_ = 0;
 };
 
-// STRATA_CUDA_BLOCK_CACHE: "1" on; unset, empty or "0" off (the default
-// until a GPU run measures what it saves against the ordering it gives up:
-// docs/cuda.md, "Memory"); anything else is a strata::Error naming the
-// accepted values.
-bool block_cache_enabled_from(const char* value);
-// The process's setting, read on the first call.
+// STRATA_CUDA_BLOCK_CACHE (strata/tuning.hpp): off by default until a GPU
+// run measures what it saves against the ordering it gives up (docs/cuda.md,
+// "Memory").
 bool block_cache_enabled();
 
 }  // namespace strata::cuda

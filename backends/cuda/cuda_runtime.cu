@@ -16,6 +16,7 @@
 #include "cuda/launch_mode.cuh"
 #include "cuda/strided_copy.hpp"
 #include "strata/dtype.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 
@@ -33,12 +34,12 @@ std::atomic<int> g_captures{0};
 LaunchMode launch_mode() {
   int m = g_launch_mode.load(std::memory_order_relaxed);
   if (m >= 0) return static_cast<LaunchMode>(m);
-  const char* e = std::getenv("STRATA_CUDA_LAUNCH");
+  // The switchboard has checked the name against this list.
+  const std::string& e = tuning().cuda_launch;
   const char* names[] = {"pdl", "ex", "plain", "graph"};
-  m = e == nullptr || *e == '\0' ? 0 : -1;
-  for (int i = 0; i < 4 && m < 0; ++i)
-    if (std::strcmp(e, names[i]) == 0) m = i;
-  STRATA_CHECK(m >= 0, "cuda", "STRATA_CUDA_LAUNCH='", e, "' is not one of pdl, ex, plain, graph");
+  m = 0;
+  for (int i = 0; i < 4; ++i)
+    if (e == names[i]) m = i;
   g_launch_mode.store(m, std::memory_order_relaxed);
   return static_cast<LaunchMode>(m);
 }

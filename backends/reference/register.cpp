@@ -17,6 +17,14 @@ void register_reference_backend(Registry& r) {
                               "reference.attention.naive", &reference::attention<float, double>);
   r.add_kernel<AttentionArgs>("softmax_attention", "reference", DType::f64,
                               "reference.attention.naive", &reference::attention<double, double>);
+  // The same naive kernel accumulating in the input dtype: the "naive
+  // computation in the same dtype" that attention tolerances are scaled from
+  // (the harness and `strata attention` reach it through the registry).
+  r.add_kernel<AttentionArgs>("softmax_attention_same_dtype", "reference", DType::f32,
+                              "reference.attention.naive_f32_accumulation",
+                              &reference::attention<float, float>);
+  r.add_kernel<AttentionArgs>("softmax_attention_same_dtype", "reference", DType::f64,
+                              "reference.attention.naive", &reference::attention<double, double>);
   reference::register_reference_elementwise(r);
   reference::register_reference_rows(r);
   reference::register_reference_matmul(r);

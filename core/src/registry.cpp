@@ -1,10 +1,17 @@
 #include "strata/registry.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "strata/error.hpp"
 
 namespace strata {
+
+namespace {
+std::atomic<Registry::Filler> g_filler{nullptr};
+}  // namespace
+
+void Registry::set_filler(Filler fill) { g_filler.store(fill, std::memory_order_release); }
 
 const Registry& Registry::get() {
   // A function-local static is initialised exactly once, thread-safely.
@@ -12,7 +19,7 @@ const Registry& Registry::get() {
   // would re-enter this initialiser); install_device_runtime() is fine.
   static const Registry registry = [] {
     Registry r;
-    register_backends(r);
+    if (Filler fill = g_filler.load(std::memory_order_acquire)) fill(r);
     r.finalize();
     return r;
   }();

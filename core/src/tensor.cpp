@@ -6,7 +6,7 @@
 #include <sstream>
 #include <utility>
 
-#include "checked_math.hpp"
+#include "strata/detail/checked_math.hpp"
 
 namespace strata {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <sstream>
 
-#include "checked_math.hpp"
+#include "strata/detail/checked_math.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "../../core/src/checked_math.hpp"
+#include "strata/detail/checked_math.hpp"
 #include "file_io.hpp"
 #include "json_brief.hpp"
 #include "strata/error.hpp"

@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "../../core/src/checked_math.hpp"
+#include "strata/detail/checked_math.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::nn {
 
@@ -96,10 +97,10 @@ void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions,
   // host the sublayer writes into h (read before it is written) and add_out
   // adds it: Eigen's matrix-vector product with beta = 1 measured slower
   // than the product plus the add (docs/models.md, "Residual adds").
-  // STRATA_FUSED_RESIDUAL=0 / =1 forces either, for comparison.
-  static const char* force = std::getenv("STRATA_FUSED_RESIDUAL");
+  // STRATA_FUSED_RESIDUAL (strata/tuning.hpp) forces either, for comparison.
+  const Toggle force = tuning().fused_residual;
   const bool fused =
-      force != nullptr ? std::string(force) != "0" : x.device().type == DeviceType::cuda;
+      force != Toggle::automatic ? force == Toggle::on : x.device().type == DeviceType::cuda;
   MatmulOptions residual = opt;
   residual.accumulate = fused;
   const Tensor& y = fused ? x : ws.h;
@@ -156,7 +157,7 @@ DecoderLM& DecoderLM::operator=(DecoderLM&&) noexcept = default;
 
 DecoderLM::DecoderLM(const ModelConfig& c, DType dt, Device dev)
     : cfg_(c), dtype_(dt), device_(dev) {
-  if (const char* e = std::getenv("STRATA_CUDA_GRAPHS")) graphs_ = std::string(e) != "0";
+  if (tuning().cuda_graphs != Toggle::automatic) graphs_ = tuning().cuda_graphs == Toggle::on;
   check_config(c);
   check(dt == DType::f32 || dt == DType::bf16 || dt == DType::f16 || dt == DType::f64, "DecoderLM",
         "dtype must be floating, not ", dtype_name(dt));

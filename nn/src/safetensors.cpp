@@ -19,7 +19,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../../core/src/checked_math.hpp"
+#include "strata/detail/checked_math.hpp"
 #include "file_io.hpp"
 #include "json_brief.hpp"
 

@@ -5,7 +5,17 @@
 #include <cstdlib>
 #include <vector>
 
+namespace strata {
+// The backends list (backends/register_backends.cpp) installs the registry's
+// filler when it is linked. Every front end uses this file's checks, so this
+// reference links the list into every program that calls an op.
+void register_backends(Registry& r);
+}  // namespace strata
+
 namespace strata::detail {
+namespace {
+[[gnu::used]] void (*const kLinkBackendsList)(Registry&) = &register_backends;
+}  // namespace
 
 void check_defined(const char* op, const Tensor& t, const char* name) {
   STRATA_CHECK(t.defined(), op, name, " is an undefined tensor");

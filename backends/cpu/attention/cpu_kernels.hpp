@@ -68,8 +68,13 @@ const IsaKernels& kernels_generic();
 const IsaKernels* kernels_avx2();    // null when not compiled for this target
 const IsaKernels* kernels_avx512();  // null when not compiled for this target
 
-// The best instruction set this CPU runs, capped by the STRATA_CPU_ISA
-// environment variable ("generic", "avx2", "avx512") when it is set.
+// The best instruction set this CPU runs, capped by STRATA_CPU_ISA
+// ("generic", "avx2", "avx512"; strata/tuning.hpp) or by cap_isa_for_test.
 const IsaKernels& select_kernels();
+// The best instruction set this CPU runs, whatever the cap.
+const IsaKernels& widest_kernels();
+// Tests: caps select_kernels() at `isa` ("generic", "avx2", "avx512"), or
+// lifts the test cap when null (STRATA_CPU_ISA applies again).
+void cap_isa_for_test(const char* isa);
 
 }  // namespace strata::cpu

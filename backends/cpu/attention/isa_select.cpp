@@ -1,13 +1,18 @@
 // Run-time choice of the instruction set: one binary, built without -march,
 // runs the AVX-512 kernels on a Xeon, AVX2 on a Zen or Haswell, and the
 // baseline ones anywhere else.
-#include <cstdlib>
+#include <atomic>
 #include <cstring>
+#include <string>
 
 #include "cpu/attention/cpu_kernels.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cpu {
 namespace {
+
+// The cap cap_isa_for_test set, or -1 for none.
+std::atomic<int> g_test_cap{-1};
 
 int isa_rank(const char* s) {
   if (!s || !*s) return 2;
@@ -36,8 +41,15 @@ const IsaKernels* best_supported(int cap) {
 }  // namespace
 
 const IsaKernels& select_kernels() {
-  // Read each call (it is cheap) so tests can switch instruction sets.
-  return *best_supported(isa_rank(std::getenv("STRATA_CPU_ISA")));
+  static const int cap = isa_rank(tuning().cpu_isa.c_str());
+  const int test_cap = g_test_cap.load(std::memory_order_relaxed);
+  return *best_supported(test_cap >= 0 ? test_cap : cap);
+}
+
+const IsaKernels& widest_kernels() { return *best_supported(2); }
+
+void cap_isa_for_test(const char* isa) {
+  g_test_cap.store(isa != nullptr ? isa_rank(isa) : -1, std::memory_order_relaxed);
 }
 
 }  // namespace strata::cpu

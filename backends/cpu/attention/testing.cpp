@@ -16,9 +16,9 @@ bool fast_exp2_for_test(const char* isa, const double* x, double* y, std::int64_
 
 namespace {
 const IsaKernels* find_isa(const char* isa) {
-  const IsaKernels& best = select_kernels();
+  const IsaKernels& best = widest_kernels();
   if (std::strcmp(isa, "generic") == 0) return &kernels_generic();
-  // Only instruction sets no wider than the one select_kernels() would use.
+  // Only instruction sets no wider than the best this machine runs.
   for (const IsaKernels* k : {kernels_avx512(), kernels_avx2()}) {
     if (!k || std::strcmp(k->name, isa) != 0) continue;
     const bool runnable = k == &best || (k == kernels_avx2() && &best == kernels_avx512());

@@ -55,6 +55,7 @@
 #include "strata/error.hpp"
 #include "strata/matmul_args.hpp"
 #include "strata/registry.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cpu {
 namespace {
@@ -235,11 +236,8 @@ constexpr Index kDefaultSliceElems = Index(1) << 14;
 // STRATA_CPU_SLICE_ELEMS overrides kDefaultSliceElems (tuning: the smallest
 // slice, in elements of b, that one thread of a skinny product gets).
 Index min_slice_elems() {
-  static const Index v = [] {
-    const char* e = std::getenv("STRATA_CPU_SLICE_ELEMS");
-    const long long n = e != nullptr ? std::atoll(e) : 0;
-    return n > 0 ? static_cast<Index>(n) : kDefaultSliceElems;
-  }();
+  static const Index v = tuning().cpu_slice_elems > 0 ? static_cast<Index>(tuning().cpu_slice_elems)
+                                                      : kDefaultSliceElems;
   return v;
 }
 constexpr Index kBlockBytes = Index(128) << 10;

@@ -26,6 +26,7 @@
 #include "cuda/attention/attention_variants.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 namespace {
@@ -65,10 +66,10 @@ std::int64_t reach(const Variant& v) {
 // with the smallest head-dim bounds, and among those a small-problem variant
 // (max_work) where it serves.
 const Variant& pick(const AttentionArgs& a) {
-  static const char* forced = std::getenv("STRATA_CUDA_VARIANT");
-  if (forced && *forced) {
+  const std::string& forced = tuning().cuda_variant;
+  if (!forced.empty()) {
     for (const Variant& v : variants())
-      if (serves(v, a) && std::string(v.name) == forced) return v;
+      if (serves(v, a) && forced == v.name) return v;
   }
   const Variant* best = nullptr;
   for (const Variant& v : variants()) {
@@ -246,10 +247,8 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   // (8 heads, 520 keys) ran 0.294 -> 0.278 ms in f32 and 0.300 -> 0.262 in
   // bf16 with one (H200, docs/models.md). STRATA_CUDA_DECODE_MIN_TILES=n
   // sets it (tuning).
-  static const std::int64_t decode_min_tiles = [] {
-    const char* e = std::getenv("STRATA_CUDA_DECODE_MIN_TILES");
-    return e != nullptr && std::atoi(e) > 0 ? std::int64_t(std::atoi(e)) : std::int64_t(1);
-  }();
+  static const std::int64_t decode_min_tiles =
+      tuning().cuda_decode_min_tiles > 0 ? tuning().cuda_decode_min_tiles : 1;
   const std::int64_t min_tiles = v.decode ? decode_min_tiles : 2;
   const std::int64_t key_tiles = (a.N + v.bn - 1) / v.bn;
   std::int64_t splits = rows_blocks < slots ? slots / rows_blocks : 1;

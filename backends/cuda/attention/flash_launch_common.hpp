@@ -23,6 +23,7 @@
 #include "cuda/strided_copy.hpp"
 #include "strata/attention_args.hpp"
 #include "strata/error.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda::flash_host {
 
@@ -163,12 +164,9 @@ using DeviceScope = AttentionDeviceScope;
 // (415 at 16). STRATA_FLASH_LPT=<g> forces g (0: head-major) in tuning runs.
 inline int lpt_heads(const AttentionArgs& a, std::size_t isz) {
   static const int forced = [] {
-    const char* e = std::getenv("STRATA_FLASH_LPT");
-    if (e == nullptr || *e == 0) return -1;
-    char* end = nullptr;
-    const long n = std::strtol(e, &end, 10);
-    check(*end == 0 && n >= 0 && n <= 1 << 20, kOp, "STRATA_FLASH_LPT is '", e,
-          "'; expected a number of heads from 0 to 2^20");
+    const std::int64_t n = tuning().flash_lpt_heads;
+    check(n <= 1 << 20, kOp, "STRATA_FLASH_LPT is ", n,
+          "; expected a number of heads from 0 to 2^20");
     return int(n);
   }();
   if (forced >= 0) return forced;
@@ -183,15 +181,7 @@ inline int lpt_heads(const AttentionArgs& a, std::size_t isz) {
 // docs/cuda-tuning.md, "Diagonal half tiles": +0.9% causal in run s14r1).
 // STRATA_FLASH_DIAG_HALF=0 turns it off for A/B runs; read once per
 // process; "1" or unset: on.
-inline bool diag_half_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRATA_FLASH_DIAG_HALF");
-    if (e == nullptr || *e == 0 || std::string(e) == "1") return true;
-    check(std::string(e) == "0", kOp, "STRATA_FLASH_DIAG_HALF is '", e, "'; expected 0 or 1");
-    return false;
-  }();
-  return on;
-}
+inline bool diag_half_on() { return tuning().flash_diag_half; }
 
 // Launches v with one block per (query tile of v.bm rows, batch, head) and
 // reports a launch error under v's name.
@@ -210,17 +200,9 @@ inline void launch_query_tiles(const FlashVariant& v, FlashArgs f, const Attenti
 // STRATA_FLASH_VARIANT=<name>[,<name>...] (tuning runs) forces the listed
 // configurations; otherwise each launcher takes its default.
 inline bool forced(const char* name) {
-  static const std::string list = [] {
-    const char* e = std::getenv("STRATA_FLASH_VARIANT");
-    std::string l(",");
-    l += e ? e : "";
-    l += ',';
-    return l;
-  }();
-  std::string item(",");
-  item += name;
-  item += ',';
-  return list.find(item) != std::string::npos;
+  for (const std::string& n : tuning().flash_variants)
+    if (n == name) return true;
+  return false;
 }
 
 // The q/k head dim a configuration serves (FlashVariant::qk_cols, 0: D).

@@ -32,6 +32,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
 #include "strata/registry.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 namespace {
@@ -74,12 +75,8 @@ const std::vector<FlashVariant>& wgmma_table(DType dt, std::int64_t dv) {
 // 2^30 scores (batch x heads x M x N) on. STRATA_FLASH_PAD=0 turns it off,
 // =1 on for every call (tests, A/B runs).
 bool pad_pass_on(const AttentionArgs& a) {
-  static const int forced = [] {
-    const char* e = std::getenv("STRATA_FLASH_PAD");
-    if (e == nullptr || *e == 0) return -1;
-    return std::string(e) == "0" ? 0 : 1;
-  }();
-  if (forced >= 0) return forced == 1;
+  const Toggle forced = tuning().flash_pad;
+  if (forced != Toggle::automatic) return forced == Toggle::on;
   constexpr double kMinScores = double(std::int64_t(1) << 30);
   return double(a.batch_count()) * double(a.Hq) * double(a.M) * double(a.N) >= kMinScores;
 }
@@ -96,10 +93,7 @@ std::int64_t query_tiles(const FlashVariant& v, const AttentionArgs& a) {
 // STRATA_FLASH_SPLITS=n forces n splits on every call (tests, tuning).
 constexpr std::int64_t kMinSplitTiles = 4;
 int choose_splits(const FlashVariant& v, const AttentionArgs& a, int dev) {
-  static const int forced_splits = [] {
-    const char* e = std::getenv("STRATA_FLASH_SPLITS");
-    return e != nullptr ? std::max(0, std::atoi(e)) : 0;
-  }();
+  const std::int64_t forced_splits = tuning().flash_splits;
   if (a.N == 0 || a.M == 0) return 1;
   if (forced_splits > 0) return int(std::min<std::int64_t>(forced_splits, kMaxSplits));
   const std::int64_t grid = query_tiles(v, a);

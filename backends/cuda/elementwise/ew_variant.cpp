@@ -7,18 +7,13 @@
 
 #include "cuda/elementwise/elementwise_cuda.hpp"
 #include "strata/error.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 
 bool ew_variant_tiled16() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRATA_EW_VARIANT");
-    const std::string_view v = e ? e : "";
-    if (v.empty() || v == "tiled16") return true;
-    if (v == "base") return false;
-    fail("cuda.elementwise", "STRATA_EW_VARIANT is '", v, "'; expected base or tiled16");
-  }();
-  return on;
+  // The switchboard has checked the name: "", tiled16 or base.
+  return tuning().ew_variant != "base";
 }
 
 }  // namespace strata::cuda

@@ -12,6 +12,7 @@
 
 #include "strata/error.hpp"
 #include "strata/matmul_args.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda::gemv {
 
@@ -41,13 +42,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 
 // STRATA_CUDA_GEMV=0 (read once per process) sends both kernels' calls to
 // cuBLAS (A/B runs).
-inline bool disabled() {
-  static const bool off = [] {
-    const char* e = std::getenv("STRATA_CUDA_GEMV");
-    return e != nullptr && std::strcmp(e, "0") == 0;
-  }();
-  return off;
-}
+inline bool disabled() { return !tuning().cuda_gemv; }
 
 // Why neither kernel takes g, whatever its shape (nullptr: both may): the
 // switch above, f64, a batch.
@@ -58,16 +53,13 @@ inline const char* refusal(const MatmulArgs& g) {
   return nullptr;
 }
 
-// The row limit in environment variable `var`: `dflt` when unset or empty,
-// else an integer in [1, most] (a strata::Error otherwise). The callers
-// read it once per process.
-inline int rows_limit(const char* var, int dflt, int most) {
-  const char* e = std::getenv(var);
-  if (e == nullptr || *e == '\0') return dflt;
-  char* end = nullptr;
-  const long v = std::strtol(e, &end, 10);
-  check(*end == '\0' && v >= 1 && v <= most, "matmul", var, " is '", e, "'; expected 1 to ", most);
-  return int(v);
+// The row limit `value` of switch `var` (strata/tuning.hpp): `dflt` when
+// unset (0), else an integer in [1, most] (a strata::Error otherwise). The
+// callers read it once per process.
+inline int rows_limit(const char* var, std::int64_t value, int dflt, int most) {
+  if (value == 0) return dflt;
+  check(value <= most, "matmul", var, " is ", value, "; expected 1 to ", most);
+  return int(value);
 }
 
 template <class T>

@@ -48,6 +48,7 @@
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
 #include "strata/error.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 namespace {
@@ -328,13 +329,7 @@ __global__ void __launch_bounds__(kWarps16 * 32) gemv16_kernel(const GemvParams 
 // unset, empty or 1: on); the hidden [gemv16_ffma_all] test reruns the
 // cases with it off.
 bool mma16_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRATA_GEMV16_MMA");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "1") == 0) return true;
-    check(std::strcmp(e, "0") == 0, "matmul", "STRATA_GEMV16_MMA is '", e, "'; expected 0 or 1");
-    return false;
-  }();
-  return on;
+  return tuning().gemv16_mma;
 }
 
 // Which kernel run() launches for p (element size `bytes`).
@@ -367,7 +362,7 @@ void launch16(const GemvParams& p, bool vec, cudaStream_t st) {
 
 // STRATA_GEMV_MAX_M=<1..16> (read once per process), 0 when unset.
 int env_rows() {
-  static const int m = gemv::rows_limit("STRATA_GEMV_MAX_M", 0, kMaxRows16);
+  static const int m = gemv::rows_limit("STRATA_GEMV_MAX_M", tuning().gemv_max_m, 0, kMaxRows16);
   return m;
 }
 

@@ -44,6 +44,7 @@
 #include "cuda/matmul/gemv_common.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 namespace {
@@ -288,10 +289,8 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
 // (unset or anything else) picks them per call.
 int forced_ct() {
   static const int ct = [] {
-    const char* e = std::getenv("STRATA_GEMV_ROWS_CT");
-    if (e == nullptr) return 0;
-    const int v = std::atoi(e);
-    return v == 1 || v == 2 || v == 4 || v == 8 ? v : 0;
+    const std::int64_t v = tuning().gemv_rows_ct;
+    return v == 1 || v == 2 || v == 4 || v == 8 ? int(v) : 0;
   }();
   return ct;
 }
@@ -301,12 +300,8 @@ int forced_ct() {
 // sums of 8 f16/bf16 columns take ~180 registers (1 block per SM), of 4 f32
 // columns ~120 (2 per SM). STRATA_GEMV_ROWS_SPLIT=0|1 forces it.
 bool split_rows(bool wide) {
-  static const int forced = [] {
-    const char* e = std::getenv("STRATA_GEMV_ROWS_SPLIT");
-    if (e == nullptr) return -1;
-    return std::strcmp(e, "0") == 0 ? 0 : std::strcmp(e, "1") == 0 ? 1 : -1;
-  }();
-  return forced >= 0 ? forced == 1 : !wide;
+  const Toggle forced = tuning().gemv_rows_split;
+  return forced != Toggle::automatic ? forced == Toggle::on : !wide;
 }
 
 // The most rows a call may have to come here: 16 (kMaxRows) unless
@@ -316,7 +311,7 @@ bool split_rows(bool wide) {
 // here against 8.3-14.2 for cublasGemmEx called directly, in f32, f32 medium
 // and bf16; with one row allowed, 16 rows on cuBLAS took 7.8-14.1.
 int max_rows() {
-  static const int m = gemv::rows_limit("STRATA_GEMV_ROWS_MAX_M", kMaxRows, kMaxRows);
+  static const int m = gemv::rows_limit("STRATA_GEMV_ROWS_MAX_M", tuning().gemv_rows_max_m, kMaxRows, kMaxRows);
   return m;
 }
 

@@ -2,10 +2,10 @@
 // for it on every call, so it must cost no environment lookup.
 #include "cuda/rows/rows_variant.hpp"
 
-#include <cstdlib>
-#include <string_view>
+#include <string>
 
 #include "strata/error.hpp"
+#include "strata/tuning.hpp"
 
 namespace strata::cuda {
 
@@ -16,10 +16,10 @@ constexpr RowsVariant kAll[] = {RowsVariant::tuned,  RowsVariant::base, RowsVari
                                 RowsVariant::fusedw, RowsVariant::reg,  RowsVariant::reg4,
                                 RowsVariant::reg8};
 
-RowsVariant parse(const char* e) {
-  if (e == nullptr || *e == '\0') return RowsVariant::tuned;
+RowsVariant parse(const std::string& e) {
+  if (e.empty()) return RowsVariant::tuned;
   for (RowsVariant v : kAll)
-    if (std::string_view(e) == rows_variant_name(v)) return v;
+    if (e == rows_variant_name(v)) return v;
   fail("cuda.rows", "STRATA_ROWS_VARIANT is '", e,
        "'; expected tuned, base, one, flat, warp, fused, fusedw, reg, reg4 or reg8");
 }
@@ -33,7 +33,7 @@ const char* rows_variant_name(RowsVariant v) {
 }
 
 RowsVariant rows_variant() {
-  static const RowsVariant v = parse(std::getenv("STRATA_ROWS_VARIANT"));
+  static const RowsVariant v = parse(tuning().rows_variant);
   return v;
 }
 

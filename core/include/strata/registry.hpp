@@ -1,8 +1,10 @@
 #pragma once
 // The op registry: (op, backend, dtype) -> kernels, each with a supports()
 // predicate so that a backend may serve part of an op. Filled once, on first
-// use, by register_backends() (backends/register_backends.cpp), then only
-// read, so any number of threads may dispatch at once.
+// use, by the filler that the backends list installs (Registry::set_filler;
+// backends/register_backends.cpp, outside core), then only read, so any
+// number of threads may dispatch at once. Core itself knows no backend: a
+// program that links core alone gets an empty registry.
 //
 // A call resolves its backend once (resolve_backend: "auto", unknown, not
 // built, unavailable, wrong device) and then finds its kernel by integer ids
@@ -43,7 +45,13 @@ class Registry {
   // The filled registry (fills it on first call, thread-safe).
   static const Registry& get();
 
-  // ---- registration (only from register_backends) ------------------------
+  // The function that fills the registry on the first get(): the backends
+  // list installs it while the program starts. A filler installed after the
+  // first get() is ignored.
+  using Filler = void (*)(Registry&);
+  static void set_filler(Filler fill);
+
+  // ---- registration (only from the filler) --------------------------------
   void add_backend(BackendInfo info);
   // `supports` returns "" when the kernel can run `args`, else the reason.
   // Several kernels may share (op, backend, dtype): the first whose
@@ -119,10 +127,6 @@ class Registry {
   std::vector<const Entry*> sorted_;  // grouped by (op, backend, dtype), registration order kept
   std::vector<Span> table_;           // [op][backend][dtype]
 };
-
-// Defined in backends/register_backends.cpp: the one place that lists
-// every backend. Called exactly once by Registry::get().
-void register_backends(Registry& r);
 
 // ---- template definitions -------------------------------------------------
 template <class Args>
