@@ -7,7 +7,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=$root/build
-bash "$root/scripts/build.sh" "$dir" >/dev/null
+# The build's progress goes to stderr, so the screen shows it while stdout
+# stays the tool's own output.
+bash "$root/scripts/build.sh" "$dir" >&2
 "$dir/app/strata" info
 echo
 "$dir/app/strata" generate --weights "$root/models/tiny-llama/model.safetensors" \
