@@ -2,11 +2,11 @@
 // The team size of the cpu backend's parallel regions that have fewer work
 // items than threads (a skinny matrix product's slices, a decode step's
 // attention tasks). By default every such region asks for the full team
-// (omp_get_max_threads()), surplus threads getting no item: on the GPU
-// machine's 16-core Xeon, a decode step whose regions alternated between
-// teams of 16, 8 and fewer ran 5-8 ms against 0.93 ms with every region at
-// 8 threads (docs/cpu.md, "Threads"). STRATA_CPU_FIXED_TEAM=0 sizes each
-// team by its items instead (the earlier behaviour, for comparison).
+// (omp_get_max_threads()), surplus threads getting no item: regions that
+// alternate between team sizes make libgomp rebuild its teams, which cost a
+// decode step several times its work on a many-core machine (docs/log/cpu.md,
+// "Threads: full teams against sized teams"). STRATA_CPU_FIXED_TEAM=0 (strata/tuning.hpp) sizes
+// each team by its items instead, for comparison.
 #include <omp.h>
 
 #include <algorithm>

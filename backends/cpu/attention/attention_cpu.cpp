@@ -142,9 +142,8 @@ struct Driver {
   // A K whose head dim is not unit-stride (column-major, transposed, gapped)
   // makes the blocked kernel copy each key block before its Q K^T, once per
   // query block. When each kv head is read by several query blocks, one
-  // row-major copy per call is cheaper: at 2048/128 the per-block copies
-  // cost 13-16% (cpu-tuning.md sections 18-19). Without memory for it, the
-  // per-block copies stay.
+  // row-major copy per call is cheaper (docs/log/cpu-tuning.md, sections
+  // 18-19). Without memory for it, the per-block copies stay.
   void pack_k(i64 readers) {
     const i64 heads = a.batch_count() * a.Hkv;
     const i64 bytes = heads * a.N * a.d * static_cast<i64>(sizeof(T));

@@ -217,11 +217,9 @@ void gemm(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Inde
 // weight). Two things go wrong with Eigen alone. Its matrix-vector product
 // runs on one thread, which then streams the whole weight at one core's
 // bandwidth; so the N output columns are cut into one slice per thread.
-// And its GEMM repacks all of b on every call: at M = 2 .. 8 it measured
-// 1.5-6x slower than M matrix-vector products when b is not in cache (a
-// decode step's weights together exceed the caches) and up to 4x slower
-// when b is in L3; at M = 16 it is 10-30% faster when b is in L3
-// (docs/ops.md). So up to kRowRows rows each slice runs one matrix-vector
+// And its GEMM repacks all of b on every call, which for a few rows costs
+// more than M matrix-vector products, in cache or not, while at 16 rows with
+// b in L3 the GEMM wins (docs/log/ops.md). So up to kRowRows rows each slice runs one matrix-vector
 // product per row of a over column blocks whose part of b (kBlockBytes)
 // stays in the core's L2 cache for the rows after the first; above, Eigen's
 // GEMM on the slice. Every piece is an Eigen product on the same maps moved along
@@ -276,10 +274,8 @@ constexpr double kEigenTaskWork = 50000;
 // reach. The grid has at most one tile per thread and as many as Eigen
 // would use threads (one per kEigenTaskWork), and of those grids the one
 // with the smallest tile rows + columns: each tile packs its rows of a and
-// its columns of b, so that is the packing it repeats. On the GPU machine's
-// Xeon (docs/models.md, "CPU") this prefilled as fast as Eigen's own threads
-// at 2 threads (within 3%) and at 16 with AVX2, and 1.4x faster at 16 with
-// AVX-512 (27.8 against 39.3 ms).
+// its columns of b, so that is the packing it repeats. It prefills at least
+// as fast as Eigen's own threads (docs/log/models.md, "CPU").
 template <class C>
 void gemm_tiles(const C* pa, Lay la, const C* pb, Lay lb, C* pc, Lay lc, Index M, Index N, Index K,
                 bool acc, Index tiles) {
