@@ -60,6 +60,16 @@ void Registry::add_entry(std::string_view op, std::string_view backend_name, Ent
 }
 
 void Registry::finalize() {
+  // "auto": the fast backend for the tensors' device; on the host the
+  // reference when no cpu backend is available.
+  auto id_of = [&](const BackendInfo* b) {
+    return b != nullptr ? static_cast<BackendId>(b - backends_.data()) : BackendId(-1);
+  };
+  const BackendInfo* cpu = backend("cpu");
+  auto_backend_[static_cast<int>(DeviceType::cpu)] =
+      id_of(cpu && cpu->compiled && cpu->available ? cpu : backend("reference"));
+  auto_backend_[static_cast<int>(DeviceType::cuda)] =
+      id_of(backend(device_type_name(DeviceType::cuda)));
   sorted_.clear();
   for (const Entry& e : entries_) sorted_.push_back(&e);
   auto key = [&](const Entry* e) {
@@ -98,15 +108,9 @@ OpId Registry::op_id(std::string_view op) const {
 BackendId Registry::resolve_backend(const char* op, std::string_view name, Device dev) const {
   const BackendInfo* b = nullptr;
   if (name == "auto") {
-    // The fast backend for the tensors' device; on the host fall back to
-    // the reference when no cpu backend is available.
-    if (dev.is_cpu()) {
-      const BackendInfo* cpu = backend("cpu");
-      b = cpu && cpu->compiled && cpu->available ? cpu : backend("reference");
-    } else {
-      b = backend(device_type_name(dev.type));
-    }
-    STRATA_CHECK(b != nullptr, op, "no backend serves ", dev.str(), " tensors");
+    const BackendId id = auto_backend_[static_cast<int>(dev.type)];
+    STRATA_CHECK(id >= 0, op, "no backend serves ", dev.str(), " tensors");
+    b = &backends_[id];
   } else {
     b = backend(name);
     if (b == nullptr) {

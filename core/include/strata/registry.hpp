@@ -126,6 +126,9 @@ class Registry {
   std::vector<Entry> entries_;        // registration order
   std::vector<const Entry*> sorted_;  // grouped by (op, backend, dtype), registration order kept
   std::vector<Span> table_;           // [op][backend][dtype]
+  // The backend "auto" names for each device type, chosen once by finalize()
+  // (-1: none serves that device).
+  BackendId auto_backend_[2] = {-1, -1};
 };
 
 // ---- template definitions -------------------------------------------------
