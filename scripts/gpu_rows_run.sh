@@ -53,7 +53,7 @@ timeout 60 $T "[ops]" --durations yes > "$OUT/tests.log" 2>&1
 say "tests [ops] rc=$? : $(grep -E 'test cases|All tests passed' "$OUT/tests.log" | tail -2 | tr '\n' ' ')"
 grep -B3 -A12 -m6 'FAILED' "$OUT/tests.log" | head -60
 CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-$CUOBJ -res-usage build-gpu/libstrata.a 2> /dev/null | grep -A1 -E 'norm_fast|softmax_fast' |
+$CUOBJ -res-usage build-gpu/libstrata_backend_cuda.a 2> /dev/null | grep -A1 -E 'norm_fast|softmax_fast' |
   grep -v '^--' > "$OUT/res_usage.txt"
 say "fast kernels' res-usage: $(grep -cE 'REG:' "$OUT/res_usage.txt") kernels, REG $(grep -oE 'REG:[0-9]+' "$OUT/res_usage.txt" | cut -d: -f2 | sort -n | uniq | paste -sd,), STACK $(grep -oE 'STACK:[0-9]+' "$OUT/res_usage.txt" | sort -u | paste -sd,)"
 

@@ -87,7 +87,7 @@ if has sass; then
   # Instruction mix per kernel: FFMA, f64 tensor-core MMAs (DMMA), 128-bit
   # shared/global loads, cp.async, local-memory traffic (spills).
   say "sass"
-  cuobjdump --dump-sass "$BUILD/libstrata.a" > "$LOGS/sass.txt" 2>&1
+  cuobjdump --dump-sass "$BUILD/libstrata_backend_cuda.a" > "$LOGS/sass.txt" 2>&1
   awk '/Function :/ { if (f) printf "%-90s FFMA=%d DMMA=%d LDS.128=%d LDS=%d LDGSTS=%d LDG.128=%d LDL=%d STL=%d MUFU.EX2=%d\n", f, ffma, dmma, lds128, lds, ldgsts, ldg128, ldl, stl, ex2;
                        f = substr($3, 1, 90); ffma = dmma = lds128 = lds = ldgsts = ldg128 = ldl = stl = ex2 = 0; next }
        / FFMA / { ffma++ } / DMMA/ { dmma++ } /LDS\.128/ { lds128++ } / LDS/ { lds++ } /LDGSTS/ { ldgsts++ }
