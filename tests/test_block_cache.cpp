@@ -1,4 +1,4 @@
-// The cuda runtime's host block cache (backends/cuda/block_cache.hpp) on a
+// The cuda runtime's host block cache (backends/cuda/runtime/block_cache.hpp) on a
 // fake allocator of host memory that records every call: size classes,
 // reuse, the bounds, trim (and trim from inside an out-of-memory retry), the
 // capture bypass, the env switch, and two threads never handed one block.
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "../backends/cuda/block_cache.hpp"
+#include "../backends/cuda/runtime/block_cache.hpp"
 #include "catch.hpp"
 #include "test_core_util.hpp"
 

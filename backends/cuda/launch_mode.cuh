@@ -1,7 +1,7 @@
 #pragma once
 // How the elementwise engine and the gemv launch their kernels, chosen once
 // per process by STRATA_CUDA_LAUNCH (an A/B switch for the host cost of a
-// small op's launch, docs/cuda.md "Launch cost"):
+// small op's launch, docs/guide/cuda-runtime.md, "Launch cost"):
 //   pdl     (default) cudaLaunchKernelEx with programmatic dependent launch
 //   ex      cudaLaunchKernelEx with no attribute
 //   plain   a <<<>>> launch (cudaLaunchKernel)

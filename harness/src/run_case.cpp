@@ -21,14 +21,6 @@ using detail::CaseInputs;
 using detail::contiguous_copy;
 using detail::ViewSpec;
 
-double max_abs_finite(const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) {
-    if (std::isfinite(x)) m = std::max(m, std::abs(x));
-  }
-  return m;
-}
-
 ViewSpec output_spec(const CaseInputs& in, const AttentionCase& c, bool lse) {
   const Shape& shape = lse ? in.lse_shape : in.out_shape;
   if (in.layout == Layout::fused_qkv) {
@@ -42,56 +34,6 @@ ViewSpec output_spec(const CaseInputs& in, const AttentionCase& c, bool lse) {
     return ViewSpec{shape, st, 0, shape_numel(buf)};
   }
   return detail::make_spec(shape, in.layout, lse ? detail::Role::lse : detail::Role::out);
-}
-
-// The relative error a correct result in `dt` may have where the naive
-// computation happens to be exact (see the tolerances below): ~8 ulp of f32,
-// ~4500 ulp of f64, one ulp of f16 / bf16, whose outputs are rounded once
-// from f32 and so may land on the other neighbour of the exact value.
-double tolerance_floor(DType dt) {
-  switch (dt) {
-    case DType::f32:
-      return 1e-6;
-    case DType::f16:
-      return 0x1p-10;
-    case DType::bf16:
-      return 0x1p-7;
-    default:
-      return 1e-12;
-  }
-}
-
-// The same computation as the reference but accumulating in the case's own
-// dtype: what a naive implementation in that precision achieves. This one
-// calls the reference kernel template directly, not through the op: the
-// registry's reference kernel for f32 is attention<float, double> (it
-// accumulates in double, as a reference should), and no registered kernel
-// accumulates in f32, which is the point of this baseline.
-AttentionResult naive_same_dtype(const Tensor& q, const Tensor& k, const Tensor& v,
-                                 AttentionOptions opt) {
-  opt.backend = "reference";
-  const DType dt = q.dtype();
-  if (dt == DType::f16 || dt == DType::bf16) {
-    // These compute in f32 (docs/ops.md): the naive f32 computation on the
-    // (exact) f32 values of the inputs, its output rounded to dt; lse is f32.
-    auto f32 = [](const Tensor& t) { return contiguous_copy(t, DType::f32); };
-    if (opt.mask.defined() && opt.mask.dtype() != DType::boolean) opt.mask = f32(opt.mask);
-    AttentionResult r = naive_same_dtype(f32(q), f32(k), f32(v), opt);
-    r.out = contiguous_copy(r.out, dt);
-    return r;
-  }
-  const strata::detail::AttentionPlan p = strata::detail::plan_attention("harness", q, k, v, opt);
-  AttentionResult r{Tensor::empty(p.out_shape, dt), Tensor::empty(p.lse_shape, dt)};
-  if (p.empty_output()) return r;
-  const AttentionArgs a = strata::detail::make_attention_args(p, r.out, r.lse, q, k, v, nullptr);
-  // The reference backend's naive kernel with its accumulator in the input
-  // dtype, registered as its own op so that nothing outside the backend
-  // includes its headers.
-  const Registry& reg = Registry::get();
-  static const OpId op = reg.op_id("softmax_attention_same_dtype");
-  const BackendId ref = reg.resolve_backend("harness", "reference", Device::cpu());
-  reg.find(op, ref, dt, a).run(a);
-  return r;
 }
 
 }  // namespace
@@ -147,33 +89,16 @@ CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRun
   const std::vector<double> ref_out = ref_out_t.to_vector<double>();
   const std::vector<double> ref_lse = ref_lse_t.to_vector<double>();
 
-  // Tolerances. A correct kernel in dtype T differs from the f64 reference by
-  // rounding only, of the same order as a naive computation carried out
-  // entirely in T (scores, softmax and P V all in T). We measure that naive
-  // error on this very case and allow 3x it (FlashAttention's tests allow 2x
-  // plus an output-rounding term; PyTorch's SDPA tests similar multiples),
-  // plus a floor for cases where the naive computation happens to be (near)
-  // exact, e.g. N = 1 or rows all masked: tolerance_floor() of the output's
-  // and the lse's own dtype (lse is f32 for f16/bf16), relative to their
-  // magnitude: far under any indexing or masking bug (O(1) errors).
-  // Large logits (input_scale) are ill-conditioned in any algorithm in T:
-  // every rounding of a score s perturbs exp(s) by ~eps * |s|; the naive
-  // error grows with them and so does the bound. A streaming kernel rounds a
-  // score about three times (scale, running max, exp2 folding) where the
-  // naive one rounds it once, hence the factor 3 rather than 2.
+  // Tolerances: the harness's rule (attention_tolerance.cpp), from a naive
+  // computation in the case's dtype on the case's own inputs and mask.
   AttentionOptions naive_opt = in.options;
   naive_opt.mask = hmask;
-  const AttentionResult naive = naive_same_dtype(hq, hk, hv, naive_opt);
-  const ErrorStats nd = compare_values(naive.out.to_vector<double>(), ref_out);
-  const ErrorStats nl = compare_values(naive.lse.to_vector<double>(), ref_lse);
-  rep.naive_rel_fro = nd.rel_fro;
-  rep.naive_max_abs = nd.max_abs;
-  rep.naive_lse_abs = nl.max_abs;
+  const AttentionTolerance tol = attention_tolerance(hq, hk, hv, naive_opt, ref_out_t, ref_lse_t);
+  rep.naive_rel_fro = tol.naive_rel_fro;
+  rep.naive_max_abs = tol.naive_max_abs;
+  rep.naive_lse_abs = tol.naive_lse_abs;
+  const double tol_rel = tol.rel_fro, tol_abs = tol.max_abs, tol_lse = tol.lse_abs;
   const DType lse_dt = strata::detail::lse_dtype(c.dtype);  // f32 for f16/bf16
-  const double floor = tolerance_floor(c.dtype), lse_floor = tolerance_floor(lse_dt);
-  const double tol_rel = 3 * nd.rel_fro + floor;
-  const double tol_abs = 3 * nd.max_abs + floor * std::max(1.0, max_abs_finite(ref_out));
-  const double tol_lse = 3 * nl.max_abs + lse_floor * std::max(1.0, max_abs_finite(ref_lse));
 
   // Each registry backend (extra_runner == nullptr), then each extra runner.
   detail::run_each_backend(

@@ -1,5 +1,5 @@
-// The cuda runtime's host block cache (backends/cuda/block_cache.hpp,
-// docs/cuda.md "Memory"): freed small blocks come back without a pool call,
+// The cuda runtime's host block cache (backends/cuda/runtime/block_cache.hpp,
+// docs/guide/cuda-runtime.md, "Memory"): freed small blocks come back without a pool call,
 // and results stay right when every step's output reuses a block a queued
 // kernel still reads or writes: eager chains on the default stream, on one
 // Stream of the caller's and alternating between the two, two threads at
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../backends/cuda/block_cache.hpp"
+#include "../../backends/cuda/runtime/block_cache.hpp"
 #include "catch.hpp"
 #include "child_rerun.hpp"
 #include "dependent_steps.hpp"

@@ -2,7 +2,7 @@
 // The lock is never held while alloc runs (its out-of-memory path calls
 // trim), nor while release hands a block to free (a device free costs
 // microseconds that other threads need not wait for).
-#include "cuda/block_cache.hpp"
+#include "cuda/runtime/block_cache.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -8,7 +8,7 @@
 // A block goes back to the cache with no device-side ordering: the next owner
 // may be handed it while kernels queued earlier still use it. That is safe
 // only when those kernels and the next owner's are ordered by their streams;
-// docs/cuda.md "Memory" states which caller patterns are.
+// docs/guide/cuda-runtime.md, "Memory" states which caller patterns are.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -47,7 +47,7 @@ class BlockCache {
   // limits.max_block a power of two >= kMinClass, else strata::Error.
   BlockCache(AllocFn alloc, FreeFn free, BlockCacheLimits limits = {});
   // Cached blocks are not freed: the runtime's caches live until the process
-  // ends, when calling the device is no longer safe (cuda_runtime.cu).
+  // ends, when calling the device is no longer safe (device_memory.cu).
   ~BlockCache() = default;
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
@@ -86,7 +86,7 @@ class BlockCache {
 };
 
 // STRATA_CUDA_BLOCK_CACHE (strata/tuning.hpp): off by default until a GPU
-// run measures what it saves against the ordering it gives up (docs/cuda.md,
+// run measures what it saves against the ordering it gives up (docs/guide/cuda-runtime.md,
 // "Memory").
 bool block_cache_enabled();
 

@@ -106,6 +106,26 @@ struct ExtraRunner {
       run;
 };
 
+// The bounds a correct attention result is held to against the f64
+// reference, by the harness's one rule: 3x the error that a naive
+// computation in q's dtype (the reference kernel with its accumulator in
+// that dtype; f16/bf16 in f32, output rounded) makes on this very problem,
+// plus a floor (1e-6 relative for f32, 1e-12 for f64, one ulp for f16/bf16).
+// The bound grows with N where rounding does, so correct long-N results
+// pass, while indexing or masking bugs (errors of order 1) still fail.
+// run_attention_case holds every backend to it; `strata attention` too.
+struct AttentionTolerance {
+  double rel_fro = 0, max_abs = 0, lse_abs = 0;                    // the bounds
+  double naive_rel_fro = 0, naive_max_abs = 0, naive_lse_abs = 0;  // what the naive run achieved
+};
+// q, k, v (and opt.mask): host tensors in the problem's dtype; ref_out (and
+// ref_lse, when defined) the f64 reference's output (and lse) for them, in
+// logical order. Needs as much memory as the reference backend does; the lse
+// bounds stay 0 when ref_lse is undefined.
+AttentionTolerance attention_tolerance(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const AttentionOptions& opt, const Tensor& ref_out,
+                                       const Tensor& ref_lse = Tensor());
+
 // Runs the case on every compiled and available backend, then on `extra`.
 CaseReport run_attention_case(const AttentionCase& c, const std::vector<ExtraRunner>& extra = {});
 
