@@ -28,11 +28,16 @@ int run_forward(const ForwardCli& cli) {
     throw Error("--tokens '" + cli.tokens + "': expected [batch, T] ids, got shape " +
                 shape_str(ids.shape()));
   nn::DecoderLM model = load_cli_model(cli.model);
+  // Past the context a gpt2 model has no position embedding and a llama
+  // model's rotary positions were never trained: refused, as generate does.
+  require_context(model, ids.size(1),
+                  "forward: each row of --tokens '" + cli.tokens + "' " + shape_str(ids.shape()));
   // [B, T, V] f32; ids out of the vocabulary are an error from the embedding.
   const Tensor logits = model.forward(ids.to(model.device()));
   write_outputs({{{cli.out, "--out"}, npy_bytes(logits)}});
-  std::cerr << "forward: " << shape_str(ids.shape()) << " ids -> logits "
-            << shape_str(logits.shape()) << " written to " << cli.out << "\n";
+  std::cerr << "forward: " << dtype_name(model.dtype()) << " model on " << model_placement(model)
+            << ": " << shape_str(ids.shape()) << " ids -> logits " << shape_str(logits.shape())
+            << ' ' << dtype_name(npy_dtype(logits.dtype())) << " written to " << cli.out << "\n";
   return kExitOk;
 }
 

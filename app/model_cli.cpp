@@ -2,6 +2,7 @@
 
 #include "attention_cli.hpp"  // require_backend
 #include "strata/nn/hf_weights.hpp"
+#include "strata/registry.hpp"
 
 namespace strata::cli {
 
@@ -25,6 +26,13 @@ nn::DecoderLM load_cli_model(const ModelCli& m) {
   nn::DecoderLM model = nn::load_model(m.config, m.weights, parse_dtype(m.dtype), dev);
   model.options().backend = m.backend;
   return model;
+}
+
+std::string model_placement(const nn::DecoderLM& model) {
+  // "auto" resolves as each op call does: the fast backend of the device.
+  const Registry& reg = Registry::get();
+  const BackendId id = reg.resolve_backend("model", model.options().backend, model.device());
+  return reg.backend(id).name + " (" + model.device().str() + " memory)";
 }
 
 }  // namespace strata::cli

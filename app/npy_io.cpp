@@ -315,4 +315,6 @@ std::string npy_bytes(const Tensor& t) {
   }
 }
 
+DType npy_dtype(DType dt) { return dt == DType::bf16 ? DType::f32 : dt; }
+
 }  // namespace strata::cli

@@ -17,4 +17,8 @@ Tensor load_npy(const std::string& path, const std::string& what);
 // since NumPy has no bfloat16).
 std::string npy_bytes(const Tensor& t);
 
+// The dtype npy_bytes writes a tensor of dtype `dt` in (f32 for bf16), for
+// summaries that say what was written.
+DType npy_dtype(DType dt);
+
 }  // namespace strata::cli

@@ -95,6 +95,55 @@ b = run("generate", *MODEL, "--prompt", "The ", "--max-tokens", "40", "--tempera
 check(a.returncode == 0 and a.stdout == b.stdout and len(a.stdout) > 40,
       "generate: the same seed gives the same sampled text")
 
+# ---- the command line agrees with itself -----------------------------------------------
+# --top-p: the help states the range the sampler checks, (0, 1] as in
+# transformers; 0 is refused (below, with the bad input), 1 accepted.
+h = run("generate", "--help").stdout.decode()
+top_p = [l for l in h.splitlines() if l.strip().startswith("--top-p")]
+check(top_p and "(0, 1]" in top_p[0] and "[0 - 1]" not in top_p[0],
+      f"generate --help: --top-p says (0, 1] ({top_p[0].strip() if top_p else h!r})")
+r = run("generate", *MODEL, "--prompt", "The ", "--max-tokens", "4", "--top-p", "1")
+check(r.returncode == 0, f"generate --top-p 1: exit 0 ({r.stderr.decode().strip()})")
+# --top-k / --top-p without a temperature: greedy, as transformers does with
+# do_sample=False, with one warning line that they have no effect.
+greedy4 = run("generate", *MODEL, "--prompt", "The ", "--max-tokens", "4")
+check(greedy4.returncode == 0 and "warning" not in greedy4.stderr.decode(),
+      "generate greedy: no warning")
+for flags in (["--top-k", "5"], ["--top-p", "0.5"], ["--top-k", "5", "--top-p", "0.5"]):
+    r = run("generate", *MODEL, "--prompt", "The ", "--max-tokens", "4", *flags)
+    warn = [l for l in r.stderr.decode().splitlines() if "warning" in l]
+    check(r.returncode == 0 and r.stdout == greedy4.stdout and len(warn) == 1 and
+          warn[0].startswith("strata: warning: ") and "no effect" in warn[0] and
+          "temperature 0" in warn[0] and "greedy" in warn[0] and
+          all(f in warn[0] for f in flags if f.startswith("--")),
+          f"generate {' '.join(flags)} without --temperature: greedy, one warning ({warn})")
+r = run("generate", *MODEL, "--prompt", "The ", "--max-tokens", "4", "--temperature", "0.8",
+        "--top-k", "5")
+check(r.returncode == 0 and "warning" not in r.stderr.decode(),
+      "generate --temperature 0.8 --top-k 5: no warning")
+# The summaries name the backend that ran and where its tensors live.
+for backend, want in (("reference", "on reference (cpu memory)"), ("cpu", "on cpu (cpu memory)"),
+                      ("auto", "on cpu (cpu memory)")):
+    r = run("generate", *MODEL, "--prompt", "The ", "--max-tokens", "2", "--backend", backend)
+    check(r.returncode == 0 and want in r.stderr.decode(),
+          f"generate --backend {backend}: '{want}' ({r.stderr.decode().strip()})")
+    r = run("forward", *MODEL, "--tokens", f"{tmp}/ids.npy", "--out", f"{tmp}/l.npy",
+            "--backend", backend)
+    check(r.returncode == 0 and want in r.stderr.decode(),
+          f"forward --backend {backend}: '{want}' ({r.stderr.decode().strip()})")
+# forward's summary states the dtype of the file it wrote: float32 logits,
+# also from a bf16 model.
+r = run("forward", *MODEL, "--tokens", f"{tmp}/ids.npy", "--out", f"{tmp}/l.npy", "--dtype", "bf16")
+err = r.stderr.decode().strip()
+check(r.returncode == 0 and np.load(f"{tmp}/l.npy").dtype == np.float32 and "bf16 model" in err
+      and "f32 written to" in err, f"forward --dtype bf16: summary says f32 was written ({err})")
+# forward holds ids to the model's context as generate does: 512 positions
+# run, 513 are refused naming the count and the limit.
+np.save(f"{tmp}/ctx.npy", np.zeros((1, 512), dtype=np.int64))
+r = run("forward", *MODEL, "--tokens", f"{tmp}/ctx.npy", "--out", f"{tmp}/l.npy")
+check(r.returncode == 0, f"forward: 512 positions, the whole context ({r.stderr.decode().strip()})")
+np.save(f"{tmp}/long.npy", np.zeros((2, 513), dtype=np.int64))
+
 # ---- bad input -------------------------------------------------------------------------
 np.save(f"{tmp}/oov.npy", np.array([[1, 2, 256]], dtype=np.int64))
 np.save(f"{tmp}/float.npy", np.array([[1.0, 2.0]], dtype=np.float32))
@@ -115,9 +164,13 @@ bad = [
                           "--prompt", "x"], "none.json"),
     ("--out is the ids file", ["forward", *MODEL, "--tokens", f"{tmp}/batch.npy",
                                "--out", f"{tmp}/batch.npy"], "--tokens"),
-    ("past the context", ["generate", *MODEL, "--prompt", "x", "--max-tokens", "600"], "512"),
-    ("--top-p 2", ["generate", *MODEL, "--prompt", "x", "--top-p", "2"], "top-p"),
-    ("--top-p 0", ["generate", *MODEL, "--prompt", "x", "--top-p", "0"], "top_p"),
+    ("past the context", ["generate", *MODEL, "--prompt", "x", "--max-tokens", "600"],
+     "601 positions, past the model's context of 512 (max_position_embeddings)"),
+    ("forward past the context", ["forward", *MODEL, "--tokens", f"{tmp}/long.npy",
+                                  "--out", f"{tmp}/o.npy"],
+     "513 positions, past the model's context of 512 (max_position_embeddings)"),
+    ("--top-p 2", ["generate", *MODEL, "--prompt", "x", "--top-p", "2"], "--top-p"),
+    ("--top-p 0", ["generate", *MODEL, "--prompt", "x", "--top-p", "0"], "--top-p"),
     ("--temperature nan", ["generate", *MODEL, "--prompt", "x", "--temperature", "nan"],
      "temperature"),
     ("a config value nested 200,000 deep", ["generate", "--weights", MODEL[1], "--config",
