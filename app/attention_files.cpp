@@ -93,18 +93,20 @@ int run_attention_files(const AttentionCli& cli) {
   if (!cli.lse.empty()) files.emplace_back(outputs[1], npy_bytes(r.lse));
   write_outputs(files);
 
+  // The kernel's name may carry " (via f32)" (f16/bf16 on a backend that
+  // converts them); the registry knows it by the name before that.
   std::string ran_on = backend ? backend->name : "auto";
   if (!backend)
     for (const KernelInfo& ki : Registry::get().kernels("softmax_attention"))
-      if (ki.name == kernel) ran_on = "auto -> " + ki.backend;
+      if (kernel.compare(0, kernel.find(' '), ki.name) == 0) ran_on = "auto -> " + ki.backend;
   std::cout << "strata attention: " << layout << "\n"
             << "  backend " << ran_on << ", kernel " << kernel << ", " << runs
             << (runs == 1 ? " run" : " runs") << ", median " << fmt("%.3f", median(ms)) << " ms\n"
             << "  wrote " << cli.out << ' ' << shape_str(r.out.shape()) << ' '
-            << dtype_name(r.out.dtype());
+            << dtype_name(npy_dtype(r.out.dtype()));
   if (!cli.lse.empty())
     std::cout << " and " << cli.lse << ' ' << shape_str(r.lse.shape()) << ' '
-              << dtype_name(r.lse.dtype());
+              << dtype_name(npy_dtype(r.lse.dtype()));
   std::cout << std::endl;
   return kExitOk;
 }

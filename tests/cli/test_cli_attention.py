@@ -596,6 +596,11 @@ def half_cases(tmp):
     e = rel_err(got, want)
     if got.dtype != np.float32 or not e <= 1e-2:
         return fail("--dtype bf16", "out %s, rel err %.3g (want float32, <= 1e-2)" % (got.dtype, e))
+    # The summary names the dtype of the file, and the backend auto chose.
+    wrote = [l for l in r.stdout.splitlines() if "wrote" in l]
+    if not wrote or not wrote[0].endswith("[2, 3, 17, 32] f32") or "auto -> " not in r.stdout:
+        return fail("--dtype bf16", "summary should say f32 was written, by auto -> a backend:\n" +
+                    r.stdout)
     print("case --dtype bf16: ok, out rel err %.2e" % e)
     # The built-in problem runs f32 or f64 only.
     r = run(["--dtype", "bf16", "--m", "4", "--n", "4"])
