@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "strata/device_runtime.hpp"
 #include "strata/registry.hpp"
+#include "strata/tuning.hpp"
 #include "strata/version.hpp"
 #include "table.hpp"
 
@@ -31,25 +32,75 @@ void print_backends(std::ostream& os, const Registry& reg) {
 
 // One row per (op, backend, kernel), its dtypes joined: every op's kernels
 // per backend and dtype, in a table that still fits a terminal.
-void print_kernels(std::ostream& os, const Registry& reg) {
-  os << "kernels (op, backend, dtypes):\n";
-  Table t({"op", "backend", "dtypes", "kernel"});
+struct KernelRow {
+  std::string op, backend, dtypes, kernel;
+};
+
+std::vector<KernelRow> kernel_rows(const Registry& reg) {
+  std::vector<KernelRow> rows;
   for (const std::string& op : reg.ops()) {
     const auto kernels = reg.kernels(op);
     std::vector<bool> done(kernels.size(), false);
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       if (done[i]) continue;
-      std::string dtypes;
+      KernelRow row{op, kernels[i].backend, "", kernels[i].name};
       for (std::size_t j = i; j < kernels.size(); ++j) {
-        if (done[j] || kernels[j].backend != kernels[i].backend ||
-            kernels[j].name != kernels[i].name)
-          continue;
+        if (done[j] || kernels[j].backend != row.backend || kernels[j].name != row.kernel) continue;
         done[j] = true;
-        dtypes += (dtypes.empty() ? "" : " ") + std::string(dtype_name(kernels[j].dtype));
+        row.dtypes += (row.dtypes.empty() ? "" : " ") + std::string(dtype_name(kernels[j].dtype));
       }
-      t.add({op, kernels[i].backend, dtypes, kernels[i].name});
+      rows.push_back(std::move(row));
     }
   }
+  return rows;
+}
+
+// softmax_attention runs f16/bf16 on a backend without kernels of its own
+// for them by converting to f32 and running the f32 kernel
+// (ops/src/attention.cpp): the f32 row says so, rather than suggesting that
+// half types are refused there.
+void note_attention_detour(const Registry& reg, std::vector<KernelRow>& rows) {
+  const OpId op = reg.op_id("softmax_attention");
+  for (KernelRow& row : rows) {
+    if (row.op != "softmax_attention" ||
+        (" " + row.dtypes + " ").find(" f32 ") == std::string::npos)
+      continue;
+    const auto& all = reg.backends();  // a BackendId is an index into it
+    for (BackendId b = 0; b < static_cast<BackendId>(all.size()); ++b) {
+      if (all[b].name != row.backend) continue;
+      std::string via;
+      for (DType dt : {DType::bf16, DType::f16})
+        if (!reg.has_kernel(op, b, dt))
+          via += (via.empty() ? "" : "/") + std::string(dtype_name(dt));
+      if (!via.empty()) row.dtypes += ", " + via + " via f32";
+    }
+  }
+}
+
+void print_kernels(std::ostream& os, const Registry& reg) {
+  std::vector<KernelRow> rows = kernel_rows(reg);
+  note_attention_detour(reg, rows);
+  os << "kernels (op, backend, dtypes):\n";
+  Table t({"op", "backend", "dtypes", "kernel"});
+  for (const KernelRow& r : rows) t.add({r.op, r.backend, r.dtypes, r.kernel});
+  t.print(os);
+}
+
+// One line in place of the kernel table.
+void print_op_count(std::ostream& os, const Registry& reg) {
+  int backends = 0;
+  for (const BackendInfo& b : reg.backends()) backends += b.compiled ? 1 : 0;
+  os << "ops: " << reg.ops().size() << " ops, " << kernel_rows(reg).size() << " kernels on "
+     << backends << " compiled backends (strata info --kernels lists them; strata info "
+     << "--tuning the STRATA_* switches)\n";
+}
+
+// The switchboard (strata/tuning.hpp): each STRATA_* environment switch the
+// library reads, the value this process runs with, and what it does.
+void print_tuning(std::ostream& os) {
+  os << "tuning (STRATA_* environment switches, read once per process):\n";
+  Table t({"switch", "value", "what"});
+  for (const TuningSwitch& s : tuning_switches(tuning())) t.add({s.name, s.value, s.help});
   t.print(os);
 }
 
@@ -70,7 +121,11 @@ void print_devices(std::ostream& os) {
   t.print(os);
 }
 
-int run_info() {
+struct InfoCli {
+  bool kernels = false, tuning = false;
+};
+
+int run_info(const InfoCli& cli) {
   // Registry::get() installs the device runtimes, so it comes first.
   const Registry& reg = Registry::get();
   std::ostream& os = std::cout;
@@ -78,18 +133,32 @@ int run_info() {
   os << "build: " << kBuildOptions << "\n\n";
   print_backends(os, reg);
   os << '\n';
-  print_kernels(os, reg);
+  if (cli.kernels) {
+    print_kernels(os, reg);
+  } else {
+    print_op_count(os, reg);
+  }
   os << '\n';
   print_devices(os);
+  if (cli.tuning) {
+    os << '\n';
+    print_tuning(os);
+  }
   return kExitOk;
 }
 
 }  // namespace
 
 void add_info_command(CLI::App& root, int& status) {
+  auto cli = std::make_shared<InfoCli>();
   CLI::App* cmd = root.add_subcommand(
-      "info", "Print the version, build options, backends, kernels and devices");
-  cmd->callback([&status] { status = run_info(); });
+      "info", "Print the version, build options, backends, op count and devices");
+  cmd->add_flag("--kernels", cli->kernels,
+                "also list every kernel: op, backend, dtypes and kernel name");
+  cmd->add_flag("--tuning", cli->tuning,
+                "also list the tuning switches (STRATA_* environment variables): name, the "
+                "value this process runs with, what it does");
+  cmd->callback([cli, &status] { status = run_info(*cli); });
 }
 
 }  // namespace strata::cli
