@@ -77,7 +77,7 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& body) {
     // Most often an op that allocated, freed or synchronised: say so.
     rt.abort_capture(stream.handle(), dev.index);
     fail("Graph::capture", "an op failed while the stream was recording (ops there must not ",
-         "allocate, free or synchronise; docs/graphs.md): ", e.what());
+         "allocate, free or synchronise; docs/guide/graphs.md): ", e.what());
   } catch (...) {
     rt.abort_capture(stream.handle(), dev.index);
     throw;
