@@ -3,7 +3,7 @@
 // materialised) in one binary, f32, one head.
 //
 // Counters: FLOP/s counts 4 * M * N * d per head (Q K^T and P V, d == dv:
-// the figure docs/cpu.md uses, halved for causal);
+// the figure docs/log/cpu.md uses, halved for causal);
 // bytes/s counts reading q, k, v and writing out once. Each benchmark's last
 // argument is the thread count (OpenMP), so 1- and 2-thread rows sit side by
 // side. Layout variants: "fused" slices q, k, v from one [N, 3 d] buffer

@@ -80,7 +80,7 @@ void BM_eigen(benchmark::State& st) {
 // Strata and Eigen registered in turn per shape, so that a drift of the
 // shared machine's speed hits both sides alike.
 int main(int argc, char** argv) {
-  // M, K, N, wt. The model shapes are those of docs/models.md's benchmark
+  // M, K, N, wt. The model shapes are those of docs/guide/models.md's benchmark
   // model (d_model 512, SwiGLU hidden 1408): decode rows 1 (batch 1), 4 and
   // 16, and a 512-token prefill; then a 64 MiB weight (the model's weights
   // together are 69 MB), which no cache holds between iterations, as in a

@@ -1,5 +1,5 @@
 #pragma once
-// The benchmark model of docs/models.md, shared by bench_model_cpu and
+// The benchmark model of docs/guide/models.md, shared by bench_model_cpu and
 // bench_model_cuda (and mirrored by bench/peer_model.py for PyTorch): 6
 // layers, d_model 512, 8 heads of 64, vocabulary 256; Llama style with 2 KV
 // heads and a SwiGLU MLP of 1408 (17.2M parameters), GPT-2 style with 8 KV

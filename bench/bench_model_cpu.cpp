@@ -1,4 +1,4 @@
-// The benchmark model of docs/models.md on the cpu backend: Llama style, 6
+// The benchmark model of docs/guide/models.md on the cpu backend: Llama style, 6
 // layers, d_model 512, 8 heads, 2 KV heads, SwiGLU hidden 1408, vocabulary
 // 256 (17.2M parameters), random weights; and the same size in GPT-2 style
 // (8 KV heads, GELU MLP of 2048, learned positions, tied head).

@@ -1,4 +1,4 @@
-// The benchmark model of docs/models.md on the cuda backend: Llama style, 6
+// The benchmark model of docs/guide/models.md on the cuda backend: Llama style, 6
 // layers, d 512, 8 heads, 2 KV heads, SwiGLU 1408, vocabulary 256 (17.2M
 // parameters), random weights. Decode: one token per step at position 512
 // (the cache is rewound to 512 before each step), batch 1 and 16; prefill:

@@ -14,7 +14,7 @@ the best peer per shape.
 Shapes named f32high_* / f32medium_* are Strata's f32 attention with
 AttentionOptions::precision high (3xTF32) / medium (TF32). Their peers run
 as PyTorch would for that precision: for f32high the TF32 switches stay off
-(the efficient sdpa runs 3xTF32 regardless: docs/cuda-tuning.md); for
+(the efficient sdpa runs 3xTF32 regardless: docs/log/cuda-tuning.md); for
 f32medium they are on (torch.backends.cuda.matmul.allow_tf32, the math sdpa
 and the naive path then multiply in TF32).
 """

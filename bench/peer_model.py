@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of Strata's models (docs/models.md): Llama- and GPT-2-style
+"""The PyTorch peer of Strata's models (docs/guide/models.md): Llama- and GPT-2-style
 decoders written in plain PyTorch with Hugging Face's tensor names, so the
 same safetensors file loads in both.
 
@@ -10,7 +10,7 @@ same safetensors file loads in both.
   check             the plain models against transformers' own classes
                     (same weights, same logits), where transformers exists
   bench             eager and torch.compile decode/prefill timings of the
-                    benchmark model (docs/models.md), medians; JSON out
+                    benchmark model (docs/guide/models.md), medians; JSON out
   live              Strata's `strata forward` against PyTorch on the
                     benchmark models, f32 and bf16, cuda and cpu
 

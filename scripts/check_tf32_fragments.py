@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Host check of the f32 TF32 attention kernel's fragment plumbing
-(backends/cuda/attention/flash_tf32.cuh), without a GPU.
+(backends/cuda/attention/sm80/kernel_tf32.cuh), without a GPU.
 
 Emulates one warp: ldmatrix.x4 (.b16) on f32 data and mma.m16n8k8 .tf32
 exactly as the PTX ISA defines their fragments (A: a0 (g, t), a1 (g+8, t),
@@ -10,7 +10,7 @@ Q, K and V in [rows][D + 4] tiles and its key permutation for P, and checks
 S = Q K^T and O = S V, the bank spread of the V loads and of the ldmatrix
 phases. Then emulates the arithmetic (3xTF32 split, TF32 rounding) on a
 small attention problem and prints the errors against f64 next to a naive
-f32 computation's (docs/cuda-tuning.md, "f32 on the tensor cores").
+f32 computation's (docs/log/cuda-tuning.md, "f32 on the tensor cores").
 
     python3 scripts/check_tf32_fragments.py     # exits 1 on a mismatch
 """
@@ -167,7 +167,7 @@ def mm_groups(a, b, G):
 
 
 def summation_groups(rng):
-    """Errors of high's summation groups (docs/cuda-tuning.md, "Session 10
+    """Errors of high's summation groups (docs/log/cuda-tuning.md, "Session 10
     trials") with truncating tensor-core accumulation, against naive f32."""
     for d, xs, N in ((64, 1.0, 400), (128, 1.0, 400), (128, 8.0, 512)):
         q = (rng.standard_normal((128, d)) * xs).astype(np.float32)

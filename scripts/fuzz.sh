@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the libFuzzer targets in fuzz/ (docs/fuzzing.md).
+# Builds and runs the libFuzzer targets in fuzz/ (docs/guide/fuzzing.md).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s each, every target
 # Targets: npy_reader (app/npy_io.cpp on arbitrary bytes), tensor_views
 # (Tensor::from_storage / as_strided / view chains against a storage extent),

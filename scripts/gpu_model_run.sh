@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU run of the models (docs/models.md): builds the library, tests, the
+# The GPU run of the models (docs/guide/models.md): builds the library, tests, the
 # model benchmarks and the CLI on the GPU machine, runs the nn tests (parity
 # with PyTorch's fixtures on the cuda backend included), Strata's GPU and CPU
 # model benchmarks, the PyTorch peer on the same models in the same run

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU run of the cuda row kernels' fast path (layer_norm, rms_norm,
-# softmax, log_softmax; docs/ops.md, "Row ops"), made to fit one
+# softmax, log_softmax; docs/guide/ops.md, "Row ops"), made to fit one
 # device call of under 5 minutes:
 #   1. Release build for sm_90 of strata_cuda_tests and bench_ops_cuda;
 #   2. two mutants of the row kernels, each built in the background from a

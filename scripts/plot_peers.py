@@ -5,7 +5,7 @@ The table (peer_attention.py --out FILE.md) already joins Strata's
 benchmark JSON with the peers' timings of the same run; this script reads
 it back and draws, per shape, Strata's TFLOP/s beside each peer's, with
 measured ceilings as horizontal lines. People read a chart faster than a
-table; docs/cuda.md shows the result beside the table it was drawn from.
+table; docs/log/cuda.md shows the result beside the table it was drawn from.
 
     /usr/bin/python3 scripts/plot_peers.py TABLE.md [TABLE2.md ...] --out chart.png \
         [--title "..."] [--ceiling "cuBLAS SGEMM=51.1" ...] [--only SHAPE ...]

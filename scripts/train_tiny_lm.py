@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Trains the tiny byte-level Llama-style model shipped in models/tiny-llama/
-(docs/models.md) on the licence texts Debian ships in /usr/share/common-licenses,
+(docs/guide/models.md) on the licence texts Debian ships in /usr/share/common-licenses,
 with PyTorch on the GPU machine (about a minute on an H200). Writes
 config.json and model.safetensors (bf16, Hugging Face names) to OUT.
 

@@ -1,6 +1,6 @@
 // The front end's semantics checked by equivalences that do not rely on the
 // reference being right: band options against explicit masks built from the
-// formula in docs/attention.md, GQA against repeated kv heads, batch broadcasting
+// formula in docs/guide/attention.md, GQA against repeated kv heads, batch broadcasting
 // against explicit copies, output shapes for every rank.
 #include <string>
 #include <thread>

@@ -2,7 +2,7 @@
 // bench/peer_model.py (the models in plain PyTorch with Hugging Face names,
 // checked there against transformers' own classes). Each holds a prompt,
 // PyTorch's f32 logits for it, and PyTorch's 64-token greedy continuation.
-// docs/models.md describes the method.
+// docs/guide/models.md describes the method.
 #include <algorithm>
 #include <cstdint>
 #include <string>

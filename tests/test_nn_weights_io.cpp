@@ -1,5 +1,5 @@
 // safetensors files and config.json: round trips of every dtype and layout,
-// a file built byte by byte from the format's description (docs/models.md),
+// a file built byte by byte from the format's description (docs/guide/models.md),
 // every malformed header the reader refuses, and both config styles.
 #include <dirent.h>
 #include <sys/stat.h>

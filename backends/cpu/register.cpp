@@ -15,7 +15,7 @@ void register_cpu_matmul(Registry& r);       // matmul/matmul_cpu.cpp
 namespace {
 
 // "" when this CPU runs what the compiler was allowed to emit (STRATA_CPU_ARCH,
-// docs/ops.md), else why not. Honest limit: code built for x86-64-v3 may use
+// docs/guide/matmul.md), else why not. Honest limit: code built for x86-64-v3 may use
 // AVX2 anywhere, static initialisers included, so an older CPU can die of
 // SIGILL before this runs; this catches the cases that get this far.
 std::string missing_isa() {

@@ -3,7 +3,7 @@
 // read as f64, each formula written out in f64 (independently of the cpu and
 // cuda kernels), the result rounded once to the output's dtype (index_copy,
 // a pure copy of any dtype, moves each element's bytes). Operand layout and
-// parameters: docs/ops.md, "Row ops".
+// parameters: docs/guide/ops.md, "Row ops".
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -203,7 +203,7 @@ void index_copy(const Operand& index, const IterArgs& a) {
 
 void index_copy(const IterArgs& a) { index_copy(a.side, a); }
 
-// ---- rotary: the angle as docs/ops.md fixes it (f32 unless the data is
+// ---- rotary: the angle as docs/guide/ops.md fixes it (f32 unless the data is
 // f64), then cos, sin and the rotation in f64.
 void rotary(const IterArgs& a) {
   const double theta = a.scalar[0];

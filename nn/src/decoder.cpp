@@ -96,7 +96,7 @@ void TransformerBlock::forward_inplace(const Tensor& x, const Tensor& positions,
   // beta = 1): the residual adds cost no op, no launch of their own. On the
   // host the sublayer writes into h (read before it is written) and add_out
   // adds it: Eigen's matrix-vector product with beta = 1 measured slower
-  // than the product plus the add (docs/models.md, "Residual adds").
+  // than the product plus the add (docs/guide/models.md, "Residual adds").
   // STRATA_FUSED_RESIDUAL (strata/tuning.hpp) forces either, for comparison.
   const Toggle force = tuning().fused_residual;
   const bool fused =

@@ -1,7 +1,7 @@
 // embedding front end: validate (ids i32/i64, table [V, D] floating, one
 // device, the caller's out, overlap), allocate where the op owns the output
 // and dispatch: op[0] = out [..., D], op[1] = ids with stride 0 along the
-// row, side = table (docs/ops.md). The kernel checks the ids' range.
+// row, side = table (docs/guide/ops.md). The kernel checks the ids' range.
 #include "strata/embedding.hpp"
 
 #include "row_common.hpp"

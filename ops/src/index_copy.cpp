@@ -1,6 +1,6 @@
 // index_copy_ front end: validate (ranks and shapes, dtypes, index i32/i64
 // and 1-D, one device, dst without self-overlap, src and index disjoint from
-// dst) and dispatch one row op (docs/ops.md, "IterArgs conventions"):
+// dst) and dispatch one row op (docs/guide/ops.md, "IterArgs conventions"):
 //
 //   op[0] = dst with stride 0 at `dim`, expanded to src's shape (the row
 //           element at index 0 of dim; the kernel adds index * iparam[0])

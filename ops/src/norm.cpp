@@ -1,7 +1,7 @@
 // layer_norm / rms_norm front ends: validate (x, weight and bias [n], eps,
 // devices, the caller's out, overlap), allocate where the op owns the
 // output, build IterArgs over the last dim with make_row_iter and dispatch
-// (docs/ops.md: weight and bias reach the kernel with stride 0 over rows,
+// (docs/guide/ops.md: weight and bias reach the kernel with stride 0 over rows,
 // data null when absent; scalar[0] = eps).
 #include "strata/norm.hpp"
 

@@ -1,7 +1,7 @@
 // Reduction and softmax front ends: validate (dim, dtype, device, the
 // caller's out, overlap), allocate where the op owns the output, move the
 // op's dim last with transpose views, build IterArgs with make_row_iter and
-// dispatch through the registry. No maths here (docs/ops.md: row ops).
+// dispatch through the registry. No maths here (docs/guide/ops.md: row ops).
 #include "strata/reduce.hpp"
 
 #include <limits>

@@ -2,7 +2,7 @@
 // broadcastable to x.shape[:-1], rotary_dims even and <= d, theta, one
 // device, the caller's out, overlap), allocate where the op owns the output
 // and dispatch: op = out, x, positions with stride 0 along the row;
-// scalar[0] = theta, iparam = {r, style} (docs/ops.md).
+// scalar[0] = theta, iparam = {r, style} (docs/guide/ops.md).
 #include "strata/rotary.hpp"
 
 #include <cmath>

@@ -38,7 +38,8 @@
 //
 // Instruction set: Eigen picks its SIMD packets (SSE2, AVX2+FMA, AVX-512)
 // from the compiler's target, the CMake option STRATA_CPU_ARCH (default
-// x86-64-v3), applied to the whole tree alike (docs/ops.md).
+// x86-64-v3), applied to the whole tree alike (docs/guide/matmul.md, "matmul on the CPU:
+// instruction set and threads").
 #include <omp.h>
 
 #include <Eigen/Core>

@@ -1,6 +1,6 @@
 #pragma once
 // The cpu row engine: one loop over the rows of a row IterArgs
-// (docs/ops.md, "Row ops"), shared by every row kernel.
+// (docs/guide/ops.md, "Row ops"), shared by every row kernel.
 //
 // Rows are split into one contiguous range per OpenMP thread when the op is
 // large enough (kParallelWork elements); smaller ops stay on the calling

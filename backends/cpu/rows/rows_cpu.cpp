@@ -1,5 +1,5 @@
 // cpu kernels of the row ops (reductions, softmax, norms, embedding,
-// rotary, index_copy) on row_engine.hpp's loop. Operand layout: docs/ops.md,
+// rotary, index_copy) on row_engine.hpp's loop. Operand layout: docs/guide/ops.md,
 // "Row ops".
 //
 // Precision: f16/bf16 compute in f32, f64 in f64. Sums (sum, mean, the
@@ -344,7 +344,7 @@ RowKernel index_copy_for(DType dt) {
 }
 
 // ---- rotary ------------------------------------------------------------------
-// The angle as docs/ops.md fixes it: inv_freq (f32) = theta^(-2i/r) rounded
+// The angle as docs/guide/ops.md fixes it: inv_freq (f32) = theta^(-2i/r) rounded
 // to f32, angle = (f32)pos * inv_freq in f32, cos and sin of that and the
 // rotation in f32; f64 throughout for f64 data.
 template <class T, class I>

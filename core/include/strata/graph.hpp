@@ -3,7 +3,7 @@
 // of op calls once, then replay it with one launch (CUDA graphs). A decode
 // step of a small model is a hundred tiny kernels whose cost is their
 // launches; replaying them as one graph removes the host side of every
-// launch. docs/graphs.md says what may be captured and why.
+// launch. docs/guide/graphs.md says what may be captured and why.
 //
 //   strata::Stream s(Device::cuda(0));
 //   OpOptions opt;  opt.stream = s.handle();

@@ -3,7 +3,7 @@
 // kMaxDims (8) entries live inside the object, so making a view (narrow,
 // transpose, reshape, expand...) copies a few words instead of allocating two
 // heap blocks: a small op's front end makes several views, and heap traffic
-// was a third of a small model's host time per op (docs/models.md). Longer
+// was a third of a small model's host time per op (docs/log/models.md). Longer
 // shapes (a file header naming 9 dims, say) still work, on the heap.
 //
 // It offers the part of std::vector<std::int64_t> the code base uses, with

@@ -1,7 +1,7 @@
 #pragma once
 // softmax_attention: out = softmax(scale * q k^T + bias) v, on any strided
 // layout, dispatched through the registry to the reference, cpu or cuda
-// backend. The contract is in docs/attention.md.
+// backend. The contract is in docs/guide/attention.md.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,7 +29,7 @@ struct AttentionOptions {
   // f32 products (the default); high = 3xTF32 on the tensor cores,
   // f32-accurate; medium = TF32 products (10-bit mantissas). Backends
   // without tensor-core kernels (reference, cpu), and cuda calls its TF32
-  // kernels do not serve, run highest. docs/attention.md, "Precision".
+  // kernels do not serve, run highest. docs/guide/attention.md, "Precision".
   Precision precision = Precision::highest;
   // "auto" (the backend that matches the tensors' device), "reference",
   // "cpu" or "cuda".

@@ -4,7 +4,7 @@
 // writes into a caller's view (any strides; it may be exactly one of the
 // inputs, for an in-place op, but must not otherwise overlap them). Inputs
 // of a binary or ternary op share one dtype (no implicit promotion: use
-// cast); f16 and bf16 compute in f32. Semantics: docs/ops.md.
+// cast); f16 and bf16 compute in f32. Semantics: docs/guide/ops.md.
 #include "strata/op_options.hpp"
 #include "strata/tensor.hpp"
 

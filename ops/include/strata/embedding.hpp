@@ -12,7 +12,7 @@ namespace strata {
 // while the call's stream is being captured into a CUDA graph, where nothing
 // may synchronise: then the row of a bad id is left unwritten (nothing
 // outside the table is read) and checking the ids is the caller's job
-// (docs/graphs.md).
+// (docs/guide/graphs.md).
 Tensor embedding(const Tensor& ids, const Tensor& table, const OpOptions& opt = {});
 void embedding_out(const Tensor& out, const Tensor& ids, const Tensor& table,
                    const OpOptions& opt = {});

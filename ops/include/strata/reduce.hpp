@@ -1,7 +1,7 @@
 #pragma once
 // Reductions and softmax over one dim, on any strided layout. `dim` may be
 // negative. Floating dtypes; f16/bf16 accumulate in f32, f32 in f32 with a
-// pairwise/blocked sum (the reference in f64). Semantics: docs/ops.md.
+// pairwise/blocked sum (the reference in f64). Semantics: docs/guide/ops.md.
 #include "strata/op_options.hpp"
 #include "strata/tensor.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // Multi-head attention with one fused QKV projection, grouped-query heads,
-// rotary positions and a preallocated KV cache. docs/models.md.
+// rotary positions and a preallocated KV cache. docs/guide/models.md.
 #include <cstdint>
 #include <optional>
 #include <vector>

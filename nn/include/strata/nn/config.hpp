@@ -1,6 +1,6 @@
 #pragma once
 // Model configuration, read from and written to a Hugging Face style
-// config.json (model_type "llama" or "gpt2"). docs/models.md lists the keys.
+// config.json (model_type "llama" or "gpt2"). docs/guide/models.md lists the keys.
 #include <cstdint>
 #include <string>
 

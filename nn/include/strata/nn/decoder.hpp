@@ -2,7 +2,7 @@
 // The pre-norm transformer block and the decoder-only language model, in
 // Llama style (RMSNorm, rotary, SwiGLU, grouped-query heads, no biases) or
 // GPT-2 style (LayerNorm, learned positions, GELU, biases, tied lm_head),
-// built from a ModelConfig. docs/models.md.
+// built from a ModelConfig. docs/guide/models.md.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -80,7 +80,7 @@ class DecoderLM : public Module {
   // on the model's device.
   void forward_out(const Tensor& logits, const Tensor& ids, KVCache* cache = nullptr);
 
-  // Decode steps on CUDA graphs (docs/models.md, "Decode on CUDA graphs").
+  // Decode steps on CUDA graphs (docs/guide/models.md, "Decode on CUDA graphs").
   // On a cuda model, a forward_out with a cache, T = 1 and no stream of the
   // caller's (options().stream null) records the step's work once into a
   // graph and replays it on later steps: the token ids and the position are

@@ -1,7 +1,7 @@
 #pragma once
 // Text generation: a byte-level tokenizer, a seeded sampler (greedy,
 // temperature, top-k, top-p) and the prefill-then-decode loop.
-// docs/models.md.
+// docs/guide/models.md.
 #include <cstdint>
 #include <functional>
 #include <random>

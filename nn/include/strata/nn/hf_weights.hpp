@@ -6,7 +6,7 @@
 // mlp.gate_up at load time, split again on save. GPT-2 names, with or without
 // "transformer.": wte, wpe, h.N.{ln_1, attn.c_attn, attn.c_proj, ln_2,
 // mlp.c_fc, mlp.c_proj}, ln_f; the Conv1D weights are stored [in, out] and
-// transposed on load and save. docs/models.md.
+// transposed on load and save. docs/guide/models.md.
 #include <string>
 
 #include "strata/nn/config.hpp"

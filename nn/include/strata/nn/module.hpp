@@ -2,7 +2,7 @@
 // nn::Module: a plain C++ object holding named parameters. Every module lists
 // its parameters through visit_parameters(), so loading, saving, moving,
 // casting and counting are written once, here. Names follow the module tree
-// ("blocks.0.attn.qkv.weight"). docs/models.md.
+// ("blocks.0.attn.qkv.weight"). docs/guide/models.md.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // Umbrella header of strata::nn: modules, the decoder model, Hugging Face
-// checkpoints (safetensors + config.json) and generation. docs/models.md.
+// checkpoints (safetensors + config.json) and generation. docs/guide/models.md.
 #include "strata/nn/attention.hpp"
 #include "strata/nn/config.hpp"
 #include "strata/nn/decoder.hpp"

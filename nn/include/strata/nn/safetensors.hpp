@@ -1,7 +1,7 @@
 #pragma once
 // safetensors files, the format Hugging Face checkpoints use: an 8-byte
 // little-endian header length, a JSON header naming each tensor's dtype,
-// shape and byte range, then the raw little-endian data. docs/models.md.
+// shape and byte range, then the raw little-endian data. docs/guide/models.md.
 #include <cstddef>
 #include <map>
 #include <string>
