@@ -8,8 +8,8 @@
 // time per call, the host is what limits). The matmul_cuda_host/ cases
 // split the skinny calls' host cost: linear (x W^T, the shape the gemv
 // kernel serves; the matmul_cuda/ skinny cases have b row-major, which the
-// gemv refuses: gemv_rows takes them, one row by default, more with
-// STRATA_GEMV_ROWS_MAX_M, else cuBLAS) launched with or without PDL, and
+// gemv refuses: gemv_multirow takes them, up to 16 rows by default, fewer
+// with STRATA_GEMV_ROWS_MAX_M, else cuBLAS) launched with or without PDL, and
 // cuBLAS directly on a handle set up as Strata's (math mode, 32 MiB
 // workspace).
 //
@@ -61,7 +61,7 @@ const Shape kShapes[] = {{"sq512", 512, 512, 512},
                          {"sq8192", 8192, 8192, 8192},
                          {"skinny_1x512x1536", 1, 512, 1536},
                          {"skinny_16x512x1408", 16, 512, 1408},
-                         // 4 and 8 rows: gemv_rows with STRATA_GEMV_ROWS_MAX_M set (docs/ops.md).
+                         // 4 and 8 rows: gemv_multirow (docs/guide/matmul.md).
                          {"skinny_4x512x1536", 4, 512, 1536},
                          {"skinny_8x512x1536", 8, 512, 1536}};
 const Mode kModes[] = {{"f32_highest", DType::f32, Precision::highest},

@@ -3,7 +3,7 @@
 // environment variable set: for the cuda settings read once per process
 // (STRATA_GEMV_MAX_M, STRATA_GEMV_ROWS_MAX_M, STRATA_CUDA_BLOCK_CACHE),
 // which a test cannot change in its own process. Used by the hidden
-// [gemv_all] and [gemv_rows_all] tests and by [block_cache_on].
+// [gemv_all] and [gemv_multirow_all] tests and by [block_cache_on].
 #include <cstdlib>
 #include <filesystem>
 #include <string>

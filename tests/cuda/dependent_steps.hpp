@@ -1,6 +1,6 @@
 #pragma once
 // The driver of the "inputs written by the kernels just before it" tests
-// (test_cuda_gemv.cpp, test_cuda_gemv_rows.cpp): kernels launched with
+// (test_cuda_gemv.cpp, test_cuda_gemv_multirow.cpp): kernels launched with
 // programmatic dependent launch must not read what their predecessor on the
 // stream is still writing, eagerly or replayed from a graph.
 #include "strata/elementwise.hpp"

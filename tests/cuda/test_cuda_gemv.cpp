@@ -146,9 +146,9 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, bool b
   const std::vector<double> want =
       matmul_test::affine_f64(hx.to_vector<double>(), hw.to_vector<double>(), 1, K,
                               hb.to_vector<double>(), bias, ho.to_vector<double>(), acc, M, N, K);
-  // Rows gemv refuses go to cuBLAS (or gemv_rows for K = 1), whose
+  // Rows gemv refuses go to cuBLAS (or gemv_multirow for K = 1), whose
   // f16/bf16 paths with a bias or accumulate round more than once
-  // (docs/ops.md, "Known deviations"; test_cuda_gemv_rows.cpp says more):
+  // (docs/guide/matmul.md, "Known deviations"; test_cuda_gemv_multirow.cpp says more):
   // the [matmul] suites check cuBLAS, this file the matrix-vector kernels.
   if (k == "cuda.matmul.cublas" && dt != DType::f32 && (bias || acc)) return;
   require_close(out.contiguous(), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
@@ -165,7 +165,7 @@ TEST_CASE("cuda gemv: the calls it takes", "[cuda][matmul][gemv]") {
   // (the child of [gemv16_ffma_all]), f32 and 1-8 rows never. Unset, 9-16
   // rows reach gemv only that way, or in f32 with a small W (gemv16).
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
-    // Up to the limit gemv, past it cuBLAS (W^T is not gemv_rows' layout);
+    // Up to the limit gemv, past it cuBLAS (W^T is not gemv_multirow's layout);
     // 17 rows always cuBLAS.
     for (std::int64_t M : {1, 2, 5, 8, 9, 12, 16, 17}) {
       INFO("M " << M);

@@ -7,7 +7,8 @@
 // Why: gemv16_kernel multiplies every 16-byte piece of W into all 16 rows
 // of x, each re-read from L1, with FFMA: 16 bytes of x and 256 FMAs per
 // 16 bytes of W in bf16 (twice f32's FMAs per byte), so L1 and the FMA
-// pipe, not W's bytes from HBM, set its time (run s14r2, docs/ops.md). Here
+// pipe, not W's bytes from HBM, set its time (docs/log/ops.md, "linear
+// with 9-16 rows, measured"). Here
 // a warp owns 16 columns of out: the 16 rows of W are the A operand of
 // mma.sync m16n8k16 (row-major [16, K], as W is stored), x^T is B as two
 // n8 tiles (x row-major [M, K] is B column-major, what .col wants), the
@@ -49,6 +50,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/launch_mode.cuh"
 #include "cuda/matmul/gemv_common.cuh"
@@ -84,10 +86,10 @@ __device__ __forceinline__ void tile_sums(const P& p, std::int64_t tile, int s, 
   const T* x = static_cast<const T*>(p.a);
   const std::int64_t n_lo = tile * 16 + g, n_hi = n_lo + 8;
   const bool w_lo = n_lo < p.N, w_hi = n_hi < p.N, x_lo = g < p.M, x_hi = g + 8 < p.M;
-  const T* wl = w + (w_lo ? n_lo : 0) * p.bn + 8 * t;
-  const T* wh = w + (w_hi ? n_hi : 0) * p.bn + 8 * t;
-  const T* xl = x + (x_lo ? g : 0) * p.am + 8 * t;
-  const T* xh = x + (x_hi ? g + 8 : 0) * p.am + 8 * t;
+  const T* wl = w + (w_lo ? n_lo : 0) * p.b_col_stride + 8 * t;
+  const T* wh = w + (w_hi ? n_hi : 0) * p.b_col_stride + 8 * t;
+  const T* xl = x + (x_lo ? g : 0) * p.a_row_stride + 8 * t;
+  const T* xh = x + (x_hi ? g + 8 : 0) * p.a_row_stride + 8 * t;
   const std::int64_t chunks = (p.K + kChunk - 1) / kChunk;
   const std::int64_t lo = chunks * s / split, hi = chunks * (s + 1) / split;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -139,7 +141,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv16_mma_kernel(const P p, c
       for (std::int64_t l = std::int64_t(s) * 32 + lane; l < 16 * lines; l += split * 32) {
         const std::int64_t n = tile * 16 + l / lines;
         if (n < p.N)
-          gemv::prefetch_l2(w + (n * p.bn * std::int64_t(sizeof(T)) + (l % lines) * 128));
+          gemv::prefetch_l2(w + (n * p.b_col_stride * std::int64_t(sizeof(T)) + (l % lines) * 128));
       }
   }
   grid_dependency_wait();
@@ -170,29 +172,18 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv16_mma_kernel(const P p, c
         const std::int64_t m = 8 * j + 2 * t + (e & 1), n = tile * 16 + g + 8 * (e >> 1);
         if (m >= p.M || n >= p.N) continue;
         float r = c[j][e];
-        if (p.bias != nullptr) r += gemv::to_f(static_cast<const T*>(p.bias)[n * p.bs]);
-        T* o = static_cast<T*>(p.out) + m * p.om + n * p.on;
+        if (p.bias != nullptr) r += gemv::to_f(static_cast<const T*>(p.bias)[n * p.bias_stride]);
+        T* o = static_cast<T*>(p.out) + m * p.out_row_stride + n * p.out_col_stride;
         if (p.accumulate) r += gemv::to_f(*o);
         *o = gemv::from_f<T>(r);
       }
   }
 }
 
-// The GPU's SM count (device 0's, read once: the split is a heuristic).
-inline int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v > 0 ? v : 132;
-  }();
-  return n;
-}
-
 // out [M, N] (+)= x [M, K] W^T (+ bias) for T bf16/f16, 9 <= M <= 16; p as
-// matmul_gemv.cu's GemvParams (a = x with row stride am, b = W with row
-// stride bn, both 16-byte aligned with am, bn multiples of 8 and K % 8 ==
-// 0: the caller checks).
+// matmul_gemv.cu's GemvParams (a = x with row stride a_row_stride, b = W
+// with row stride b_col_stride, both 16-byte aligned with both strides
+// multiples of 8 and K % 8 == 0: the caller checks).
 template <class T, class P>
 void launch(const P& p, cudaStream_t st) {
   const std::int64_t tiles = (p.N + 15) / 16, chunks = (p.K + kChunk - 1) / kChunk;

@@ -2,8 +2,8 @@
 // b [K, N] (+ bias) for 1 <= M <= 16 rows where b's columns are unit-stride
 // (matmul(x, W) with W [K, N] stored as it reads; any K stride that keeps
 // 16-byte rows). matmul_gemv.cu serves the other layout (b unit-stride
-// along K, linear's W^T); cuBLAS served this one at ~2 us of host time over
-// a direct cublasGemmEx (issue 13).
+// along K, linear's W^T); cuBLAS served this one with more host time than a
+// direct cublasGemmEx costs (issue 13; docs/log/ops.md, "Skinny shapes").
 //
 // Geometry: a block of 256 threads owns CT column groups of V columns (one
 // 16-byte load of a row of b: 4 f32 or 8 f16/bf16 columns) and splits K into
@@ -62,31 +62,31 @@ constexpr int kTargetBlocks = 192;  // ~1.5 per SM of an H200 (132 SMs)
 // registers) so that every block's L2 prefetch of b is issued at the start.
 constexpr int kTargetBlocksRows = 128;
 
-struct RowsParams {
+struct MultirowParams {
   const void* a;
   const void* b;
   const void* bias;
   void* out;
   std::int64_t M, N, K;
-  std::int64_t am, ak;  // a's strides
-  std::int64_t bk;      // b's row (K) stride; its column stride is 1
-  std::int64_t om, on, bs;
-  int ct;  // column groups per block, 1, 2, 4 or 8
+  std::int64_t a_row_stride, a_col_stride;
+  std::int64_t b_row_stride;  // along K; b's column stride is 1
+  std::int64_t out_row_stride, out_col_stride, bias_stride;
+  int column_groups;  // per block: 1, 2, 4 or 8 (CT)
   bool accumulate;
 };
 
 template <class T>
-struct Vec;  // V elements of T in one 16-byte load
+struct ColumnGroup;  // V columns of T: one 16-byte load of a row of b
 template <>
-struct Vec<float> {
+struct ColumnGroup<float> {
   static constexpr int V = 4;
 };
 template <>
-struct Vec<__half> {
+struct ColumnGroup<__half> {
   static constexpr int V = 8;
 };
 template <>
-struct Vec<__nv_bfloat16> {
+struct ColumnGroup<__nv_bfloat16> {
   static constexpr int V = 8;
 };
 
@@ -101,7 +101,7 @@ template <class T>
 __device__ __forceinline__ void widen(const uint4& raw, float* f) {
   const T* e = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-  for (int j = 0; j < Vec<T>::V; ++j) f[j] = to_f(e[j]);
+  for (int j = 0; j < ColumnGroup<T>::V; ++j) f[j] = to_f(e[j]);
 }
 template <class T>
 __device__ __forceinline__ uint4 load_row(const T* row, bool full, int valid) {
@@ -109,7 +109,7 @@ __device__ __forceinline__ uint4 load_row(const T* row, bool full, int valid) {
   uint4 raw;
   T* e = reinterpret_cast<T*>(&raw);
 #pragma unroll
-  for (int j = 0; j < Vec<T>::V; ++j) e[j] = j < valid ? row[j] : from_f<T>(0.0f);
+  for (int j = 0; j < ColumnGroup<T>::V; ++j) e[j] = j < valid ? row[j] : from_f<T>(0.0f);
   return raw;
 }
 
@@ -157,13 +157,13 @@ __device__ __forceinline__ Folded fold_scatter(float (&r)[R], int lane, int ct) 
 }
 
 template <class T, int MR>
-__global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p) {
-  constexpr int V = Vec<T>::V;
+__global__ void __launch_bounds__(kThreads) gemv_multirow_kernel(const MultirowParams p) {
+  constexpr int V = ColumnGroup<T>::V;
   constexpr int kU = MR * V >= 64 ? 4 : 8;  // rows in flight per thread (registers)
   extern __shared__ float smem[];           // a as f32 [MR][K], then the warps' partials
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-  const int ct = p.ct, ks = kThreads / ct;  // column groups, K slices
-  const int c = lane % ct;                  // this thread's column group in the block
+  const int ct = p.column_groups, ks = kThreads / ct;  // column groups, K slices
+  const int c = lane % ct;                             // this thread's column group in the block
   const int slice = warp * (32 / ct) + lane / ct;
   const std::int64_t n0 = (std::int64_t(blockIdx.x) * ct + c) * V;
   const bool active = n0 < p.N;
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
                               std::int64_t(sizeof(T));
     const char* base = static_cast<const char*>(p.b) + g0 * std::int64_t(sizeof(T));
     for (std::int64_t k = t; k < K; k += kThreads) {
-      const char* r = base + k * p.bk * std::int64_t(sizeof(T));
+      const char* r = base + k * p.b_row_stride * std::int64_t(sizeof(T));
       prefetch_l2(r);
       // The group's bytes cross a 128-byte line: ask for the second one too.
       if ((reinterpret_cast<std::uintptr_t>(r) ^ reinterpret_cast<std::uintptr_t>(r + span - 1)) >=
@@ -193,20 +193,22 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
   // launch splits M > 8 into blocks of 8 rows).
   const std::int64_t row0 = std::int64_t(blockIdx.y) * MR;
   const int rows = static_cast<int>(p.M - row0 < MR ? p.M - row0 : MR);
-  const T* a = static_cast<const T*>(p.a) + row0 * p.am;
+  const T* a = static_cast<const T*>(p.a) + row0 * p.a_row_stride;
   if constexpr (MR == 1) {
     for (std::int64_t i = t; i < MR * K; i += kThreads) {
       const std::int64_t m = i / K, k = i - m * K;
-      smem[i] = m < rows ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
+      smem[i] = m < rows ? to_f(a[m * p.a_row_stride + k * p.a_col_stride]) : 0.0f;
     }
   } else {
     // Rows unrolled, no division: the MR loads of one k are in flight at
-    // once (a 64-bit i / K per element and a load-store chain made 16 rows
-    // of K = 512 thirty-two L2 round trips per thread; docs/ops.md).
+    // once (a 64-bit i / K per element and a load-store chain made every
+    // row an L2 round trip of its own; docs/log/ops.md, the multi-row
+    // kernel's diagnosis).
     for (std::int64_t k = t; k < K; k += kThreads) {
       float v[MR];
 #pragma unroll
-      for (int m = 0; m < MR; ++m) v[m] = m < rows ? to_f(a[m * p.am + k * p.ak]) : 0.0f;
+      for (int m = 0; m < MR; ++m)
+        v[m] = m < rows ? to_f(a[m * p.a_row_stride + k * p.a_col_stride]) : 0.0f;
 #pragma unroll
       for (int m = 0; m < MR; ++m) smem[m * K + k] = v[m];
     }
@@ -224,7 +226,7 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const std::int64_t k = k0 + std::int64_t(u) * ks;
-        if (k < K) raw[u] = load_row(b + k * p.bk, full, valid);
+        if (k < K) raw[u] = load_row(b + k * p.b_row_stride, full, valid);
       }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
@@ -278,8 +280,8 @@ __global__ void __launch_bounds__(kThreads) gemv_rows_kernel(const RowsParams p)
     if (n >= p.N) continue;
     float r = 0.0f;
     for (int w = 0; w < kWarps; ++w) r += part[((w * ct + g) * MR + m) * V + j];
-    if (p.bias != nullptr) r += to_f(static_cast<const T*>(p.bias)[n * p.bs]);
-    T* o = static_cast<T*>(p.out) + (row0 + m) * p.om + n * p.on;
+    if (p.bias != nullptr) r += to_f(static_cast<const T*>(p.bias)[n * p.bias_stride]);
+    T* o = static_cast<T*>(p.out) + (row0 + m) * p.out_row_stride + n * p.out_col_stride;
     if (p.accumulate) r += to_f(*o);
     *o = from_f<T>(r);
   }
@@ -306,18 +308,18 @@ bool split_rows(bool wide) {
 
 // The most rows a call may have to come here: 16 (kMaxRows) unless
 // STRATA_GEMV_ROWS_MAX_M=<1..16> says fewer (A/B runs; the hidden
-// [gemv_rows_all] test reruns the cases with 1). Run s13r1 (H200,
-// docs/ops.md): 4, 8 and 16 rows x 512 x 1408-1536 took 4.4-5.8 us per call
-// here against 8.3-14.2 for cublasGemmEx called directly, in f32, f32 medium
-// and bf16; with one row allowed, 16 rows on cuBLAS took 7.8-14.1.
+// [gemv_multirow_all] test reruns the cases with 1). 2-16 rows beat
+// cublasGemmEx called directly in f32, f32 medium and bf16
+// (docs/log/ops.md, "Multi-row gemv_rows").
 int max_rows() {
-  static const int m = gemv::rows_limit("STRATA_GEMV_ROWS_MAX_M", tuning().gemv_rows_max_m, kMaxRows, kMaxRows);
+  static const int m =
+      gemv::rows_limit("STRATA_GEMV_ROWS_MAX_M", tuning().gemv_rows_max_m, kMaxRows, kMaxRows);
   return m;
 }
 
 // More than one row comes here only while b is at most this many elements
-// (4M: 8 MiB of bf16, 16 MiB of f32). The multi-row timings (run s13r1) are
-// of b up to 512 x 1536; past that, b's read sets the time for both this
+// (4M: 8 MiB of bf16, 16 MiB of f32). The multi-row timings are of b up to
+// 512 x 1536; past that, b's read sets the time for both this
 // kernel and cuBLAS, and cuBLAS's tiles reuse it across the rows on chip
 // where this kernel's 8-row blocks read it twice.
 constexpr std::int64_t kMaxMultiRowB = std::int64_t(1) << 22;
@@ -334,22 +336,22 @@ int pick_ct(std::int64_t groups, std::int64_t row_blocks, int target) {
 }
 
 template <class T, int MR>
-void launch(RowsParams p, cudaStream_t st) {
-  constexpr int V = Vec<T>::V;
+void launch(MultirowParams p, cudaStream_t st) {
+  constexpr int V = ColumnGroup<T>::V;
   const std::int64_t groups = (p.N + V - 1) / V;
   const std::int64_t row_blocks = (p.M + MR - 1) / MR;
-  p.ct = pick_ct(groups, row_blocks, MR == 1 ? kTargetBlocks : kTargetBlocksRows);
+  p.column_groups = pick_ct(groups, row_blocks, MR == 1 ? kTargetBlocks : kTargetBlocksRows);
   const std::int64_t staged = std::int64_t(MR) * p.K;
-  const std::int64_t partials = std::int64_t(kWarps) * p.ct * MR * V;
+  const std::int64_t partials = std::int64_t(kWarps) * p.column_groups * MR * V;
   const std::size_t smem =
       sizeof(float) * static_cast<std::size_t>(staged > partials ? staged : partials);
-  auto* kernel = gemv_rows_kernel<T, MR>;
+  auto* kernel = gemv_multirow_kernel<T, MR>;
   // Past the default dynamic limit (long K only): opt in to the most any
   // call may use, so that concurrent calls never lower each other's limit.
   if (smem > 48 * 1024)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(sizeof(float) * kMaxStaged)));
-  const dim3 grid(static_cast<unsigned>((groups + p.ct - 1) / p.ct),
+  const dim3 grid(static_cast<unsigned>((groups + p.column_groups - 1) / p.column_groups),
                   static_cast<unsigned>(row_blocks)),
       block(kThreads);
   CUDA_CHECK(launch_kernel(kernel, grid, block, smem, st, p));
@@ -357,7 +359,7 @@ void launch(RowsParams p, cudaStream_t st) {
 
 template <class T>
 void run(const MatmulArgs& g) {
-  RowsParams p{};
+  MultirowParams p{};
   p.a = g.a.data;
   p.b = g.b.data;
   p.bias = g.bias.data;
@@ -365,12 +367,12 @@ void run(const MatmulArgs& g) {
   p.M = g.M;
   p.N = g.N;
   p.K = g.K;
-  p.am = g.a.strides[0];
-  p.ak = g.a.strides[1];
-  p.bk = g.b.strides[0];
-  p.om = g.out.strides[0];
-  p.on = g.out.strides[1];
-  p.bs = g.bias.data != nullptr ? g.bias.strides[0] : 0;
+  p.a_row_stride = g.a.strides[0];
+  p.a_col_stride = g.a.strides[1];
+  p.b_row_stride = g.b.strides[0];
+  p.out_row_stride = g.out.strides[0];
+  p.out_col_stride = g.out.strides[1];
+  p.bias_stride = g.bias.data != nullptr ? g.bias.strides[0] : 0;
   p.accumulate = g.accumulate;
   const cudaStream_t st = static_cast<cudaStream_t>(g.stream);
   const int mr = p.M > 8 && split_rows(sizeof(T) == 4) ? 8 : rows_for(p.M);
@@ -395,7 +397,7 @@ void run(const MatmulArgs& g) {
 
 }  // namespace
 
-std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
+std::string matmul_gemv_multirow_supports(const MatmulArgs& g) {
   if (const char* why = gemv::refusal(g)) return why;
   if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_ROWS_MAX_M (default 16)";
   if (g.M > 1 && g.K * g.N > kMaxMultiRowB) return "more than one row and b over 4M elements";
@@ -408,11 +410,11 @@ std::string matmul_gemv_rows_supports(const MatmulArgs& g) {
   return "";
 }
 
-// Testing hook (tests/cuda/test_cuda_gemv_rows.cpp declares it): the most
+// Testing hook (tests/cuda/test_cuda_gemv_multirow.cpp declares it): the most
 // rows a call may have to take this kernel in this process.
-int gemv_rows_max_rows_for_test() { return max_rows(); }
+int gemv_multirow_max_rows_for_test() { return max_rows(); }
 
-void matmul_gemv_rows(const MatmulArgs& g) {
+void matmul_gemv_multirow(const MatmulArgs& g) {
   gemv::for_dtype(g.out.dtype, [&](auto t) { run<typename decltype(t)::type>(g); });
 }
 

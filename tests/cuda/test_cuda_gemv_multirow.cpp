@@ -1,5 +1,5 @@
 // The cuda matrix-vector kernel for a row-major b
-// (backends/cuda/matmul/matmul_gemv_rows.cu): which calls the registry gives
+// (backends/cuda/matmul/matmul_gemv_multirow.cu): which calls the registry gives
 // it, its results against an f64 sum on the host (every row count up to 16,
 // N not a multiple of the 16-byte width, each column-group count the
 // launch picks, bias, accumulate, a in every layout, b as windows and with
@@ -31,9 +31,9 @@ using matmul_test::on;
 using matmul_test::require_close;
 
 namespace strata::cuda {
-// matmul_gemv_rows.cu: the most rows a call may have to take gemv_rows
+// matmul_gemv_multirow.cu: the most rows a call may have to take gemv_multirow
 // (STRATA_GEMV_ROWS_MAX_M, default 16).
-int gemv_rows_max_rows_for_test();
+int gemv_multirow_max_rows_for_test();
 // matmul_gemv.cu: the most rows any call may have to take gemv
 // (STRATA_GEMV_MAX_M, default 8; the tensor cores' calls aside).
 int gemv_max_rows_for_test();
@@ -43,9 +43,9 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-// Whether a call of M rows may take gemv_rows in this process.
-bool rows_allowed(std::int64_t M) { return M <= cuda::gemv_rows_max_rows_for_test(); }
-const char* const kRows = "cuda.matmul.gemv_rows";
+// Whether a call of M rows may take gemv_multirow in this process.
+bool rows_allowed(std::int64_t M) { return M <= cuda::gemv_multirow_max_rows_for_test(); }
+const char* const kMultirow = "cuda.matmul.gemv_multirow";
 
 // The name of the cuda kernel the registry picks for matmul(a, b) into out.
 std::string kernel_for(const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -117,7 +117,7 @@ Tensor place_b(const Tensor& hb, BLay l) {
   return v;
 }
 
-// Whether gemv_rows must take the call (b's layout and the sizes alone;
+// Whether gemv_multirow must take the call (b's layout and the sizes alone;
 // every case here has M <= 16 and rows x K <= 32768). With K = 1, b [1, N]
 // is also unit-stride along K, so gemv (registered first) takes as many rows
 // as it is allowed.
@@ -153,9 +153,9 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, Layout
   const std::string k = kernel_for(a, b, out);
   const bool rows = rows_expected(bl, M, K, N, dt);
   if (rows)
-    CHECK(k == kRows);
+    CHECK(k == kMultirow);
   else
-    CHECK(k != kRows);
+    CHECK(k != kMultirow);
   MatmulOptions opt = on("cuda");
   opt.accumulate = acc;
   if (bias)
@@ -167,12 +167,12 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, Layout
   const std::vector<double> want = matmul_test::affine_f64(
       ha.to_vector<double>(), hb.to_vector<double>(), N, 1, hbias.to_vector<double>(), bias,
       ho.to_vector<double>(), acc, M, N, K);
-  // This file checks the values of the matrix-vector kernels (gemv_rows,
+  // This file checks the values of the matrix-vector kernels (gemv_multirow,
   // and gemv where it takes a layout); cuBLAS's results are checked by the
   // [matmul] suites. Its f16/bf16 paths with a bias (or with accumulate)
   // round more than once: matmul_cublas.cu documents the product rounded
   // before the bias is added, and run s12r4 (H200) counted 1-1757 elements
-  // per case beyond even two roundings here (docs/ops.md, "Known
+  // per case beyond even two roundings here (docs/guide/matmul.md, "Known
   // deviations"), so they are not held to the one-rounding bound below.
   if (!rows && k != "cuda.matmul.gemv" && dt != DType::f32 && (bias || acc)) return;
   require_close(out.contiguous(), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
@@ -180,7 +180,7 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, Layout
 
 }  // namespace
 
-TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
+TEST_CASE("cuda gemv_multirow: the calls it takes", "[cuda][matmul][gemv_multirow]") {
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
     const std::int64_t V = dt == DType::f32 ? 4 : 8;
     const Tensor b = Tensor::zeros({512, 1536}, dt, kGpu);
@@ -188,7 +188,7 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
       INFO("M " << M);
       const Tensor out = Tensor::zeros({M, 1536}, dt, kGpu);
       // More rows than allowed: cuBLAS (b is not gemv's layout).
-      const std::string want = rows_allowed(M) ? kRows : "cuda.matmul.cublas";
+      const std::string want = rows_allowed(M) ? kMultirow : "cuda.matmul.cublas";
       CHECK(kernel_for(Tensor::zeros({M, 512}, dt, kGpu), b, out) == want);
       // a in any layout: it is staged.
       CHECK(kernel_for(Tensor::zeros({512, M}, dt, kGpu).transpose(0, 1), b, out) == want);
@@ -224,7 +224,7 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
       INFO("M " << M << " K " << K);
       const Tensor bk = Tensor::zeros({K, 64}, dt, kGpu);
       CHECK((kernel_for(Tensor::zeros({M, K}, dt, kGpu), bk, Tensor::zeros({M, 64}, dt, kGpu)) ==
-             kRows) == (ok && rows_allowed(M)));
+             kMultirow) == (ok && rows_allowed(M)));
     }
     // More than one row only while b is at most 4M elements; one row at any b.
     for (const auto& [M, N, ok] :
@@ -232,7 +232,7 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
       INFO("M " << M << " N " << N);
       const Tensor bn = Tensor::zeros({2048, N}, dt, kGpu);
       CHECK((kernel_for(Tensor::zeros({M, 2048}, dt, kGpu), bn, Tensor::zeros({M, N}, dt, kGpu)) ==
-             kRows) == (ok && rows_allowed(M)));
+             kMultirow) == (ok && rows_allowed(M)));
     }
   }
   const Tensor b = Tensor::zeros({64, 64}, DType::f64, kGpu);
@@ -240,8 +240,8 @@ TEST_CASE("cuda gemv_rows: the calls it takes", "[cuda][matmul][gemv_rows]") {
                    Tensor::zeros({1, 64}, DType::f64, kGpu)) == "cuda.matmul.cublas");
 }
 
-TEST_CASE("cuda gemv_rows vs an f64 sum: rows, sizes, bias, accumulate, layouts",
-          "[cuda][matmul][gemv_rows]") {
+TEST_CASE("cuda gemv_multirow vs an f64 sum: rows, sizes, bias, accumulate, layouts",
+          "[cuda][matmul][gemv_multirow]") {
   std::uint64_t seed = 12000;
   // The decode shapes, N not a multiple of 4 or 8 (windows: the tail group
   // reads element by element), K not a multiple of the rows in flight, one
@@ -278,8 +278,8 @@ TEST_CASE("cuda gemv_rows vs an f64 sum: rows, sizes, bias, accumulate, layouts"
     }
 }
 
-TEST_CASE("cuda gemv_rows: inputs written by the kernels just before it, eager and in a graph",
-          "[cuda][matmul][gemv_rows][graph]") {
+TEST_CASE("cuda gemv_multirow: inputs written by the kernels just before it, eager and in a graph",
+          "[cuda][matmul][gemv_multirow][graph]") {
   // a = a0 + d, b = b0 * s and y += a b, each op reading what the one before
   // wrote, repeated with new d and s: a kernel that read a or b before its
   // predecessor finished would see an earlier step's values.
@@ -290,7 +290,7 @@ TEST_CASE("cuda gemv_rows: inputs written by the kernels just before it, eager a
   const Tensor a = Tensor::zeros({M, K}, DType::f32, kGpu);
   const Tensor b = Tensor::zeros({K, N}, DType::f32, kGpu);
   const Tensor y = Tensor::zeros({M, N}, DType::f32, kGpu);
-  CHECK(kernel_for(a, b, y) == kRows);
+  CHECK(kernel_for(a, b, y) == kMultirow);
   Stream st(kGpu);
   MatmulOptions opt = on("cuda");
   opt.stream = st.handle();
@@ -313,8 +313,8 @@ TEST_CASE("cuda gemv_rows: inputs written by the kernels just before it, eager a
 // The cases again with one row allowed (STRATA_GEMV_ROWS_MAX_M=1, read once
 // per process, in a child process): multi-row calls then go to cuBLAS, and
 // the routing and value checks above must hold for that too.
-// strata_cuda_tests "[gemv_rows_all]" on a GPU.
-TEST_CASE("cuda gemv_rows: the cases with one row allowed", "[.][gemv_rows_all]") {
-  strata_test::rerun_with_env("STRATA_GEMV_ROWS_MAX_M", "1", "[gemv_rows]",
-                              "strata_gemv_rows_all.log");
+// strata_cuda_tests "[gemv_multirow_all]" on a GPU.
+TEST_CASE("cuda gemv_multirow: the cases with one row allowed", "[.][gemv_multirow_all]") {
+  strata_test::rerun_with_env("STRATA_GEMV_ROWS_MAX_M", "1", "[gemv_multirow]",
+                              "strata_gemv_multirow_all.log");
 }
