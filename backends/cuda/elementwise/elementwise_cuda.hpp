@@ -1,7 +1,7 @@
 #pragma once
 // The cuda elementwise kernels as (op, dtype, entry point) tables, one per
 // .cu file, so that register_elementwise.cpp registers them without CUDA
-// headers. Each entry runs an IterArgs built by the front end (docs/ops.md).
+// headers. Each entry runs an IterArgs built by the front end (docs/guide/ops.md).
 #include <vector>
 
 #include "strata/dtype.hpp"

@@ -12,9 +12,9 @@
 //    multiple of VEC and decodes the vector's outer coordinates with 32-bit
 //    fast division.
 //  * ew_tiled_kernel (ew_tiled.cuh): an input transposed against the
-//    output, through 32 x 32 shared-memory tiles; with STRATA_EW_VARIANT=
-//    tiled16, 16-bit operands through 64 x 64 tiles of 4- and 16-byte
-//    accesses (ew_tiled16.cuh, a candidate).
+//    output, through 32 x 32 shared-memory tiles; 16-bit operands through
+//    64 x 64 tiles of 4- and 16-byte accesses (ew_tiled16_kernel,
+//    ew_tiled16.cuh).
 //  * ew_strided_kernel<I>: anything else, one element per thread per step
 //    (UNROLL steps in flight), offsets decoded from the linear index with
 //    fast 32-bit division (I = int32) or plain 64-bit division (I = int64,
@@ -26,175 +26,27 @@
 // them, through launch_kernel (launch_mode.cuh): by default with programmatic
 // dependent launch (pdl_launch.cuh), so a small op's kernel is scheduled while
 // the previous kernel drains; STRATA_CUDA_LAUNCH picks a cheaper launch.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+//
+// The building blocks (types, offsets, vectors) are ew_params.cuh's; the
+// functors that apply a maths op to stored types are ew_types.cuh's.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cuda/std/tuple>
-#include <type_traits>
 #include <utility>
 
-#include "common/convert.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/elementwise/elementwise_cuda.hpp"
+#include "cuda/elementwise/ew_params.cuh"
+#include "cuda/elementwise/ew_tiled.cuh"
+#include "cuda/elementwise/ew_tiled16.cuh"
+#include "cuda/elementwise/ew_types.cuh"
 #include "cuda/launch_mode.cuh"
 #include "cuda/pdl_launch.cuh"
-#include "strata/dtype.hpp"
 #include "strata/iter_args.hpp"
 
 namespace strata::cuda {
-
-// ---- stored types and conversions --------------------------------------------------
-template <class T>
-inline constexpr bool is_narrow_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-
-// The compute type of a floating stored type: f32 for f16/bf16/f32, f64 for f64.
-template <class T>
-using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// Any stored type to any stored type, as common/convert.hpp (f16/bf16 via f32,
-// rounded to nearest even).
-template <class To, class From>
-__host__ __device__ __forceinline__ To cvt(From x) {
-  if constexpr (std::is_same_v<To, From>) {
-    return x;
-  } else if constexpr (std::is_same_v<From, __half>) {
-    return cvt<To>(__half2float(x));
-  } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {
-    return cvt<To>(__bfloat162float(x));
-  } else if constexpr (std::is_same_v<To, __half>) {
-    return __float2half_rn(fn::convert_native<float>(x));
-  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
-    return __float2bfloat16_rn(fn::convert_native<float>(x));
-  } else {
-    return fn::convert_native<To>(x);
-  }
-}
-
-// ---- fast division ------------------------------------------------------------------
-// n / d for 0 <= n < 2^31 with one multiply-high (Granlund-Montgomery, as
-// PyTorch's IntDivider).
-struct FastDiv {
-  std::uint32_t d = 1, m = 1, s = 0;
-  FastDiv() = default;
-  explicit FastDiv(std::uint32_t div) : d(div) {
-    s = 0;
-    while (s < 32 && (std::uint64_t(1) << s) < div) ++s;
-    const std::uint64_t one = 1;
-    m = static_cast<std::uint32_t>(((one << 32) * ((one << s) - div)) / div + 1);
-  }
-  __device__ __forceinline__ std::uint32_t div(std::uint32_t n) const {
-    return (__umulhi(n, m) + n) >> s;
-  }
-};
-
-// ---- kernel arguments ---------------------------------------------------------------
-// Dims are stored innermost first (rshape[0] is IterArgs' shape[ndim - 1]).
-template <int N, class I>
-struct EwParams {
-  int ndim;
-  std::int64_t numel;
-  I rshape[kMaxDims];
-  FastDiv div[kMaxDims];
-  I stride[N][kMaxDims];
-  char* ptr[N];
-};
-
-// Element offsets of every operand at linear index `idx` (in elements of
-// the iteration, innermost dim fastest).
-template <int N, class I>
-__device__ __forceinline__ void decode(const EwParams<N, I>& p, I idx, I (&off)[N]) {
-#pragma unroll
-  for (int k = 0; k < N; ++k) off[k] = 0;
-#pragma unroll
-  for (int j = 0; j < kMaxDims - 1; ++j) {
-    if (j >= p.ndim - 1) break;
-    I q;
-    if constexpr (sizeof(I) == 4)
-      q = static_cast<I>(p.div[j].div(static_cast<std::uint32_t>(idx)));
-    else
-      q = idx / p.rshape[j];
-    const I r = idx - q * p.rshape[j];
-#pragma unroll
-    for (int k = 0; k < N; ++k) off[k] += r * p.stride[k][j];
-    idx = q;
-  }
-#pragma unroll
-  for (int k = 0; k < N; ++k) off[k] += idx * p.stride[k][p.ndim - 1];
-}
-
-template <class T>
-__device__ __forceinline__ T ld(const char* base, std::int64_t off) {
-  return reinterpret_cast<const T*>(base)[off];
-}
-
-// VEC elements of T at p (aligned to min(16, VEC * sizeof(T)) bytes).
-template <class T, int VEC>
-struct alignas(sizeof(T) * VEC < 16 ? sizeof(T) * VEC : 16) Vec {
-  T v[VEC];
-};
-template <class T, int VEC>
-__device__ __forceinline__ Vec<T, VEC> ld_vec(const T* p) {
-  constexpr int B = sizeof(T) * VEC;
-  Vec<T, VEC> r;
-  if constexpr (B >= 16) {
-#pragma unroll
-    for (int i = 0; i < B / 16; ++i)
-      reinterpret_cast<uint4*>(&r)[i] = reinterpret_cast<const uint4*>(p)[i];
-  } else {
-    r = *reinterpret_cast<const Vec<T, VEC>*>(p);
-  }
-  return r;
-}
-template <class T, int VEC>
-__device__ __forceinline__ void st_vec(T* p, const Vec<T, VEC>& v) {
-  constexpr int B = sizeof(T) * VEC;
-  if constexpr (B >= 16) {
-#pragma unroll
-    for (int i = 0; i < B / 16; ++i)
-      reinterpret_cast<uint4*>(p)[i] = reinterpret_cast<const uint4*>(&v)[i];
-  } else {
-    *reinterpret_cast<Vec<T, VEC>*>(p) = v;
-  }
-}
-
-template <class... Ts>
-inline constexpr int min_size_v = [] {
-  std::size_t m = 16;
-  ((m = sizeof(Ts) < m ? sizeof(Ts) : m), ...);
-  return static_cast<int>(m);
-}();
-
-inline constexpr int kThreads = 256;
-inline constexpr int kVecUnroll = 2;
-inline constexpr int kStridedUnroll = 4;
-
-template <int VEC, class T>
-__device__ __forceinline__ Vec<T, VEC> splat(T x) {
-  Vec<T, VEC> r;
-#pragma unroll
-  for (int j = 0; j < VEC; ++j) r.v[j] = x;
-  return r;
-}
-
-// Inputs of one vector: for operand k, VEC values, loaded as a vector or, for
-// a stride-0 operand (bcast bit k), as one value repeated.
-template <int VEC, class T>
-__device__ __forceinline__ Vec<T, VEC> load_operand(const char* base, std::int64_t off,
-                                                    bool bcast) {
-  if (bcast) return splat<VEC, T>(ld<T>(base, off));
-  return ld_vec<T, VEC>(reinterpret_cast<const T*>(base) + off);
-}
-
-template <int VEC, class Out, class Op, class Tup, std::size_t... K>
-__device__ __forceinline__ Vec<Out, VEC> apply_vec(const Op& op, const Tup& in,
-                                                   std::index_sequence<K...>) {
-  Vec<Out, VEC> r;
-#pragma unroll
-  for (int j = 0; j < VEC; ++j) r.v[j] = op(::cuda::std::get<K>(in).v[j]...);
-  return r;
-}
 
 // bcast: bit k set when operand k (an input) has stride 0 along the inner dim.
 template <int VEC, class Op, class Out, class... Ins>
@@ -315,14 +167,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- launcher -------------------------------------------------------------------------
 
-}  // namespace strata::cuda
-
-#include "cuda/elementwise/elementwise_cuda.hpp"
-#include "cuda/elementwise/ew_tiled.cuh"
-#include "cuda/elementwise/ew_tiled16.cuh"
-
-namespace strata::cuda {
-
 inline int grid_for(std::int64_t work_items, int per_block) {
   const std::int64_t want = (work_items + per_block - 1) / per_block;
   const std::int64_t wave = std::int64_t(sm_count()) * (2048 / kThreads);
@@ -331,10 +175,10 @@ inline int grid_for(std::int64_t work_items, int per_block) {
 
 // Blocks for the flat vector path (ndim == 1). From 2^20 vectors on, enough
 // to visit every vector once, as PyTorch's elementwise grid: contiguous add
-// and cast of 16M-256M elements ran at 100-105% of the copy against 97-99%
-// with one striding wave. Below, the one wave: at 1M f32 elements it ran at
-// 83% against 64% (H200, docs/ops-log.md; the threshold lies between the two
-// measured sizes).
+// and cast of 16M-256M elements ran faster this way than with one striding
+// wave. Below, the one wave, which ran 1M f32 elements faster
+// (docs/log/ops.md, "Elementwise and row ops on cuda"; the threshold lies
+// between the two measured sizes).
 inline int grid_flat(std::int64_t nvec) {
   const std::int64_t per = kThreads * kVecUnroll;
   if (nvec < (std::int64_t(1) << 20)) return grid_for(nvec > 0 ? nvec : 1, per);
@@ -441,52 +285,6 @@ void launch_elementwise(const IterArgs& a, const Op& op) {
                              grid_for(numel, kThreads * kStridedUnroll), kThreads, 0, st,
                              make_params<N, std::int64_t>(a), op));
   }
-}
-
-// ---- functors over the CUDA stored types ------------------------------------------------
-// A maths functor F (common/elementwise_functors.hpp) on a floating stored
-// type T: inputs to the compute type, the result back to T.
-template <class F, class T>
-struct UnaryOp {
-  F f;
-  __device__ __forceinline__ T operator()(T x) const { return cvt<T>(f(cvt<compute_t<T>>(x))); }
-};
-template <class F, class T>
-struct BinaryOp {
-  F f;
-  __device__ __forceinline__ T operator()(T x, T y) const {
-    return cvt<T>(f(cvt<compute_t<T>>(x), cvt<compute_t<T>>(y)));
-  }
-};
-template <class T>
-struct WhereOp {
-  __device__ __forceinline__ T operator()(bool c, T x, T y) const { return c ? x : y; }
-};
-template <class To, class From>
-struct CastOp {
-  __device__ __forceinline__ To operator()(From x) const { return cvt<To>(x); }
-};
-// fill: the value converted once on the host side of the kernel argument.
-// (cvt is host and device code.)
-template <class T>
-struct FillOp {
-  T v;
-  __device__ __forceinline__ T operator()() const { return v; }
-};
-
-// Registration tables: calls add(dtype, TypeTag<T>{}) once for each of the
-// four floating dtypes with T its device type, so that every op family's
-// table lists its ops once instead of once per dtype.
-template <class T>
-struct TypeTag {
-  using type = T;
-};
-template <class Add>
-void for_float_dtypes(Add add) {
-  add(DType::f32, TypeTag<float>{});
-  add(DType::f64, TypeTag<double>{});
-  add(DType::f16, TypeTag<__half>{});
-  add(DType::bf16, TypeTag<__nv_bfloat16>{});
 }
 
 }  // namespace strata::cuda

@@ -1,6 +1,6 @@
 #pragma once
-// The cuda elementwise engine's tiled path (included by engine.cuh after its
-// kernels; uses EwParams, ld and the PDL calls from there). Taken when some
+// The cuda elementwise engine's tiled path (included by engine.cuh). Taken
+// when some
 // input is transposed against the output: its stride along the iteration's
 // second-innermost dim is +-1 while its innermost stride is not 0 or +-1
 // (a + b^T). The strided kernel reads such an operand with lanes a whole
@@ -9,10 +9,14 @@
 // lanes along ITS unit-stride dim into a shared tile (coalesced), the other
 // inputs and the output with lanes along the innermost dim, as before.
 // Batch dims (the outer ones) and any strides (0 and negative included) are
-// decoded per tile in 64 bits. H200 (docs/ops.md): add [8192, 8192] +
-// [8192, 8192]^T f32 57% of copy against 34% by the strided kernel.
+// decoded per tile in 64 bits. It reads f32 a + b^T well above the strided
+// kernel's rate (docs/log/ops.md, "Elementwise and row ops on cuda").
 #include <cuda/std/tuple>
 #include <utility>
+
+#include "cuda/elementwise/ew_params.cuh"
+#include "cuda/pdl_launch.cuh"
+#include "strata/iter_args.hpp"
 
 namespace strata::cuda {
 

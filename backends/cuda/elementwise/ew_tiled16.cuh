@@ -1,10 +1,10 @@
 #pragma once
-// The tiled path for 16-bit operands (a candidate: STRATA_EW_VARIANT=tiled16,
-// ew_variant.cpp; included by engine.cuh after ew_tiled.cuh). ew_tiled_kernel
-// moves 2-byte elements one per lane (64-byte warp loads, 8 bytes in flight
-// per thread per input): bf16 a + b^T ran at 31% of copy against f32's 57%
-// (H200, docs/ops.md). Here a block of 256 threads walks 64 x 64 tiles with
-// 4- and 16-byte accesses only:
+// The tiled path for 16-bit operands (included by engine.cuh; the default
+// for them, ew_variant.cpp). ew_tiled_kernel moves 2-byte elements one per
+// lane (64-byte warp loads, 8 bytes in flight per thread per input), which
+// left bf16 a + b^T far below f32's rate (docs/log/ops.md, "16-bit rows and
+// the transposed add"). Here a block of 256 threads walks 64 x 64 tiles
+// with 4- and 16-byte accesses only:
 //  * a transposed input (unit stride along the tile's rows) is read as
 //    2 x 8 micro-blocks: lane l takes rows 2l, 2l+1 (one 4-byte load, 32
 //    lanes = 128 contiguous bytes) of the 8 columns of its warp, regroups
@@ -22,6 +22,10 @@
 #include <cstdint>
 #include <cuda/std/tuple>
 #include <utility>
+
+#include "cuda/elementwise/ew_params.cuh"
+#include "cuda/pdl_launch.cuh"
+#include "strata/iter_args.hpp"
 
 namespace strata::cuda {
 

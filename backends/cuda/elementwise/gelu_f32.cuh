@@ -1,7 +1,7 @@
 #pragma once
 // gelu(x) = x Phi(x) in f32 for the cuda engine (f32, f16, bf16), at about
-// half the instructions of erfcf (docs/ops-log.md, "Latest": the
-// erfcf form made gelu arithmetic-bound at ~450 G elements/s on the H200).
+// half the instructions of erfcf (the erfcf form made gelu arithmetic-bound
+// on the H200; docs/log/ops.md, "Elementwise and row ops on cuda").
 // With u = |x|, Phi(-u) = erfc(u / sqrt 2) / 2 is computed directly, so
 // negative x keeps its relative precision as fn::Gelu's erfc form does:
 //   Phi(-u) = 2^(h(q) - u^2 log2(e) / 2) / (u + 4),  q = (u - 4) / (u + 4),

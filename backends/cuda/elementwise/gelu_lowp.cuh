@@ -1,7 +1,7 @@
 #pragma once
-// gelu(x) = x Phi(x) for 16-bit results (f16, bf16): measured on the H200 at
-// 95% of copy against GeluF32's 79% (gelu_f32.cuh; docs/ops-log.md,
-// "Rows16 / gelu16 A/B"), and so the f16/bf16 gelu. The same form as GeluF32,
+// gelu(x) = x Phi(x) for 16-bit results (f16, bf16): measured faster than
+// GeluF32 (gelu_f32.cuh; docs/log/ops.md, "Rows16 / gelu16 A/B"), and so the
+// f16/bf16 gelu. The same form as GeluF32,
 //   Phi(-u) = 2^(h(q) - u^2 log2(e) / 2) / (u + 4),  u = min(|x|, 15.5),
 // with q = (u - 4) / (u + 4) computed as 1 - 8 / (u + 4) (one FFMA), h of
 // degree 6 instead of 9 (Chebyshev interpolant of the same function over
@@ -10,10 +10,10 @@
 // rounding error of u^2 (a relative 4e-6 at u = 15.5), and the reciprocal
 // and 2^x by one MUFU instruction each (rcp/ex2.approx.ftz: Phi(-u) below
 // 2^-126, u > 13.2, flushes to 0, where |gelu(x)| < 1e-37).
-// Why: at 2 bytes per element a 64M-element gelu moves 256 MB (~62 us at
-// 4.1 TB/s) while GeluF32's ~28 instructions per element take ~53 us of
-// issue on 132 SMs; this form is ~21 (count with cuobjdump -sass on the
-// GPU machine). x = -inf gives NaN (-inf * 0) as the reference; NaN stays
+// Why: at 2 bytes per element the memory time per element halves against
+// f32, while GeluF32's ~28 instructions per element keep their issue time,
+// which then comes close to the memory time; this form is ~21 (count with
+// cuobjdump -sass on the GPU machine). x = -inf gives NaN (-inf * 0) as the reference; NaN stays
 // NaN (the clamp maps it to 15.5, the product keeps x's NaN); +inf gives inf.
 #include <cuda_runtime.h>
 
