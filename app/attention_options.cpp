@@ -89,7 +89,7 @@ const BackendInfo* require_backend(const std::string& name) {
 
 std::int64_t kept_pairs(std::int64_t M, std::int64_t N, const AttentionOptions& opt) {
   // The causal band and the window have their own alignments, as in the op
-  // (docs/attention.md): --window-align top-left moves the window only.
+  // (docs/guide/attention.md): --window-align top-left moves the window only.
   const std::int64_t causal_off = opt.causal == Causal::top_left ? 0 : N - M;
   const bool window_top_left = opt.causal == Causal::top_left || opt.window_top_left;
   const std::int64_t window_off = window_top_left ? 0 : N - M;

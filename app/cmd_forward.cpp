@@ -1,5 +1,5 @@
 // `strata forward`: logits of a model for token ids from a .npy file, for
-// checking a model against another implementation (docs/cli.md).
+// checking a model against another implementation (docs/guide/cli.md).
 #include <iostream>
 
 #include "model_cli.hpp"

@@ -1,5 +1,5 @@
 // `strata generate`: text from a model, printed as it is produced, with the
-// prefill and decode rates at the end (docs/cli.md).
+// prefill and decode rates at the end (docs/guide/cli.md).
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>

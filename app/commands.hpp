@@ -8,7 +8,7 @@
 
 namespace strata::cli {
 
-// Exit statuses shared by every subcommand (documented in docs/cli.md).
+// Exit statuses shared by every subcommand (documented in docs/guide/cli.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;     // bad input, I/O, unavailable backend
 inline constexpr int kExitUsage = 2;     // the command line itself is wrong

@@ -1,4 +1,4 @@
-// strata: the command-line face of the library (docs/cli.md).
+// strata: the command-line face of the library (docs/guide/cli.md).
 #include <cstdio>
 #include <exception>
 #include <iostream>
