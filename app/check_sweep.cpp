@@ -1,4 +1,4 @@
-// The sweep of `strata check` (docs/guide/cli.md, docs/guide/attention.md "Cross-backend
+// The sweep of `strata check` (docs/guide/cli-attention.md, docs/guide/attention.md "Cross-backend
 // harness") as a list of harness cases.
 #include "check_sweep.hpp"
 

@@ -12,7 +12,7 @@ struct SweepCase {
   harness::AttentionCase c;
 };
 
-// The quick sweep (every axis listed in docs/guide/cli.md touched once or twice,
+// The quick sweep (every axis listed in docs/guide/cli-attention.md touched once or twice,
 // seconds on two cores) or, with full = true, more shapes, each crossed with
 // every layout and with every option, the option on a rotating layout (minutes).
 std::vector<SweepCase> check_sweep(bool full);

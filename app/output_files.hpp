@@ -1,6 +1,6 @@
 #pragma once
 // Where `strata attention` writes its results, with np.save's behaviour on
-// the targets (docs/guide/cli.md, "`strata attention` on your arrays"):
+// the targets (docs/guide/cli-attention.md, "`strata attention` on your arrays"):
 //   - a symlink is written through: the link stays, its target gets the data;
 //   - a character device or FIFO is opened and written directly, never
 //     replaced (`--out /dev/null`, `--out /dev/stdout`, a named pipe);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that every docs page cited in code exists, and that a section title
-quoted right after a citation (docs/guide/x.md, "Title") is a heading of that
+quoted right after a citation (a guide page, then "Title") is a heading of that
 page (a heading that starts with the quoted text counts). Code comments point
 to docs by path and section; this keeps those pointers true as docs move.
 

@@ -206,7 +206,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(d);
   }
 
-  // Rotary: positions in [0, 64); the f32 angle (docs/ops.md) differs from
+  // Rotary: positions in [0, 64); the f32 angle (docs/guide/ops.md) differs from
   // the f64 reference's by ~position * eps(f32), hence growth 64.
   constexpr std::int64_t kPos = 64;
   const struct {

@@ -5,7 +5,7 @@ Makes the arrays a new user would make with NumPy (C and Fortran order,
 transposed saves, batched, broadcast batch dims, GQA, bool and float masks,
 causal both ways, windows, custom scale, f32 and f64, empty key sets), runs the
 tool, and compares OUT and LSE with an independent float64 NumPy
-implementation of the attention contract (docs/guide/cli.md, docs/guide/attention.md).
+implementation of the attention contract (docs/guide/cli-attention.md, docs/guide/attention.md).
 Then checks that every error exits non-zero with one line on stderr and leaves
 no output file behind.
 
