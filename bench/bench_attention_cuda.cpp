@@ -62,7 +62,7 @@ const std::vector<Shape>& shapes() {
       {"f64_single_2048_d64", 1, 1, 2048, 2048, 64, false, false, true, DType::f64},
       {"f64_b4h16_2048_d64", 4, 16, 2048, 2048, 64, false, false, false, DType::f64},
       {"f64_single_4096_d128", 1, 1, 4096, 4096, 128, false, false, true, DType::f64},
-      // bf16/f16: the tensor-core kernel (backends/cuda/attention/flash_mma*).
+      // bf16/f16: the tensor-core kernel (backends/cuda/attention/sm80, sm90).
       {"bf16_single_4096_d64", 1, 1, 4096, 4096, 64, false, false, true, DType::bf16},
       {"bf16_single_8192_d128", 1, 1, 8192, 8192, 128, false, false, true, DType::bf16},
       {"bf16_single_4096_d100", 1, 1, 4096, 4096, 100, false, false, true, DType::bf16},
@@ -82,7 +82,7 @@ const std::vector<Shape>& shapes() {
       {"f16_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f16},
       {"f16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f16},
       // f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core
-      // kernel (backends/cuda/attention/flash_tf32*).
+      // kernel (backends/cuda/attention/sm80, sm90).
       {"f32high_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f32, false,
        kHigh},
       {"f32high_b4h16_4096_d64_causal", 4, 16, 4096, 4096, 64, true, false, false, DType::f32,
@@ -99,7 +99,7 @@ const std::vector<Shape>& shapes() {
        kMedium},
       {"f32medium_b1h32_8192_d128_causal", 1, 32, 8192, 8192, 128, true, false, false, DType::f32,
        false, kMedium},
-      // bf16 decode: the split-KV decode kernel (attention_decode.cuh).
+      // bf16 decode: the split-KV decode kernel (decode/kernel.cuh).
       {"bf16_decode_262144_d128", 1, 1, 1, 262144, 128, false, false, true, DType::bf16},
       {"bf16_decode_b8h32_32768_d128", 8, 32, 1, 32768, 128, false, false, false, DType::bf16},
       // One head at a quarter and four times the keys: t(N) = fixed + N * bytes

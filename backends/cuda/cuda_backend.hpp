@@ -1,11 +1,11 @@
 #pragma once
 // Host-side entry points of the cuda backend, free of CUDA headers so that
 // register.cpp compiles as plain C++: the device runtime here, the
-// softmax_attention kernels in attention/attention_cuda.hpp.
+// softmax_attention kernels in attention/dispatch/entry_points.hpp.
 #include <memory>
 #include <string>
 
-#include "cuda/attention/attention_cuda.hpp"
+#include "cuda/attention/dispatch/entry_points.hpp"
 #include "strata/device_runtime.hpp"
 
 namespace strata::cuda {

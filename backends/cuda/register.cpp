@@ -4,8 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "cuda/attention/flash_mma.hpp"
-#include "cuda/attention/flash_tf32.hpp"
+#include "cuda/attention/dispatch/entry_points.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "strata/registry.hpp"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "cuda/attention_layout_sweep.hpp"
 #include "cuda/attention_pass.hpp"
+#include "cuda/attention_sweeps.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
@@ -71,7 +71,7 @@ TEST_CASE("cuda attention: one case per kernel (racecheck)", "[cuda][attention][
 }
 
 // d <= 64 picks its kernel by the call's size (small tiles up to 2^24
-// scores, attention_variants_f32p.cu): one case on each side of the switch
+// scores, ffma/variants_f32_pipelined.cu): one case on each side of the switch
 // (2 x 2 heads x 2040^2 and x 2060^2).
 TEST_CASE("cuda attention: both sides of the small-problem kernel switch", "[cuda][attention]") {
   std::uint64_t seed = 1700;
@@ -144,7 +144,7 @@ TEST_CASE("cuda attention: every layout, masks and bands", "[cuda][attention][la
 
 // K and V that the pipelined kernels cannot read with 16-byte loads are
 // copied row-major first when they are read by enough query tiles
-// (attention_launch.cu, worth_packing): column-major K shared by both batch
+// (dispatch/launch_streaming.cu, worth_packing): column-major K shared by both batch
 // items (stride 0, which the copy must keep) and transposed V, for the d <= 64
 // and the d <= 128 kernels, causal too.
 TEST_CASE("cuda attention: packed K and V (column-major, broadcast)", "[cuda][attention][layout]") {

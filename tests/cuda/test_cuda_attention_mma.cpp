@@ -1,7 +1,7 @@
 // bf16/f16 softmax_attention on the cuda backend's tensor-core kernels
-// (backends/cuda/attention/flash_wgmma* in an sm_90a build, flash_mma* on
+// (backends/cuda/attention/sm90/kernel_16bit.cuh in an sm_90a build, sm80/kernel_16bit.cuh on
 // mma.sync otherwise or when STRATA_FLASH_VARIANT forces one) and, for M <= 8 query rows, its
-// native split-KV decode kernel (attention_decode.cuh with bf16/f16 storage,
+// native split-KV decode kernel (decode/kernel.cuh with bf16/f16 storage,
 // "cuda.attention.decode_<dt>"), through the cross-backend harness:
 // every case against the f64 reference of the same rounded inputs, outputs
 // poisoned and guarded. The cases aim at the kernel's own boundaries: head
@@ -17,8 +17,9 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "cuda/attention_layout_sweep.hpp"
 #include "cuda/attention_pass.hpp"
+#include "cuda/attention_sweeps.hpp"
+#include "cuda/flash_route.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
@@ -32,42 +33,23 @@ using strata::harness::MaskKind;
 
 namespace {
 
-std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
-
-// The tensor-core kernel for head dims up to D (64 or 128): wgmma in an
-// sm_90a build, unless STRATA_FLASH_VARIANT names an mma.sync configuration
-// of that head dim ("d64.", "d128."; the wgmma ones are "wg.d64." ...).
-std::string tile_kernel(DType dt, int D) {
-  std::string name = "cuda.attention.mma_";
-#if defined(STRATA_CUDA_WGMMA)
-  const char* e = std::getenv("STRATA_FLASH_VARIANT");
-  std::string forced(",");
-  forced += e ? e : "";
-  std::string key(",d");
-  key += std::to_string(D);
-  key += '.';
-  if (forced.find(key) == std::string::npos) name = "cuda.attention.wgmma_";
-#endif
-  name += dt_name(dt);
-  name += "_d";
-  name += std::to_string(D);
-  return name;
-}
+using strata_test::half_name;
+using strata_test::tile_route;
 
 // Head dims 129-256: the wgmma d 192 / d 256 tiles in an sm_90a build, the
 // f32 route otherwise.
 std::string wide_kernel(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
-  return "cuda.attention.wgmma_" + dt_name(dt) + "_d256";
+  return "cuda.attention.wgmma_" + half_name(dt) + "_d256";
 #else
-  return "cuda.attention.mma_" + dt_name(dt) + "_via_f32";
+  return "cuda.attention.mma_" + half_name(dt) + "_via_f32";
 #endif
 }
 
 // The kernels a bf16/f16 call with head dims up to 256 may reach: the
 // decode kernel for M <= 8, else a tensor-core one or the f32 route.
 bool expected_kernel(const AttentionCase& c, const std::string& name) {
-  if (c.M <= 8) return name.rfind("cuda.attention.decode_" + dt_name(c.dtype), 0) == 0;
+  if (c.M <= 8) return name.rfind("cuda.attention.decode_" + half_name(c.dtype), 0) == 0;
   return name.rfind("cuda.attention.mma_", 0) == 0 || name.rfind("cuda.attention.wgmma_", 0) == 0;
 }
 
@@ -87,19 +69,11 @@ TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma
     for (std::int64_t d : {8, 40, 64, 72, 100, 128, 200}) {
       for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{
                {1, 129}, {9, 64}, {65, 1}, {130, 200}, {128, 0}}) {
-        AttentionCase c;
-        c.dtype = dt;
-        c.Hq = 2;
-        c.Hkv = 2;
-        c.M = M;
-        c.N = N;
-        c.d = d;
-        c.dv = d;
-        c.seed = ++seed;
-        INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
-        const std::string want = M <= 8     ? "cuda.attention.decode_" + dt_name(dt)
-                                 : d <= 64  ? tile_kernel(dt, 64)
-                                 : d <= 128 ? tile_kernel(dt, 128)
+        const AttentionCase c = strata_test::head_dim_case(dt, d, M, N, ++seed);
+        INFO(half_name(dt) << " d " << d << " M " << M << " N " << N);
+        const std::string want = M <= 8     ? "cuda.attention.decode_" + half_name(dt)
+                                 : d <= 64  ? tile_route(dt, 64)
+                                 : d <= 128 ? tile_route(dt, 128)
                                             : wide_kernel(dt);
         require_mma_pass(c, want);
       }
@@ -120,13 +94,13 @@ TEST_CASE("cuda mma attention: decode-like calls", "[cuda][attention][mma]") {
   require_mma_pass(c, "cuda.attention.decode_bf16");
   c.M = 16;
   c.seed = 7402;
-  const std::string tiles = tile_kernel(DType::bf16, 64);
+  const std::string tiles = tile_route(DType::bf16, 64);
   require_mma_pass(
       c, tiles.rfind("cuda.attention.wgmma_", 0) == 0 ? tiles : "cuda.attention.mma_bf16_via_f32");
   c.batch = {8};
   c.Hq = 8;
   c.seed = 7401;
-  require_mma_pass(c, tile_kernel(DType::bf16, 64));
+  require_mma_pass(c, tile_route(DType::bf16, 64));
   c.M = 1;
   c.seed = 7403;
   require_mma_pass(c, "cuda.attention.decode_bf16");
@@ -163,29 +137,29 @@ TEST_CASE("cuda decode attention: bf16/f16 shapes, masks and bands",
           c.d = d;
           c.dv = d;
           c.seed = ++seed;
-          INFO(dt_name(dt) << " M " << M << " N " << N << " d " << d);
-          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          INFO(half_name(dt) << " M " << M << " N " << N << " d " << d);
+          require_mma_pass(c, "cuda.attention.decode_" + half_name(dt));
           c.causal = Causal::bottom_right;
           c.seed = ++seed;
           INFO("causal bottom-right");
-          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          require_mma_pass(c, "cuda.attention.decode_" + half_name(dt));
           c.causal = Causal::none;
           c.mask = MaskKind::bool_full;
           c.masked_rows = M > 1;  // rows 1, 5: every key masked
           c.seed = ++seed;
           INFO("bool mask");
-          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          require_mma_pass(c, "cuda.attention.decode_" + half_name(dt));
           c.mask = MaskKind::float_full;
           c.seed = ++seed;
           INFO("float mask");
-          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          require_mma_pass(c, "cuda.attention.decode_" + half_name(dt));
           c.mask = MaskKind::bool_bcast;  // [M, N], the decode step's cache mask
           c.masked_rows = false;
           c.causal = Causal::bottom_right;
           c.window = std::make_pair<std::int64_t, std::int64_t>(300, 0);
           c.seed = ++seed;
           INFO("bool [M, N] mask, causal window");
-          require_mma_pass(c, "cuda.attention.decode_" + dt_name(dt));
+          require_mma_pass(c, "cuda.attention.decode_" + half_name(dt));
         }
       }
     }
@@ -200,7 +174,7 @@ TEST_CASE("cuda decode attention: bf16/f16 layouts and head dims",
           "[cuda][attention][mma][decode][layout]") {
   std::uint64_t seed = 12000;
   for (DType dt : {DType::bf16, DType::f16}) {
-    const std::string want = "cuda.attention.decode_" + dt_name(dt);
+    const std::string want = "cuda.attention.decode_" + half_name(dt);
     // Each head dim with one row count (reference time); every layout sees
     // each d and each M.
     strata_test::sweep_layouts({.dtype = dt,
@@ -218,7 +192,7 @@ TEST_CASE("cuda decode attention: bf16/f16 layouts and head dims",
       AttentionCase c = strata::harness::batched_case(4, 3000, d, dv, dt, ++seed);
       c.Hkv = 1;
       c.mask = MaskKind::bool_full;
-      INFO(dt_name(dt) << " d " << d << " dv " << dv);
+      INFO(half_name(dt) << " d " << d << " dv " << dv);
       require_mma_pass(c, want);
     }
     // Large logits: the online softmax's rescaling in f32 across splits.
@@ -227,7 +201,7 @@ TEST_CASE("cuda decode attention: bf16/f16 layouts and head dims",
     require_mma_pass(c, want);
     // Head dims past the decode kernel's reach go to the tensor-core route.
     c = strata::harness::batched_case(1, 300, 260, 260, dt, ++seed);
-    require_mma_pass(c, "cuda.attention.mma_" + dt_name(dt) + "_via_f32");
+    require_mma_pass(c, "cuda.attention.mma_" + half_name(dt) + "_via_f32");
   }
 }
 
@@ -260,58 +234,17 @@ TEST_CASE("cuda mma attention: every layout, masks and bands", "[cuda][attention
 // with M > N), both alignments, windows on one or both sides.
 TEST_CASE("cuda mma attention: causal and windows across tiles", "[cuda][attention][mma]") {
   std::uint64_t seed = 9000;
-  struct Band {
-    Causal causal;
-    std::int64_t left, right;  // -2 = no window
-    bool top_left;
-  };
-  const std::vector<Band> bands = {
-      {Causal::bottom_right, -2, -2, false},  {Causal::top_left, -2, -2, false},
-      {Causal::none, 100, 0, false},          {Causal::none, 64, 64, true},
-      {Causal::bottom_right, 200, -1, false}, {Causal::none, -1, 30, true}};
-  for (DType dt : {DType::bf16, DType::f16}) {
-    for (auto [M, N] :
-         std::vector<std::array<std::int64_t, 2>>{{300, 500}, {500, 300}, {257, 257}}) {
-      for (const Band& b : bands) {
-        for (std::int64_t d : {64, 128}) {
-          AttentionCase c = strata::harness::batched_case(M, N, d, d, dt, ++seed);
-          c.causal = b.causal;
-          if (b.left != -2) c.window = std::make_pair(b.left, b.right);
-          c.window_top_left = b.top_left;
-          INFO(dt_name(dt) << " M " << M << " N " << N << " d " << d << " causal " << int(b.causal)
-                           << " window " << b.left << "," << b.right);
-          require_mma_pass(c);
-        }
-      }
-    }
-  }
+  for (DType dt : {DType::bf16, DType::f16})
+    strata_test::sweep_bands(dt, {{300, 500}, {500, 300}, {257, 257}}, strata_test::tile_bands(),
+                             {64, 128}, seed, [](const AttentionCase& c) { require_mma_pass(c); });
 }
 
 TEST_CASE("cuda mma attention: GQA and batch broadcast", "[cuda][attention][mma]") {
   std::uint64_t seed = 9500;
   for (DType dt : {DType::bf16, DType::f16}) {
-    AttentionCase c;
-    c.dtype = dt;
-    c.batch = {2, 3};
-    c.Hq = 8;
-    c.Hkv = 2;
-    c.M = 150;
-    c.N = 170;
-    c.d = 64;
-    c.dv = 64;
-    c.layout = Layout::broadcast;
-    c.causal = Causal::bottom_right;
-    c.mask = MaskKind::bool_full;
-    c.seed = ++seed;
-    require_mma_pass(c);
-    c.layout = Layout::contiguous;
-    c.Hkv = 1;
-    c.d = 128;
-    c.dv = 128;
-    c.mask = MaskKind::none;
-    c.input_scale = 8.0;  // large logits
-    c.seed = ++seed;
-    require_mma_pass(c);
+    const auto cases = strata_test::gqa_broadcast_cases(dt, seed + 1, seed + 2);
+    seed += 2;
+    for (const AttentionCase& c : cases) require_mma_pass(c);
   }
 }
 
@@ -327,7 +260,7 @@ TEST_CASE("cuda mma attention: error on the peer shapes", "[cuda][attention][mma
         const strata::harness::CaseReport r = strata::harness::run_attention_case(c);
         for (const auto& b : r.results) {
           if (b.backend != "cuda") continue;
-          std::cout << "mma_error " << dt_name(dt) << " B2 H2 L512 d" << d
+          std::cout << "mma_error " << half_name(dt) << " B2 H2 L512 d" << d
                     << (causal ? " causal" : "") << " rel_fro " << b.rel_fro_err << " max_abs "
                     << b.max_abs_err << " lse_abs " << b.lse_max_abs_err << " (naive f32 "
                     << r.naive_rel_fro << ", tol " << b.tol_rel_fro << ")\n";
@@ -351,8 +284,8 @@ TEST_CASE("cuda mma attention: grids that fill the GPU", "[cuda][attention][mma]
         c.Hq = 8;
         c.Hkv = 2;
         c.causal = causal;
-        INFO(dt_name(dt) << " d " << d << " causal " << int(causal));
-        require_mma_pass(c, tile_kernel(dt, d <= 64 ? 64 : 128));
+        INFO(half_name(dt) << " d " << d << " causal " << int(causal));
+        require_mma_pass(c, tile_route(dt, d <= 64 ? 64 : 128));
       }
     }
   }
@@ -360,7 +293,7 @@ TEST_CASE("cuda mma attention: grids that fill the GPU", "[cuda][attention][mma]
 
 // Grids too small to fill the GPU: the wgmma kernel cuts each tile of rows'
 // keys into parts (at least 4 key tiles each, as many as one wave holds)
-// and merges their partials (attention_merge.cuh). One head of 130-300 rows
+// and merges their partials (common/split_merge.cuh). One head of 130-300 rows
 // against 1000-3000 keys takes 2-6 splits by that rule; bands leave some
 // splits with no key at all; lse is compared in every case.
 TEST_CASE("cuda mma attention: split keys on small grids", "[cuda][attention][mma][split_kv]") {
@@ -369,9 +302,9 @@ TEST_CASE("cuda mma attention: split keys on small grids", "[cuda][attention][mm
     for (std::int64_t d : {64, 100, 128, 192}) {
       for (int step = 0; step < 5; ++step) {
         const AttentionCase c = strata_test::small_grid_case(step, d, dt, ++seed);
-        INFO(dt_name(dt) << " d " << d << " step " << step);
-        require_mma_pass(c, d <= 64    ? tile_kernel(dt, 64)
-                            : d <= 128 ? tile_kernel(dt, 128)
+        INFO(half_name(dt) << " d " << d << " step " << step);
+        require_mma_pass(c, d <= 64    ? tile_route(dt, 64)
+                            : d <= 128 ? tile_route(dt, 128)
                                        : wide_kernel(dt));
       }
     }

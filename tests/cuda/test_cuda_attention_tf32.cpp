@@ -1,6 +1,6 @@
 // f32 softmax_attention with AttentionOptions::precision high (3xTF32) and
 // medium (TF32) on the cuda backend's tensor-core kernel
-// (backends/cuda/attention/flash_tf32*), through the cross-backend harness:
+// (backends/cuda/attention/sm80/kernel_tf32.cuh, sm90/kernel_tf32.cuh), through the cross-backend harness:
 // every case runs the registry's f32 kernel (highest) as the "cuda" backend
 // and, as extra runners on the same inputs, precision high and medium on
 // cuda and a TF32 model on the host (the f64 reference on TF32-rounded q, k,
@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cuda/attention_sweeps.hpp"
+#include "cuda/flash_route.hpp"
 #include "strata/attention.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/harness.hpp"
@@ -122,9 +124,7 @@ std::string expected(Precision p, std::int64_t d, std::int64_t dv, bool fallback
   // configuration of this precision and head dim ("tf32x3.d64." ...).
   std::string kind = "mma_";
 #if defined(STRATA_CUDA_WGMMA)
-  const char* e = std::getenv("STRATA_FLASH_VARIANT");
-  const std::string forced = std::string(",") + (e ? e : "");
-  if (forced.find("," + mode + "." + dim + ".") == std::string::npos) kind = "wgmma_";
+  if (!strata_test::flash_variant_forced(mode + "." + dim + ".")) kind = "wgmma_";
 #endif
   return "cuda.attention." + kind + mode + "_" + dim;
 }
@@ -193,15 +193,7 @@ TEST_CASE("cuda tf32 attention: head dims and tile edges", "[cuda][attention][tf
   for (std::int64_t d : {8, 40, 64, 72, 100, 128, 200}) {
     for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{
              {1, 129}, {9, 64}, {65, 1}, {130, 200}, {128, 0}}) {
-      AttentionCase c;
-      c.dtype = DType::f32;
-      c.Hq = 2;
-      c.Hkv = 2;
-      c.M = M;
-      c.N = N;
-      c.d = d;
-      c.dv = d;
-      c.seed = ++seed;
+      const AttentionCase c = strata_test::head_dim_case(DType::f32, d, M, N, ++seed);
       INFO("d " << d << " M " << M << " N " << N);
       require_pass(c);
     }
@@ -264,53 +256,14 @@ TEST_CASE("cuda tf32 attention: every layout, masks and bands", "[cuda][attentio
 // with M > N), both alignments, windows on one or both sides.
 TEST_CASE("cuda tf32 attention: causal and windows across tiles", "[cuda][attention][tf32]") {
   std::uint64_t seed = 35000;
-  struct Band {
-    Causal causal;
-    std::int64_t left, right;  // -2 = no window
-    bool top_left;
-  };
-  const std::vector<Band> bands = {
-      {Causal::bottom_right, -2, -2, false},  {Causal::top_left, -2, -2, false},
-      {Causal::none, 100, 0, false},          {Causal::none, 64, 64, true},
-      {Causal::bottom_right, 200, -1, false}, {Causal::none, -1, 30, true}};
-  for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{300, 500}, {500, 300}, {257, 257}}) {
-    for (const Band& b : bands) {
-      for (std::int64_t d : {64, 128}) {
-        AttentionCase c = strata::harness::batched_case(M, N, d, d, DType::f32, ++seed);
-        c.causal = b.causal;
-        if (b.left != -2) c.window = std::make_pair(b.left, b.right);
-        c.window_top_left = b.top_left;
-        INFO("M " << M << " N " << N << " d " << d << " causal " << int(b.causal) << " window "
-                  << b.left << "," << b.right);
-        require_pass(c);
-      }
-    }
-  }
+  strata_test::sweep_bands(DType::f32, {{300, 500}, {500, 300}, {257, 257}},
+                           strata_test::tile_bands(), {64, 128}, seed,
+                           [](const AttentionCase& c) { require_pass(c); });
 }
 
 TEST_CASE("cuda tf32 attention: GQA, batch broadcast, large logits", "[cuda][attention][tf32]") {
-  AttentionCase c;
-  c.dtype = DType::f32;
-  c.batch = {2, 3};
-  c.Hq = 8;
-  c.Hkv = 2;
-  c.M = 150;
-  c.N = 170;
-  c.d = 64;
-  c.dv = 64;
-  c.layout = Layout::broadcast;
-  c.causal = Causal::bottom_right;
-  c.mask = MaskKind::bool_full;
-  c.seed = 36001;
-  require_pass(c);
-  c.layout = Layout::contiguous;
-  c.Hkv = 1;
-  c.d = 128;
-  c.dv = 128;
-  c.mask = MaskKind::none;
-  c.input_scale = 8.0;  // large logits
-  c.seed = 36002;
-  require_pass(c);
+  for (const AttentionCase& c : strata_test::gqa_broadcast_cases(DType::f32, 36001, 36002))
+    require_pass(c);
 }
 
 // Decode-like calls (fewer than 64 query tiles in the call, N >= 16384) stay
@@ -349,9 +302,9 @@ TEST_CASE("cuda tf32 attention: error on the peer shapes",
   }
 }
 
-// Every compiled configuration (backends/cuda/attention/flash_tf32_high.cu,
-// flash_tf32_medium.cu, and the wgmma ones of flash_wgmma_tf32_high.cu and
-// flash_wgmma_tf32_medium.cu, sm_90a builds) through this whole suite: the binary runs itself
+// Every compiled configuration (backends/cuda/attention/sm80/table_tf32_high.cu,
+// sm80/table_tf32_medium.cu, and the wgmma ones of sm90/table_tf32_high.cu and
+// sm90/table_tf32_medium.cu, sm_90a builds) through this whole suite: the binary runs itself
 // once per name with STRATA_FLASH_VARIANT set (the variant is read once per
 // process). Hidden, as it takes minutes: run it
 // with strata_cuda_tests "[tf32_variants]" after a kernel change.

@@ -1,5 +1,5 @@
 // The bulk-copy decode candidates (backends/cuda/attention/
-// attention_decode_bulk.cuh: a producer warp copies K and V into a ring of
+// decode/bulk_kernel.cuh: a producer warp copies K and V into a ring of
 // shared-memory slots with cp.async.bulk, consumer warps take the keys from
 // there; the row's last split merges any number of splits): never chosen
 // unless STRATA_CUDA_VARIANT names them. The hidden [decode_bulk] case runs
@@ -28,7 +28,7 @@
 #include "strata/tensor.hpp"
 
 namespace strata::cuda {
-// backends/cuda/attention/attention_launch.cu: "<variant> grid=.. splits=..
+// backends/cuda/attention/dispatch/launch_streaming.cu: "<variant> grid=.. splits=..
 // [merge=in_kernel|merge=kernel] ...".
 std::string attention_plan(const AttentionArgs& a);
 }  // namespace strata::cuda

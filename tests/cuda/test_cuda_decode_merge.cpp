@@ -26,7 +26,7 @@
 #include "strata/tensor.hpp"
 
 namespace strata::cuda {
-// backends/cuda/attention/attention_launch.cu: "<variant> grid=.. splits=..
+// backends/cuda/attention/dispatch/launch_streaming.cu: "<variant> grid=.. splits=..
 // [merge=in_kernel|merge=kernel] ...".
 std::string attention_plan(const AttentionArgs& a);
 }  // namespace strata::cuda

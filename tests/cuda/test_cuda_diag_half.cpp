@@ -1,6 +1,6 @@
 // The diagonal half tiles of the wgmma d 64 64x128 kernel (on by default;
 // STRATA_FLASH_DIAG_HALF=0 turns them off; backends/cuda/attention/
-// flash_wgmma.cuh, docs/cuda-tuning.md "Diagonal half tiles"): a tile of 64
+// sm90/kernel_16bit.cuh, docs/cuda-tuning.md "Diagonal half tiles"): a tile of 64
 // rows whose last key tile has keys [64, 128) masked for all its rows
 // computes that tile over its first 64 keys only. The variable is read
 // once per process, so the hidden [flash_diag_half] case reruns the [mma]
@@ -17,6 +17,7 @@
 #include "catch.hpp"
 #include "cuda/attention_pass.hpp"
 #include "cuda/child_rerun.hpp"
+#include "cuda/flash_route.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 
@@ -27,19 +28,9 @@ using strata::harness::MaskKind;
 
 namespace {
 
-std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
-
 // The d 64 tensor-core kernel: wgmma in an sm_90a build unless
-// STRATA_FLASH_VARIANT names an mma.sync d 64 configuration ("d64.").
-std::string d64_kernel(DType dt) {
-  std::string name = "cuda.attention.mma_";
-#if defined(STRATA_CUDA_WGMMA)
-  const char* e = std::getenv("STRATA_FLASH_VARIANT");
-  const std::string forced = std::string(",") + (e ? e : "");
-  if (forced.find(",d64.") == std::string::npos) name = "cuda.attention.wgmma_";
-#endif
-  return name + dt_name(dt) + "_d64";
-}
+// STRATA_FLASH_VARIANT names an mma.sync d 64 configuration.
+std::string d64_kernel(DType dt) { return strata_test::tile_route(dt, 64); }
 
 void require_d64_pass(const AttentionCase& c) {
   const std::string want = d64_kernel(c.dtype);
@@ -90,9 +81,9 @@ TEST_CASE("cuda attention d64: diagonal half tiles", "[cuda][attention][mma][dia
       if (sh.left != -2) c.window = std::make_pair(sh.left, sh.right);
       c.window_top_left = sh.top_left;
       c.mask = sh.mask;
-      INFO(dt_name(dt) << " M " << sh.M << " N " << sh.N << " causal " << int(sh.causal)
-                       << " window " << sh.left << "," << sh.right << " mask "
-                       << strata::harness::mask_name(sh.mask));
+      INFO(strata_test::half_name(dt)
+           << " M " << sh.M << " N " << sh.N << " causal " << int(sh.causal) << " window "
+           << sh.left << "," << sh.right << " mask " << strata::harness::mask_name(sh.mask));
       require_d64_pass(c);
     }
     // At least as many CTAs as SMs (no split), GQA 4:1 and dv < d.
@@ -102,7 +93,7 @@ TEST_CASE("cuda attention d64: diagonal half tiles", "[cuda][attention][mma][dia
       c.Hq = 8;
       c.Hkv = 2;
       c.causal = causal;
-      INFO(dt_name(dt) << " full grid, causal " << int(causal));
+      INFO(strata_test::half_name(dt) << " full grid, causal " << int(causal));
       require_d64_pass(c);
     }
   }

@@ -1,10 +1,10 @@
 // bf16/f16 attention at head dims 97-112, whose q/k/v rows are mostly not
 // 16-byte chunks (d 100: 200-byte rows, 8-byte aligned; d 97: 194 bytes,
 // 2-byte aligned): the launcher's pad pass (backends/cuda/attention/
-// flash_pad.cu: rows copied padded to a multiple of 8, zeros after d, with
+// dispatch/pad_rows.cu: rows copied padded to a multiple of 8, zeros after d, with
 // 8-byte loads where the rows are 8-byte aligned and element loads
 // otherwise; stride-0 dims copied once) and the wgmma configuration whose
-// P V covers 104 value columns (flash_wgmma.cuh's NV, the default for
+// P V covers 104 value columns (sm90/kernel_16bit.cuh's NV, the default for
 // d 97-112 with dv <= 104). docs/cuda-tuning.md, "Head dim 100: pad pass
 // and narrow P·V (session 12)". Every case against the f64 reference of
 // the same rounded inputs through the cross-backend harness, lse compared.
@@ -16,7 +16,7 @@
 // generic strided copy still serves (transposed, strided or flipped
 // columns). d 104 and 112 with 16-byte rows take no copy at all.
 //
-// The pad pass runs by default only from 2^30 scores on (flash_mma_launch.cu),
+// The pad pass runs by default only from 2^30 scores on (dispatch/launch_16bit.cu),
 // so these small cases take it only in the hidden [flash_pad_ab] case's first
 // child (STRATA_FLASH_PAD=1). The hidden [flash_pad_ab] case runs [flash_pad] again under each
 // switch the lead A/Bs on the GPU (the variables are read once per process): the pad pass off
@@ -30,8 +30,9 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "cuda/attention_layout_sweep.hpp"
 #include "cuda/attention_pass.hpp"
+#include "cuda/attention_sweeps.hpp"
+#include "cuda/flash_route.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 
@@ -43,20 +44,10 @@ using strata::harness::MaskKind;
 
 namespace {
 
-std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
+using strata_test::half_name;
 
-// The registry kernel of a call with head dims up to 128 and M > 8: the
-// wgmma d 128 entry in an sm_90a build (unless STRATA_FLASH_VARIANT names
-// an mma.sync d 128 configuration, "d128."), mma.sync otherwise.
-std::string d128_kernel(DType dt) {
-  std::string name = "cuda.attention.mma_";
-#if defined(STRATA_CUDA_WGMMA)
-  const char* e = std::getenv("STRATA_FLASH_VARIANT");
-  const std::string forced = std::string(",") + (e ? e : "");
-  if (forced.find(",d128.") == std::string::npos) name = "cuda.attention.wgmma_";
-#endif
-  return name + dt_name(dt) + "_d128";
-}
+// The registry kernel of a call with head dims up to 128 and M > 8.
+std::string d128_kernel(DType dt) { return strata_test::tile_route(dt, 128); }
 
 void require_pass(const AttentionCase& c) {
   const std::string want = d128_kernel(c.dtype);
@@ -75,16 +66,8 @@ TEST_CASE("cuda flash pad: head dims 97-112, tile edges", "[cuda][attention][fla
     for (std::int64_t d : {97, 100, 104, 108, 112}) {
       for (auto [M, N] :
            std::vector<std::array<std::int64_t, 2>>{{130, 200}, {65, 1}, {128, 0}, {200, 333}}) {
-        AttentionCase c;
-        c.dtype = dt;
-        c.Hq = 2;
-        c.Hkv = 2;
-        c.M = M;
-        c.N = N;
-        c.d = d;
-        c.dv = d;
-        c.seed = ++seed;
-        INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
+        const AttentionCase c = strata_test::head_dim_case(dt, d, M, N, ++seed);
+        INFO(half_name(dt) << " d " << d << " M " << M << " N " << N);
         require_pass(c);
       }
     }
@@ -92,7 +75,7 @@ TEST_CASE("cuda flash pad: head dims 97-112, tile edges", "[cuda][attention][fla
              {100, 104}, {100, 105}, {100, 112}, {112, 100}, {97, 64}, {64, 100}, {100, 97}}) {
       AttentionCase c = strata::harness::batched_case(150, 170, d, dv, dt, ++seed);
       c.Hkv = 1;
-      INFO(dt_name(dt) << " d " << d << " dv " << dv);
+      INFO(half_name(dt) << " d " << d << " dv " << dv);
       require_pass(c);
     }
   }
@@ -137,7 +120,7 @@ TEST_CASE("cuda flash pad: GQA and batch broadcast", "[cuda][attention][flash_pa
       c.causal = Causal::bottom_right;
       c.mask = MaskKind::bool_full;
       c.seed = ++seed;
-      INFO(dt_name(dt) << " d " << d << " broadcast, GQA 8:2, causal, bool mask");
+      INFO(half_name(dt) << " d " << d << " broadcast, GQA 8:2, causal, bool mask");
       require_pass(c);
       c.layout = Layout::fused_qkv;  // needs M == N
       c.N = 150;
@@ -168,24 +151,12 @@ TEST_CASE("cuda flash pad: GQA and batch broadcast", "[cuda][attention][flash_pa
 // diagonal tiles masked, rows with no key (bottom-right causal, M > N).
 TEST_CASE("cuda flash pad: causal and windows across tiles", "[cuda][attention][flash_pad]") {
   std::uint64_t seed = 24000;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{300, 500}, {500, 300}}) {
-      for (std::int64_t d : {97, 100, 112}) {
-        for (int band = 0; band < 4; ++band) {
-          AttentionCase c = strata::harness::batched_case(M, N, d, d, dt, ++seed);
-          if (band == 0) c.causal = Causal::bottom_right;
-          if (band == 1) c.causal = Causal::top_left;
-          if (band == 2) c.window = std::make_pair<std::int64_t, std::int64_t>(100, 0);
-          if (band == 3) {
-            c.window = std::make_pair<std::int64_t, std::int64_t>(64, 64);
-            c.window_top_left = true;
-          }
-          INFO(dt_name(dt) << " M " << M << " N " << N << " d " << d << " band " << band);
-          require_pass(c);
-        }
-      }
-    }
-  }
+  // Both causal alignments, a left window, a two-sided top-left one.
+  const std::vector<strata_test::Band> bands(strata_test::tile_bands().begin(),
+                                             strata_test::tile_bands().begin() + 4);
+  for (DType dt : {DType::bf16, DType::f16})
+    strata_test::sweep_bands(dt, {{300, 500}, {500, 300}}, bands, {97, 100, 112}, seed,
+                             [](const AttentionCase& c) { require_pass(c); });
 }
 
 // Grids too small for the GPU: one head of 130-290 rows against 1000-3000
@@ -198,7 +169,7 @@ TEST_CASE("cuda flash pad: split keys on small grids", "[cuda][attention][flash_
     for (std::int64_t d : {97, 100, 104, 112}) {
       for (int step = 0; step < 5; ++step) {
         const AttentionCase c = strata_test::small_grid_case(step, d, dt, ++seed);
-        INFO(dt_name(dt) << " d " << d << " step " << step);
+        INFO(half_name(dt) << " d " << d << " step " << step);
         require_pass(c);
       }
     }
@@ -218,7 +189,7 @@ TEST_CASE("cuda flash pad: grids that fill the GPU", "[cuda][attention][flash_pa
         c.Hkv = 2;
         c.causal = causal;
         c.layout = causal == Causal::none ? Layout::fused_qkv : Layout::contiguous;
-        INFO(dt_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
+        INFO(half_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
         require_pass(c);
       }
     }

@@ -1,5 +1,5 @@
 // The wgmma configurations for head dims other than 64 and 128
-// (backends/cuda/attention/flash_wgmma_make.cuh; docs/cuda-tuning.md): S
+// (backends/cuda/attention/sm90/configs_16bit.cuh; docs/cuda-tuning.md): S
 // over 80, 96 or 112 columns of the d 128 tiles, and the d 192 / d 256
 // tiles, defaults since run s11r1, and the d 192 128x64 tiles that are not.
 // The hidden [wgmma_candidates] case runs this binary once per
@@ -17,6 +17,7 @@
 
 #include "catch.hpp"
 #include "cuda/attention_pass.hpp"
+#include "cuda/attention_sweeps.hpp"
 #include "strata/attention.hpp"
 #include "strata/harness.hpp"
 
@@ -61,15 +62,7 @@ TEST_CASE("cuda wgmma candidates: head dims, tiles, bands, full grids",
   for (DType dt : {DType::bf16, DType::f16}) {
     for (std::int64_t d : {72, 80, 96, 100, 112, 120, 128, 136, 160, 192, 200, 256}) {
       for (auto [M, N] : std::vector<std::array<std::int64_t, 2>>{{130, 200}, {65, 1}, {128, 0}}) {
-        AttentionCase c;
-        c.dtype = dt;
-        c.Hq = 2;
-        c.Hkv = 2;
-        c.M = M;
-        c.N = N;
-        c.d = d;
-        c.dv = d;
-        c.seed = ++seed;
+        const AttentionCase c = strata_test::head_dim_case(dt, d, M, N, ++seed);
         INFO(dt_name(dt) << " d " << d << " M " << M << " N " << N);
         require_pass(c);
       }

@@ -1,6 +1,6 @@
 #pragma once
 // The by-value argument of the bf16/f16 tensor-core attention kernel
-// (flash_mma.cuh). Built once per call by the launcher (flash_mma_launch.cu,
+// (sm80/kernel_16bit.cuh). Built once per call by the launcher (dispatch/launch_16bit.cu,
 // make_flash_args: the only place that reads AttentionArgs), so the kernel
 // does not change when the front end's struct does.
 //
@@ -58,14 +58,14 @@ struct FlashArgs {
   bool o_vec = false;  // 16-byte stores of out rows are safe
   // The wgmma d 64 64x128 kernel computes a last key tile whose upper half
   // is masked for all its rows over its first half only
-  // (STRATA_FLASH_DIAG_HALF, flash_wgmma.cuh). Sits in o_vec's padding:
+  // (STRATA_FLASH_DIAG_HALF, sm90/kernel_16bit.cuh). Sits in o_vec's padding:
   // the struct, and so every other kernel's parameter, keeps its size.
   bool diag_half = false;
 
   // Split-KV (the wgmma kernel): each tile of rows takes its key tiles in
   // `splits` parts, one CTA each, which write their unnormalised partials,
   // acc [splits][B... * Hq][M][dv] and (m, l) [splits][B... * Hq][M][2] (m
-  // in base 2), for the merge kernel (attention_merge.cuh) instead of out
+  // in base 2), for the merge kernel (common/split_merge.cuh) instead of out
   // and lse. splits = 1: no partials, out and lse written directly.
   int splits = 1;
   std::int64_t part_rows = 0;  // B... * Hq * M: the partial rows of one split

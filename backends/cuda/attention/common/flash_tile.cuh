@@ -1,13 +1,14 @@
 #pragma once
-// Where one CTA of the flash attention kernels (flash_mma.cuh, flash_tf32.cuh,
-// flash_wgmma.cuh, flash_wgmma_tf32.cuh) works: its tile of query rows, its
-// (batch, head), and the heads of q, k and v it reads. One copy for the four
-// kernels, so that they agree on the block order.
+// Where one CTA of the flash attention kernels (sm80/kernel_16bit.cuh,
+// sm80/kernel_tf32.cuh, sm90/kernel_16bit.cuh, sm90/kernel_tf32.cuh) works:
+// its tile of query rows, its (batch, head), and the heads of q, k and v it
+// reads. One copy for the four kernels, so that they agree on the block
+// order.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "cuda/attention/flash_mma_args.hpp"
+#include "cuda/attention/common/flash_args.hpp"
 
 namespace strata::cuda::flash {
 

@@ -1,14 +1,14 @@
 #pragma once
 // One query row's step of the online softmax in the streaming kernels
-// (attention_tiled.cuh, attention_pipelined.cuh): the row's scores of a key
+// (ffma/tiled.cuh, ffma/pipelined.cuh): the row's scores of a key
 // tile to base 2 under its bounds, band and mask, their max over the
 // threads that share the row, and the rescale of the row's running state.
 // What each kernel does with the probabilities (P in shared memory, P^T
 // from registers) stays its own. The decode kernels' softmax step
-// (attention_decode.cuh) takes rescale_row too.
+// (decode/kernel.cuh) takes rescale_row too.
 #include <cstdint>
 
-#include "cuda/attention/attention_common.cuh"
+#include "cuda/attention/common/streaming_params.cuh"
 
 namespace strata::cuda {
 

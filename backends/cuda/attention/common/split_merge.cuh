@@ -6,13 +6,15 @@
 // (bf16/f16 beside T = float; S = T for f32 and f64), rounded once.
 //
 // merge_splits is the one copy of the many-splits merge: the decode kernel's
-// last block of a row runs it in place (attention_decode.cuh), and
+// last block of a row runs it in place (decode/kernel.cuh), and
 // attn_merge_kernel runs it as a kernel of its own behind the streaming
-// kernels (attention_launch.cu). Its first and last steps (merge_max,
-// merge_write) serve merge_splits_wide (attention_decode_bulk.cuh) too,
-// which differs only in how many loads it keeps in flight.
+// kernels (dispatch/launch_streaming.cu) and the wgmma kernels' split keys
+// (dispatch/launch_16bit.cu). Its first and last steps (merge_max,
+// merge_write) serve merge_splits_wide too, the bulk-copy decode kernel's
+// in-place merge (decode/bulk_kernel.cuh), which differs only in how many
+// loads it keeps in flight.
 // attn_merge_small_kernel is the few-splits form for the streaming kernels.
-#include "cuda/attention/attention_common.cuh"
+#include "cuda/attention/common/streaming_params.cuh"
 
 namespace strata::cuda {
 
@@ -124,6 +126,58 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t r
     }
   }
   merge_write<T, S, NT, CH>(p, rid, c0, s, l, mx, red);
+}
+
+// merge_splits (common/split_merge.cuh) for many splits at the end of one
+// block: the same sums, but each warp issues the loads of R = 16 splits
+// before it uses any (merge_splits: two), so that a row of 256 splits
+// costs 4 L2 round trips per warp of 5 (.tma) instead of 26 (R 8: 7
+// round trips and 20 registers fewer; .tma keeps 2 blocks per SM either
+// way).
+// Columns lane + 32 k (k < CH) of out, every thread of the NT-thread block
+// calls it; red: merge_smem_elems<NT, CH>() elements of T.
+template <class T, class S, int NT, int CH>
+__device__ __forceinline__ void merge_splits_wide(const AttnParams& p, std::int64_t rid, T* red) {
+  constexpr int W = NT / 32, LD = 32 * CH + 1, R = 16;
+  const AttentionArgs& a = p.a;
+  const std::int64_t sstride = p.bh * a.M;  // partial rows per split
+  const T* ml = static_cast<const T*>(p.part_ml);
+  const T* acc = static_cast<const T*>(p.part_acc);
+  const int nsplit = static_cast<int>(p.splits);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  const T mx = merge_max<T, NT, LD>(ml, nsplit, sstride, rid, red);
+  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
+  __syncthreads();  // red is written again below
+
+  // Splits past nsplit read as (m -inf, l 0, acc 0): weight 0.
+  T l = 0, sum[CH];
+#pragma unroll
+  for (int k = 0; k < CH; ++k) sum[k] = 0;
+  for (int s0 = warp; s0 < nsplit; s0 += R * W) {
+    T mv[R], lv[R], av[R][CH];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int s = s0 + i * W;
+      const bool ok = s < nsplit;
+      const std::int64_t r = std::int64_t(ok ? s : 0) * sstride + rid;
+      mv[i] = ok ? __ldcg(ml + 2 * r) : neg_inf<T>();
+      lv[i] = ok ? __ldcg(ml + 2 * r + 1) : T(0);
+#pragma unroll
+      for (int k = 0; k < CH; ++k) {
+        const std::int64_t c = 32 * k + lane;
+        av[i][k] = ok && c < a.dv ? __ldcg(acc + r * a.dv + c) : T(0);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const T w = fexp2(mv[i] - m_use);
+      l = fma(w, lv[i], l);
+#pragma unroll
+      for (int k = 0; k < CH; ++k) sum[k] = fma(w, av[i][k], sum[k]);
+    }
+  }
+  merge_write<T, S, NT, CH>(p, rid, 0, sum, l, mx, red);
 }
 
 // Many splits (the streaming kernels with more than kMergeSmallSplits, and

@@ -3,7 +3,7 @@
 // tuning candidates after docs/cuda-tuning.md "bf16/f16 decode at full
 // bandwidth").
 //
-// attn_decode_kernel (attention_decode.cuh) keeps a warp's loads in flight
+// attn_decode_kernel (decode/kernel.cuh) keeps a warp's loads in flight
 // only while the warp waits for them: each warp step issues its 2U row
 // loads, stalls until they land, then computes, and the SM has no loads of
 // that warp outstanding while it computes. bf16.decode.d128 (114 registers,
@@ -34,7 +34,12 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/attention/attention_decode.cuh"
+#include "cuda/attention/common/split_merge.cuh"
+#include "cuda/attention/common/streaming_params.cuh"
+#include "cuda/attention/decode/block.cuh"
+#include "cuda/attention/decode/bulk_copy.cuh"
+#include "cuda/attention/decode/row_loads.cuh"
+#include "cuda/attention/decode/softmax_step.cuh"
 
 namespace strata::cuda {
 
@@ -60,109 +65,6 @@ struct DecodeBulkConfig {
   static_assert(2 * STAGES * sizeof(std::uint64_t) <= bar_bytes, "mbarriers fit");
   static_assert(slot_elems * sizeof(S) % 16 == 0, "slots keep 16-byte alignment");
 };
-
-// ---- sm_90 mbarrier and bulk-copy wrappers (shared::cta addresses) ----
-// Empty below sm_90, where the kernel never takes the bulk path (the
-// instructions do not exist there; unoptimised builds still emit them).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define STRATA_DECODE_BULK_ASM 1
-#endif
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
-#ifdef STRATA_DECODE_BULK_ASM
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
-               : "memory");
-#endif
-}
-// Makes the initialised barriers visible to the copy engine.
-__device__ __forceinline__ void mbar_fence_init() {
-#ifdef STRATA_DECODE_BULK_ASM
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-// Release semantics: this thread's earlier reads of the slot come first.
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
-#ifdef STRATA_DECODE_BULK_ASM
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
-#ifdef STRATA_DECODE_BULK_ASM
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
-               "r"(bytes)
-               : "memory");
-#endif
-}
-// Waits for the completion of the barrier's phase of parity `parity`.
-__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
-#ifdef STRATA_DECODE_BULK_ASM
-  asm volatile(
-      "{\n"
-      ".reg .pred P1;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@!P1 bra WAIT;\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
-#endif
-}
-// bytes (a multiple of 16, both addresses 16-byte aligned) from global to
-// shared memory, counted against bar's expected transaction bytes.
-__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, unsigned bytes,
-                                              std::uint64_t* bar) {
-#ifdef STRATA_DECODE_BULK_ASM
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(smem_u32(dst)),
-      "l"(src), "r"(bytes), "r"(smem_u32(bar))
-      : "memory");
-#endif
-}
-#undef STRATA_DECODE_BULK_ASM
-
-// The producer warp: copies keys [j_begin, j_end) of K (row stride ks, d
-// per row) and V (vs, dv) slot after slot, KS keys a slot (fewer in the
-// last), each slot once its previous keys were released.
-template <class C>
-__device__ __forceinline__ void decode_produce(const typename C::storage* kg,
-                                               const typename C::storage* vg, std::int64_t ks,
-                                               std::int64_t vs, std::int64_t d, std::int64_t dv,
-                                               std::int64_t j_begin, std::int64_t j_end,
-                                               typename C::storage* ring, std::uint64_t* full,
-                                               std::uint64_t* empty, int lane) {
-  using S = typename C::storage;
-  constexpr int KS = C::KS, STAGES = C::STAGES;
-  const bool kcont = ks == d, vcont = vs == dv;
-  const unsigned krow = unsigned(d * sizeof(S)), vrow = unsigned(dv * sizeof(S));
-  const int slots = int((j_end - j_begin + KS - 1) / KS);
-  for (int st = 0; st < slots; ++st) {
-    const int slot = st % STAGES;
-    if (st >= STAGES) mbar_wait(empty + slot, unsigned(st / STAGES - 1) & 1u);
-    const std::int64_t j0 = j_begin + std::int64_t(st) * KS;
-    const int n = int(min(std::int64_t(KS), j_end - j0));
-    S* const kdst = ring + slot * C::slot_elems;
-    S* const vdst = kdst + KS * C::max_d;
-    if (lane == 0) mbar_arrive_expect_tx(full + slot, unsigned(n) * (krow + vrow));
-    __syncwarp();
-    if (kcont) {
-      if (lane == 0) bulk_copy_g2s(kdst, kg + j0 * ks, unsigned(n) * krow, full + slot);
-    } else {
-      for (int r = lane; r < n; r += 32)
-        bulk_copy_g2s(kdst + r * d, kg + (j0 + r) * ks, krow, full + slot);
-    }
-    if (vcont) {
-      if (lane == 0) bulk_copy_g2s(vdst, vg + j0 * vs, unsigned(n) * vrow, full + slot);
-    } else {
-      for (int r = lane; r < n; r += 32)
-        bulk_copy_g2s(vdst + r * dv, vg + (j0 + r) * vs, vrow, full + slot);
-    }
-  }
-}
 
 // decode_softmax_step for 8 keys, with fewer shuffles: the lanes' partial
 // scores are reduced by a transposed butterfly (at xor 16 each lane sends
@@ -285,58 +187,6 @@ __device__ __forceinline__ void decode_consume(const AttnParams& p, const void* 
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + slot);
   }
-}
-
-// merge_splits (attention_merge.cuh) for many splits at the end of one
-// block: the same sums, but each warp issues the loads of R = 16 splits
-// before it uses any (merge_splits: two), so that a row of 256 splits
-// costs 4 L2 round trips per warp of 5 (.tma) instead of 26 (R 8: 7
-// round trips and 20 registers fewer; .tma keeps 2 blocks per SM either
-// way).
-// Columns lane + 32 k (k < CH) of out, every thread of the NT-thread block
-// calls it; red: merge_smem_elems<NT, CH>() elements of T.
-template <class T, class S, int NT, int CH>
-__device__ __forceinline__ void merge_splits_wide(const AttnParams& p, std::int64_t rid, T* red) {
-  constexpr int W = NT / 32, LD = 32 * CH + 1, R = 16;
-  const AttentionArgs& a = p.a;
-  const std::int64_t sstride = p.bh * a.M;  // partial rows per split
-  const T* ml = static_cast<const T*>(p.part_ml);
-  const T* acc = static_cast<const T*>(p.part_acc);
-  const int nsplit = static_cast<int>(p.splits);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-
-  const T mx = merge_max<T, NT, LD>(ml, nsplit, sstride, rid, red);
-  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
-  __syncthreads();  // red is written again below
-
-  // Splits past nsplit read as (m -inf, l 0, acc 0): weight 0.
-  T l = 0, sum[CH];
-#pragma unroll
-  for (int k = 0; k < CH; ++k) sum[k] = 0;
-  for (int s0 = warp; s0 < nsplit; s0 += R * W) {
-    T mv[R], lv[R], av[R][CH];
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      const int s = s0 + i * W;
-      const bool ok = s < nsplit;
-      const std::int64_t r = std::int64_t(ok ? s : 0) * sstride + rid;
-      mv[i] = ok ? __ldcg(ml + 2 * r) : neg_inf<T>();
-      lv[i] = ok ? __ldcg(ml + 2 * r + 1) : T(0);
-#pragma unroll
-      for (int k = 0; k < CH; ++k) {
-        const std::int64_t c = 32 * k + lane;
-        av[i][k] = ok && c < a.dv ? __ldcg(acc + r * a.dv + c) : T(0);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      const T w = fexp2(mv[i] - m_use);
-      l = fma(w, lv[i], l);
-#pragma unroll
-      for (int k = 0; k < CH; ++k) sum[k] = fma(w, av[i][k], sum[k]);
-    }
-  }
-  merge_write<T, S, NT, CH>(p, rid, 0, sum, l, mx, red);
 }
 
 __device__ __forceinline__ bool aligned16(const void* p) {

@@ -1,7 +1,7 @@
 #pragma once
 // The device an attention call runs on (its output's), shared by the
-// streaming launcher (attention_launch.cu) and the tensor-core launchers
-// (flash_launch_common.hpp).
+// streaming launcher (dispatch/launch_streaming.cu) and the tensor-core launchers
+// (dispatch/flash_host.hpp).
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.hpp"

@@ -1,13 +1,16 @@
 #pragma once
-// Host-side entry points of the cuda backend's softmax_attention kernels
-// (attention_launch.cu), free of CUDA headers so that register.cpp compiles
-// as plain C++. Arguments come validated from the front end, with device
-// pointers.
+// Host entry points of the cuda backend's softmax_attention kernels, free of
+// CUDA headers so that register.cpp compiles as plain C++. Arguments come
+// validated from the front end, with device pointers.
 #include <string>
 
 #include "strata/attention_args.hpp"
 
-namespace strata::cuda {
+namespace strata {
+class Registry;
+namespace cuda {
+
+// ---- f32 and f64 streaming kernels, bf16/f16 decode (launch_streaming.cu) ----
 
 void attention_f32(const AttentionArgs& a);
 void attention_f64(const AttentionArgs& a);
@@ -23,4 +26,26 @@ std::string attention_supports(const AttentionArgs& a);
 // only for calls attention_decode_supports accepts.
 std::string attention_plan(const AttentionArgs& a);
 
-}  // namespace strata::cuda
+// ---- bf16/f16 on the tensor cores (launch_16bit.cu) ----
+
+// Registers softmax_attention for bf16 and f16 on "cuda", in this order:
+// "cuda.attention.decode_<dt>" (M <= 8 query rows, d, dv <= 256: the
+// split-KV decode kernel on the narrow inputs, launch_streaming.cu),
+// "cuda.attention.mma_<dt>_d64" (d, dv <= 64), "..._d128" (<= 128), and
+// "cuda.attention.mma_<dt>_via_f32" for larger head dims and for decode-like
+// calls too small to fill the GPU (the inputs are converted to f32 on the
+// device and the f32 kernel, which splits the keys, runs).
+void register_cuda_flash_mma(Registry& r);
+
+// ---- f32 on the tensor cores, TF32 and 3xTF32 (launch_tf32.cu) ----
+
+// Registers softmax_attention for f32 on "cuda" ahead of the exact FFMA
+// kernels (cuda.attention.streaming), which keep every call these decline:
+// "cuda.attention.mma_tf32x3_d64" / "..._d128" for precision high and
+// "cuda.attention.mma_tf32_d64" / "..._d128" for medium (d, dv <= 64 and
+// <= 128), each only for its own precision. Head dims over 128 and
+// decode-like calls too small to fill the GPU run highest.
+void register_cuda_flash_tf32(Registry& r);
+
+}  // namespace cuda
+}  // namespace strata

@@ -1,6 +1,6 @@
 #pragma once
 // Host helpers shared by the tensor-core attention launchers
-// (flash_mma_launch.cu for bf16/f16, flash_tf32_launch.cu for f32 in TF32):
+// (dispatch/launch_16bit.cu for bf16/f16, dispatch/launch_tf32.cu for f32 in TF32):
 // the conversion from AttentionArgs to FlashArgs (make_flash_args, the one
 // place that reads the front end's struct for these kernels), packing of
 // layouts that 16-byte chunks cannot read, the device scope, stream-ordered
@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/attention/attention_device.hpp"
-#include "cuda/attention/flash_mma_args.hpp"
-#include "cuda/attention/flash_mma_variants.hpp"
+#include "cuda/attention/common/flash_args.hpp"
+#include "cuda/attention/dispatch/device_scope.hpp"
+#include "cuda/attention/dispatch/flash_variants.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
@@ -286,7 +286,7 @@ struct Scratch {
 // Decode-like calls: a handful of query rows against many keys in so few
 // CTAs that most SMs idle while each CTA walks every key tile (the
 // mma.sync and TF32 kernels have no split-KV); the split-KV kernels of
-// attention_launch.cu serve them better.
+// dispatch/launch_streaming.cu serve them better.
 inline bool too_few_ctas(const AttentionArgs& a) {
   constexpr std::int64_t kMinCtas = 64, kMinKeys = 16384, kRows = 64;
   const std::int64_t ctas = a.batch_count() * a.Hq * ((a.M + kRows - 1) / kRows);

@@ -1,13 +1,16 @@
 #pragma once
-// The compiled configurations of the tensor-core attention kernels
-// (flash_mma.cuh on mma.sync, flash_wgmma.cuh on wgmma) that the launcher (flash_mma_launch.cu)
-// chooses from. The bf16 and f16 tables compile in files of their own, in parallel.
+// The compiled configurations of the tensor-core attention kernels that the
+// launchers choose from: bf16/f16 (sm80/kernel_16bit.cuh on mma.sync,
+// sm90/kernel_16bit.cuh on wgmma; launch_16bit.cu) and f32 in TF32
+// (sm80/kernel_tf32.cuh, sm90/kernel_tf32.cuh; launch_tf32.cu). Each table
+// compiles in a file of its own (sm80/table_*.cu, sm90/table_*.cu), in
+// parallel.
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <vector>
 
-#include "cuda/attention/flash_mma_args.hpp"
+#include "cuda/attention/common/flash_args.hpp"
 #include "strata/dtype.hpp"
 
 namespace strata::cuda {
@@ -29,17 +32,39 @@ struct FlashVariant {
   // when their rows are only 8-byte aligned, e.g. d = 100.
   bool pieces8 = false;
   // The q/k head dim S = Q K^T covers: D, or fewer columns for the wgmma
-  // configurations that skip S's zero-padded k-steps (KQ in flash_wgmma.cuh).
+  // configurations that skip S's zero-padded k-steps (KQ in
+  // sm90/kernel_16bit.cuh).
   int qk_cols = 0;  // 0: D
   // Splits the keys of a tile of rows over several CTAs when the grid is
   // too small to fill the GPU (FlashArgs::splits; the wgmma kernel).
   bool splits_keys = false;
 };
 
+// ---- bf16 / f16 ----
+
 const std::vector<FlashVariant>& flash_variants_bf16();
 const std::vector<FlashVariant>& flash_variants_f16();
-// The wgmma kernel's (flash_wgmma.cuh, sm_90a builds; empty otherwise).
+// The wgmma kernel's (sm_90a builds; empty otherwise).
 const std::vector<FlashVariant>& wgmma_variants_bf16();
 const std::vector<FlashVariant>& wgmma_variants_f16();
+
+// The wgmma configurations whose P V covers fewer value columns than their
+// head dim (NV in sm90/kernel_16bit.cuh, wgmma_narrow_v_configs in
+// sm90/configs_16bit.cuh): FlashVariant has no field for the value columns,
+// so a call reaches them only through these tables, which the launcher
+// uses for calls with dv <= kWgmmaNarrowV. Value columns of the narrow
+// configurations: d 97-104 (d 100's rows padded to a multiple of 8).
+inline constexpr int kWgmmaNarrowV = 104;
+// The narrow configurations first, then every one of wgmma_variants_<dt>().
+const std::vector<FlashVariant>& wgmma_variants_narrow_v_bf16();
+const std::vector<FlashVariant>& wgmma_variants_narrow_v_f16();
+
+// ---- f32 in TF32: one table per precision (entries have dtype f32) ----
+
+const std::vector<FlashVariant>& flash_variants_tf32x3();  // high: 3xTF32
+const std::vector<FlashVariant>& flash_variants_tf32();    // medium: TF32
+// The wgmma kernel's (the defaults on sm_90a, empty otherwise).
+const std::vector<FlashVariant>& wgmma_variants_tf32x3();
+const std::vector<FlashVariant>& wgmma_variants_tf32();
 
 }  // namespace strata::cuda

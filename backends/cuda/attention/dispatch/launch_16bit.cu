@@ -1,13 +1,13 @@
-// Launcher of the bf16/f16 tensor-core attention kernels (flash_wgmma.cuh on
-// sm_90a, flash_mma.cuh on mma.sync): turns AttentionArgs into FlashArgs and
+// Launcher of the bf16/f16 tensor-core attention kernels (sm90/kernel_16bit.cuh on
+// sm_90a, sm80/kernel_16bit.cuh on mma.sync): turns AttentionArgs into FlashArgs and
 // copies q, k or v into scratch when their layout cannot be read in 16-byte
-// chunks (rows padded to a multiple of 8 by the pad pass, flash_pad.hpp,
-// where the columns are contiguous; packed by flash_launch_common.hpp's
+// chunks (rows padded to a multiple of 8 by the pad pass, dispatch/pad_rows.hpp,
+// where the columns are contiguous; packed by dispatch/flash_host.hpp's
 // strided copy otherwise), picks the configuration by head dim and value
-// head dim (flash_wgmma_narrow.hpp), splits the keys of small grids over
-// more CTAs (wgmma; merged by attention_merge.cuh), and registers the
+// head dim (dispatch/flash_variants.hpp), splits the keys of small grids over
+// more CTAs (wgmma; merged by common/split_merge.cuh), and registers the
 // kernels. Calls with M <= 8 query rows (decode) go to the native bf16/f16
-// split-KV decode kernel of attention_launch.cu (registered first,
+// split-KV decode kernel of dispatch/launch_streaming.cu (registered first,
 // "cuda.attention.decode_<dt>"). Without sm_90a, head dims over 128 and
 // decode-like calls with too few CTAs (too_few_ctas) and 8 < M run the f32
 // kernel on f32 copies of the inputs (run_via_f32), as do head dims over
@@ -22,12 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "cuda/attention/attention_merge.cuh"
-#include "cuda/attention/flash_launch_common.hpp"
-#include "cuda/attention/flash_mma.hpp"
-#include "cuda/attention/flash_mma_variants.hpp"
-#include "cuda/attention/flash_pad.hpp"
-#include "cuda/attention/flash_wgmma_narrow.hpp"
+#include "cuda/attention/common/split_merge.cuh"
+#include "cuda/attention/dispatch/entry_points.hpp"
+#include "cuda/attention/dispatch/flash_host.hpp"
+#include "cuda/attention/dispatch/flash_variants.hpp"
+#include "cuda/attention/dispatch/pad_rows.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
@@ -66,7 +65,7 @@ const std::vector<FlashVariant>& wgmma_table(DType dt, std::int64_t dv) {
   return dt == DType::bf16 ? wgmma_variants_narrow_v_bf16() : wgmma_variants_narrow_v_f16();
 }
 
-// The pad pass (flash_pad.hpp): q, k or v whose rows are not 16-byte
+// The pad pass (dispatch/pad_rows.hpp): q, k or v whose rows are not 16-byte
 // chunks are copied with rows padded to a multiple of 8 and run on the
 // 16-byte-row configurations, rather than on those reading 8-byte pieces.
 // It pays where the copy is small against the attention: run s12r3 (H200,
@@ -89,7 +88,7 @@ std::int64_t query_tiles(const FlashVariant& v, const AttentionArgs& a) {
 // once leaves SMs idle while each CTA walks every key tile, so the key
 // tiles of each tile of rows are cut into as many parts as one wave holds,
 // each at least kMinSplitTiles tiles (its prologue, the Q tile and the
-// pipeline's fill, amortised), and merged after (attention_merge.cuh).
+// pipeline's fill, amortised), and merged after (common/split_merge.cuh).
 // STRATA_FLASH_SPLITS=n forces n splits on every call (tests, tuning).
 constexpr std::int64_t kMinSplitTiles = 4;
 int choose_splits(const FlashVariant& v, const AttentionArgs& a, int dev) {

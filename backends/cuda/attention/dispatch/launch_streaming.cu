@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda/attention/attention_cuda.hpp"
-#include "cuda/attention/attention_device.hpp"
-#include "cuda/attention/attention_merge.cuh"
-#include "cuda/attention/attention_variants.hpp"
+#include "cuda/attention/common/split_merge.cuh"
+#include "cuda/attention/dispatch/device_scope.hpp"
+#include "cuda/attention/dispatch/entry_points.hpp"
+#include "cuda/attention/dispatch/streaming_variants.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
 #include "strata/tuning.hpp"
@@ -36,7 +36,8 @@ constexpr int kDecodeMaxRows = 8;  // M at or below this uses the decode kernel
 const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = [] {
     std::vector<Variant> all;
-    for (const auto* list : {&variants_f32(), &variants_f32p(), &variants_f64(), &variants_h16()})
+    for (const auto* list :
+         {&variants_f32(), &variants_f32_pipelined(), &variants_f64(), &variants_16bit()})
       all.insert(all.end(), list->begin(), list->end());
     return all;
   }();

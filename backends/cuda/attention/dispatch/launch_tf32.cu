@@ -1,7 +1,7 @@
-// Launcher of the f32 TF32 tensor-core attention kernels (flash_wgmma_tf32.cuh
-// on sm_90a, flash_tf32.cuh on mma.sync):
+// Launcher of the f32 TF32 tensor-core attention kernels (sm90/kernel_tf32.cuh
+// on sm_90a, sm80/kernel_tf32.cuh on mma.sync):
 // packs q, k or v into scratch when their rows cannot be read in 16-byte
-// chunks, converts the arguments (flash_launch_common.hpp, shared with the
+// chunks, converts the arguments (dispatch/flash_host.hpp, shared with the
 // bf16/f16 launcher), picks the configuration by precision and head dim,
 // and registers the kernels, each for one precision.
 #include <cuda_runtime.h>
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "cuda/attention/flash_launch_common.hpp"
-#include "cuda/attention/flash_tf32.hpp"
-#include "cuda/attention/flash_tf32_variants.hpp"
+#include "cuda/attention/dispatch/entry_points.hpp"
+#include "cuda/attention/dispatch/flash_host.hpp"
+#include "cuda/attention/dispatch/flash_variants.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::cuda {

@@ -1,11 +1,11 @@
-// The attention launcher's pad pass (flash_pad.hpp): 16-bit rows copied
+// The attention launcher's pad pass (dispatch/pad_rows.hpp): 16-bit rows copied
 // into rows of a multiple of 8 elements, zeros after the source's columns.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda/attention/flash_pad.hpp"
+#include "cuda/attention/dispatch/pad_rows.hpp"
 #include "cuda/cuda_check.hpp"
 #include "strata/error.hpp"
 

@@ -1,10 +1,10 @@
 #pragma once
-// The pad pass of the bf16/f16 attention launcher (flash_mma_launch.cu): q,
+// The pad pass of the bf16/f16 attention launcher (dispatch/launch_16bit.cu): q,
 // k or v whose rows cannot be read in 16-byte chunks (d 100: 200-byte rows,
 // 8-byte aligned) copied into scratch as rows of round_up(d, 8) elements,
 // 16-byte aligned, zeros after column d, so that the 16-byte-row kernels
 // serve them (FlashAttention's wrapper pads d to a multiple of 8 the same
-// way). One launch for the call's copies, flash_pad.cu: each thread writes
+// way). One launch for the call's copies, dispatch/pad_rows.cu: each thread writes
 // one 16-byte chunk of a padded row with one store, from two 8-byte loads where the source rows
 // allow (PadPlan::vec) or eight 2-byte ones; consecutive threads take
 // consecutive chunks, so both sides are coalesced. Replaces the generic

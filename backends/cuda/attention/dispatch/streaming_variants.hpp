@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/attention/attention_common.cuh"
+#include "cuda/attention/common/streaming_params.cuh"
 #include "strata/dtype.hpp"
 
 namespace strata::cuda {
@@ -36,19 +36,41 @@ struct Variant {
   // Decode variants: the plan fills sms x min(resident blocks, this) slots
   // with (row, split) blocks; and whether the kernel's own merge of a row's
   // splits is fast at any split count (else the separate merge kernel
-  // takes rows of more than kFusedMergeMaxSplits, attention_launch.cu).
+  // takes rows of more than kFusedMergeMaxSplits, dispatch/launch_streaming.cu).
   int decode_blocks_per_sm = 4;
   bool merges_any_splits = false;
 };
 
-// The launcher takes decode when it serves, else the default variant with the
-// smallest head-dim bounds that serves the call, a small-problem variant
-// first (attention_launch.cu).
-const std::vector<Variant>& variants_f32();
-const std::vector<Variant>& variants_f32p();  // pipelined kernels
-const std::vector<Variant>& variants_f64();
-// bf16 and f16 storage, f32 arithmetic: the decode kernel only (M <= 8);
-// longer query blocks are the tensor-core kernel's (flash_mma*).
-const std::vector<Variant>& variants_h16();
+// The variant entry of configuration C's kernel (launched by `launch`):
+// the fields every kernel family sets the same way (threads C::NT, shared
+// memory C::smem_bytes). ffma/variant_make.cuh and decode/variant_make.cuh
+// build the families' entries with it.
+template <class C>
+Variant variant_of(const char* name, DType dtype, bool decode, bool dflt, std::int64_t max_d,
+                   std::int64_t max_dv, int bm, int bn, int dv_tile, const void* kernel,
+                   LaunchFn launch) {
+  return Variant{name, dtype,   decode, dflt,          max_d,  max_dv, bm,
+                 bn,   dv_tile, C::NT,  C::smem_bytes, kernel, launch};
+}
+
+// Restricts a variant to calls of at most `work` scores (batch x heads x M x
+// N); among defaults of the same head-dim reach, such a variant is preferred
+// where it serves.
+inline Variant for_small(Variant v, std::int64_t work) {
+  v.max_work = work;
+  return v;
+}
+
+// The tables the launcher chooses from: it takes decode when it serves,
+// else the default variant with the smallest head-dim bounds that serves
+// the call, a small-problem variant first (dispatch/launch_streaming.cu).
+// f32 and f64: the decode kernel (M <= 8) and the streaming kernels.
+const std::vector<Variant>& variants_f32();            // ffma/variants_f32.cu
+const std::vector<Variant>& variants_f32_pipelined();  // ffma/variants_f32_pipelined.cu
+const std::vector<Variant>& variants_f64();            // ffma/variants_f64.cu
+// bf16 and f16 storage, f32 arithmetic: the decode kernel only (M <= 8;
+// decode/variants_16bit.cu); longer query blocks are the tensor-core
+// kernels'.
+const std::vector<Variant>& variants_16bit();
 
 }  // namespace strata::cuda

@@ -1,7 +1,7 @@
 #pragma once
 // The f64 tensor-core streaming kernel: FlashAttention-2 on DMMA
 // (mma.sync m16n8k8 .f64, sm_90). Each multiply-add is an IEEE f64 fused
-// multiply-add, as in the DFMA kernel (attention_tiled.cuh), but on the
+// multiply-add, as in the DFMA kernel (ffma/tiled.cuh), but on the
 // tensor cores, whose f64 rate on H100/H200 is twice the DFMA pipe's
 // (67 against 34 TFLOP/s).
 //
@@ -20,7 +20,7 @@
 //   Q [BM][DK + 4]           resident for the block
 //   K [2][BN][DK + 4]        double-buffered: tile j + 1 loads while j computes
 //   V [2][BN][DV + 2]
-#include "cuda/attention/attention_tiled.cuh"  // load_tile
+#include "cuda/attention/ffma/tiled.cuh"  // load_tile
 
 namespace strata::cuda {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The pipelined streaming kernel (f32): FlashAttention-2 style like
-// attention_tiled.cuh, but every global -> shared copy is asynchronous and
+// ffma/tiled.cuh, but every global -> shared copy is asynchronous and
 // runs STAGES - 1 chunks ahead of the arithmetic, so a block never waits for
 // its own loads, and the register tiles are 8 rows x 4 keys (Q K^T) and
 // 8 rows x 8 (or 4) output columns (P V).
@@ -27,8 +27,8 @@
 // global reads (32-byte runs along either dimension) and the shared stores
 // (bank 4*row + col) efficient. Out-of-range rows and columns are zero-filled
 // by the copy itself.
-#include "cuda/attention/attention_common.cuh"
-#include "cuda/attention/tile_softmax.cuh"
+#include "cuda/attention/common/row_softmax.cuh"
+#include "cuda/attention/common/streaming_params.cuh"
 
 namespace strata::cuda {
 

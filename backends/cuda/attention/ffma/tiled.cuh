@@ -9,8 +9,8 @@
 // ty + RG*i (i < TM), score columns tx + CG*j (j < TN) and output vector
 // chunks tx + CG*g (g < OCH). The CG threads of a row are adjacent lanes of
 // one warp, so row maxima reduce with xor shuffles.
-#include "cuda/attention/attention_common.cuh"
-#include "cuda/attention/tile_softmax.cuh"
+#include "cuda/attention/common/row_softmax.cuh"
+#include "cuda/attention/common/streaming_params.cuh"
 
 namespace strata::cuda {
 

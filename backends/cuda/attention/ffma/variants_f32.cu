@@ -2,7 +2,8 @@
 // query rows x BN keys per step, DK head-dim chunk (Q stays in shared memory
 // when d <= DK), DV output columns per block, RG x CG threads, MINB blocks
 // per SM promised to the register allocator.
-#include "cuda/attention/attention_variant_make.cuh"
+#include "cuda/attention/decode/variant_make.cuh"
+#include "cuda/attention/ffma/variant_make.cuh"
 
 namespace strata::cuda {
 

@@ -1,13 +1,13 @@
-// f32 pipelined variants (attention_pipelined.cuh):
+// f32 pipelined variants (ffma/pipelined.cuh):
 // PipeConfig<BM, BN, DK, DV, RG, CG, KC, STAGES, MINB>, serving d <= DK,
 // dv <= DV: BM query rows x BN keys per tile, K consumed in head-dim chunks
 // of KC, RG x CG threads, STAGES shared buffers, MINB blocks per SM promised
 // to the register allocator.
-#include "cuda/attention/attention_variant_make.cuh"
+#include "cuda/attention/ffma/variant_make.cuh"
 
 namespace strata::cuda {
 
-const std::vector<Variant>& variants_f32p() {
+const std::vector<Variant>& variants_f32_pipelined() {
   static const std::vector<Variant> v = {
       // Default for 64 < d, dv <= 128: 128 x 64 tiles over 512 threads (4 x 4
       // score and 4 x 8 output tiles per thread, 16 warps per SM). Run 11,

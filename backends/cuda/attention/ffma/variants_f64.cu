@@ -1,5 +1,6 @@
-// f64 kernel variants (see attention_variants_f32.cu for the parameters).
-#include "cuda/attention/attention_variant_make.cuh"
+// f64 kernel variants (see ffma/variants_f32.cu for the parameters).
+#include "cuda/attention/decode/variant_make.cuh"
+#include "cuda/attention/ffma/variant_make.cuh"
 
 namespace strata::cuda {
 

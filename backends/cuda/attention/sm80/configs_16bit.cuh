@@ -1,8 +1,8 @@
 #pragma once
 // One FlashVariant per kernel configuration: the only place that launches
 // flash_mma_kernel with <<<>>>.
-#include "cuda/attention/flash_mma.cuh"
-#include "cuda/attention/flash_mma_variants.hpp"
+#include "cuda/attention/dispatch/flash_variants.hpp"
+#include "cuda/attention/sm80/kernel_16bit.cuh"
 
 namespace strata::cuda {
 

@@ -1,8 +1,8 @@
 #pragma once
 // One FlashVariant per configuration of the TF32 kernel: the only place
 // that launches flash_tf32_kernel with <<<>>>.
-#include "cuda/attention/flash_tf32.cuh"
-#include "cuda/attention/flash_tf32_variants.hpp"
+#include "cuda/attention/dispatch/flash_variants.hpp"
+#include "cuda/attention/sm80/kernel_tf32.cuh"
 
 namespace strata::cuda {
 

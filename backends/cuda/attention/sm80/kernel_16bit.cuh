@@ -21,182 +21,12 @@
 
 #include <cstdint>
 
-#include "cuda/attention/flash_mma_args.hpp"
-#include "cuda/attention/flash_tile.cuh"
-#include "cuda/mma_sync.cuh"
+#include "cuda/attention/common/flash_args.hpp"
+#include "cuda/attention/common/flash_ops.cuh"
+#include "cuda/attention/common/flash_softmax.cuh"
+#include "cuda/attention/common/flash_tile.cuh"
 
 namespace strata::cuda::flash {
-
-template <class T>
-struct MmaType;
-template <>
-struct MmaType<__nv_bfloat16> {
-  __device__ static std::uint32_t pack(float lo, float hi) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
-  }
-  __device__ static float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-  __device__ static void mma(float* c, const std::uint32_t* a, std::uint32_t b0, std::uint32_t b1) {
-    MmaSync<__nv_bfloat16>::run(c, a[0], a[1], a[2], a[3], b0, b1);
-  }
-};
-template <>
-struct MmaType<__half> {
-  __device__ static std::uint32_t pack(float lo, float hi) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
-  }
-  __device__ static float to_float(__half x) { return __half2float(x); }
-  __device__ static void mma(float* c, const std::uint32_t* a, std::uint32_t b0, std::uint32_t b1) {
-    MmaSync<__half>::run(c, a[0], a[1], a[2], a[3], b0, b1);
-  }
-};
-
-__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, bypassing L1; src_bytes = 0 writes zeros.
-__device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-__device__ __forceinline__ void ldsm_x4(std::uint32_t* r, std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(std::uint32_t* r, std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Element offset of 16-byte chunk `c` of row `r` in a [rows][D] tile: the
-// chunk index is XORed with the row's low 3 bits, so the 8 rows one
-// ldmatrix phase reads land in 8 different 16-byte bank groups.
-template <int D>
-__device__ __forceinline__ int swz(int r, int c) {
-  return r * D + ((c ^ (r & 7)) << 3);
-}
-
-// One score of row i, key jj under the call's bounds, band and mask (bool
-// or float: a.mask_kind 1 or 2), in base 2 (a float mask scaled by log2 e):
-// -inf where the key is dropped. M: the float mask's element type.
-template <class M>
-__device__ __forceinline__ float masked_score(const FlashArgs& a, const unsigned char* mk_b,
-                                              const M* mk_f, bool bool_mask, bool float_mask,
-                                              std::int64_t i, std::int64_t jj, float s) {
-  bool keep = jj < a.N && i < a.M;
-  if (a.has_band) keep = keep && jj >= i + a.band_lo && jj <= i + a.band_hi;
-  if (keep && bool_mask) keep = mk_b[i * a.mk_ms + jj * a.mk_ns] != 0;
-  if (keep && float_mask)
-    s += static_cast<float>(mk_f[i * a.mk_ms + jj * a.mk_ns]) * 1.4426950408889634f;
-  if (!keep) s = -__int_as_float(0x7f800000);
-  return s;
-}
-
-// Bounds and band of a wgmma accumulator tile of scores (this thread's
-// rows i0 and i0 + 8, keys n0 + 8 j + 2 t4 + {0, 1}, the C layout of the
-// wgmma kernels, flash_wgmma.cuh and flash_wgmma_tf32.cuh): scores outside
-// become -inf. In 32 bits relative to the thread's first key and row; key -
-// row is rel + col - ro, and the limits are clamped to +-2^30, far outside
-// the tile, which keeps every comparison exact.
-template <int BN>
-__device__ __forceinline__ void mask_bounds_band(const FlashArgs& a, float* s, std::int64_t n0,
-                                                 std::int64_t i0, int t4) {
-  auto clamp32 = [](std::int64_t x) {
-    return int(x < -(1 << 30) ? -(1 << 30) : x > (1 << 30) ? (1 << 30) : x);
-  };
-  const std::int64_t rel = n0 - i0;
-  const int n_left = clamp32(a.N - n0), m_left = clamp32(a.M - i0);
-  const int lo = a.has_band ? clamp32(a.band_lo - rel) : -(1 << 30);
-  const int hi = a.has_band ? clamp32(a.band_hi - rel) : (1 << 30);
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int col = j * 8 + 2 * t4 + (e & 1), ro = (e >> 1) * 8;
-      const bool keep = col < n_left && ro < m_left && col - ro >= lo && col - ro <= hi;
-      if (!keep) s[4 * j + e] = -__int_as_float(0x7f800000);
-    }
-  }
-}
-
-// The online softmax of a wgmma accumulator tile in base 2, rows g (r = 0)
-// and g + 8 (r = 1): the scores, times f where FACTOR (the scale of raw
-// scores, folded into the exp2's FFMA; f = 1 for scaled ones), against the
-// running max row_m and sum row_l. alpha: the factor O must take; returns
-// whether any of the warp's alphas is not 1 (once the maxima settle they
-// are exactly 1 and the rescale is skipped).
-template <int BN, bool FACTOR>
-__device__ __forceinline__ bool online_softmax_tile(float* s, float* row_m, float* row_l,
-                                                    float* alpha, float f) {
-  const float kNegInf = -__int_as_float(0x7f800000);
-  bool moved = false;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float mx = kNegInf;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    mx = fmaxf(FACTOR ? mx * f : mx, row_m[r]);
-    const float m_use = mx == kNegInf ? 0.f : mx;  // a row with nothing kept yet
-    alpha[r] = ex2(row_m[r] - m_use);
-    moved = moved || alpha[r] != 1.f;
-    row_m[r] = mx;
-    float sum = 0.f;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const float x0 = s[4 * j + 2 * r], x1 = s[4 * j + 2 * r + 1];
-      s[4 * j + 2 * r] = ex2(FACTOR ? fmaf(x0, f, -m_use) : x0 - m_use);
-      s[4 * j + 2 * r + 1] = ex2(FACTOR ? fmaf(x1, f, -m_use) : x1 - m_use);
-      sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
-    }
-    row_l[r] = row_l[r] * alpha[r] + sum;
-  }
-  return __any_sync(0xffffffffu, moved);
-}
-
-// The end of a thread's two rows (i and i + 8): the row sums over the
-// quad, 1 / l into inv (0 when nothing was kept, NaN stays NaN), and the
-// lse of each row into `lse` (a row pointer, or nullptr) by the quad's
-// first lane. Every lane of the warp calls it (shuffles).
-__device__ __forceinline__ void finish_rows(const FlashArgs& a, float* lse, std::int64_t i,
-                                            const float* row_m, float* row_l, float* inv, int t4) {
-  const float kNegInf = -__int_as_float(0x7f800000);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_l[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    row_l[r] = l;
-    inv[r] = l > 0.f ? 1.f / l : (l == 0.f ? 0.f : l);
-  }
-  if (lse == nullptr || t4 != 0) return;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (i + 8 * r >= a.M) continue;
-    const float l = row_l[r];
-    // In double: the max (in base 2) is up to ~1e2 and would lose its last
-    // bits to one more f32 rounding.
-    lse[(i + 8 * r) * a.l_ms] =
-        l == 0.f ? kNegInf : float((double(row_m[r]) + log2(double(l))) * 0.6931471805599453);
-  }
-}
 
 // MT row blocks of 16 per warp: with MT = 2 every K and V fragment read from
 // shared memory feeds two mma instead of one (half the ldmatrix traffic per
@@ -478,7 +308,7 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
 
   // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
   float inv[MT][2];
-  float* lse = a.lse ? a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs : nullptr;
+  float* lse = flash_lse(a, b, h);
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi)
     finish_rows(a, lse, i0 + 16 * mi, row_m[mi], row_l[mi], inv[mi], t4);

@@ -1,6 +1,6 @@
 #pragma once
 // f32 softmax attention on the tensor cores with TF32 operands, the bf16
-// kernel's structure (flash_mma.cuh) on mma.sync m16n8k8 .tf32
+// kernel's structure (sm80/kernel_16bit.cuh) on mma.sync m16n8k8 .tf32
 // (docs/cuda-tuning.md, "f32 on the tensor cores: TF32 and 3xTF32"):
 //
 // - medium (X3 = false): every operand rounded to TF32 (cvt.rna), one MMA
@@ -25,34 +25,18 @@
 //   a = (c0, c2, c1, c3) and V's fragment is b0 = V[key 2t][col g],
 //   b1 = V[key 2t + 1][col g]: two 32-bit shared loads.
 //
-// Masking, bands, lse and empty rows as in flash_mma.cuh: fully masked rows
+// Masking, bands, lse and empty rows as in sm80/kernel_16bit.cuh: fully masked rows
 // end with l = 0, out = 0, lse = -inf.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "cuda/attention/flash_mma.cuh"
+#include "cuda/attention/common/flash_args.hpp"
+#include "cuda/attention/common/flash_ops.cuh"
+#include "cuda/attention/common/flash_softmax.cuh"
+#include "cuda/attention/common/flash_tile.cuh"
 
 namespace strata::cuda::flash {
-
-// Nearest TF32 (ties away from zero), as a 32-bit pattern with the low 13
-// mantissa bits zero.
-__device__ __forceinline__ std::uint32_t to_tf32(float x) {
-  std::uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-
-// The TF32 operand(s) of one f32 value: big alone (medium) or big and small.
-template <bool X3>
-struct Tf32 {
-  std::uint32_t big, small;
-  __device__ __forceinline__ void set(float x) {
-    big = to_tf32(x);
-    if constexpr (X3) small = to_tf32(x - __uint_as_float(big));
-  }
-  __device__ __forceinline__ void set_bits(std::uint32_t x) { set(__uint_as_float(x)); }
-};
 
 // c += a * b, one m16n8k8 TF32 MMA.
 __device__ __forceinline__ void mma_tf32(float* c, std::uint32_t a0, std::uint32_t a1,
@@ -402,8 +386,7 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
 
   // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
   float inv[2];
-  finish_rows(a, a.lse ? a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs : nullptr, i0, row_m, row_l,
-              inv, t4);
+  finish_rows(a, flash_lse(a, b, h), i0, row_m, row_l, inv, t4);
 
   // Stage the output in this warp's rows of sQ, then store whole rows:
   // 16-byte vectors where the layout allows, elements otherwise.

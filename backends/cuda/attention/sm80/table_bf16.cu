@@ -1,6 +1,6 @@
-// bf16 configurations of the mma.sync attention kernel (flash_mma_make.cuh
+// bf16 configurations of the mma.sync attention kernel (sm80/configs_16bit.cuh
 // has the list); bf16 and f16 compile in files of their own, in parallel.
-#include "cuda/attention/flash_mma_make.cuh"
+#include "cuda/attention/sm80/configs_16bit.cuh"
 
 namespace strata::cuda {
 

@@ -5,7 +5,7 @@
 // tiles, .g2 summing S per two k-steps, .pvt summing P V per key tile:
 // 40.6 / 40.2 TFLOP/s at d 64 / 128 against 33.6 / 35.6 for the previous
 // defaults; docs/cuda-tuning.md, "Session 10 trials").
-#include "cuda/attention/flash_tf32_make.cuh"
+#include "cuda/attention/sm80/configs_tf32.cuh"
 
 namespace strata::cuda {
 

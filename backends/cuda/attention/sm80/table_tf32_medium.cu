@@ -1,7 +1,7 @@
 // TF32 (precision medium) configurations of the f32 tensor-core attention
 // kernel; the defaults are the predicted best (docs/cuda-tuning.md, "f32 on
 // the tensor cores").
-#include "cuda/attention/flash_tf32_make.cuh"
+#include "cuda/attention/sm80/configs_tf32.cuh"
 
 namespace strata::cuda {
 

@@ -1,9 +1,8 @@
 #pragma once
 // One FlashVariant per configuration of the wgmma attention kernel
-// (flash_wgmma.cuh): the only place that launches it with <<<>>>.
-#include "cuda/attention/flash_mma_variants.hpp"
-#include "cuda/attention/flash_wgmma.cuh"
-#include "cuda/attention/flash_wgmma_narrow.hpp"
+// (sm90/kernel_16bit.cuh): the only place that launches it with <<<>>>.
+#include "cuda/attention/dispatch/flash_variants.hpp"
+#include "cuda/attention/sm90/kernel_16bit.cuh"
 
 namespace strata::cuda {
 
@@ -84,10 +83,10 @@ std::vector<FlashVariant> wgmma_configs(DType dt) {
 }
 
 // The configurations whose P V covers only kWgmmaNarrowV value columns
-// (NV in flash_wgmma.cuh; ".v<n>"): a call with dv <= kWgmmaNarrowV takes
+// (NV in sm90/kernel_16bit.cuh; ".v<n>"): a call with dv <= kWgmmaNarrowV takes
 // them ahead of wgmma_configs' (the launcher's wgmma_table). The 16-byte-row
 // one is the default of d 97-104 (q/k/v rows only 8-byte aligned reach it
-// through the pad pass, flash_pad.cu); the 8-byte-piece one only forced, so
+// through the pad pass, dispatch/pad_rows.cu); the 8-byte-piece one only forced, so
 // that STRATA_FLASH_PAD=0 keeps the ".p8.k112" path for the A/B.
 template <class T>
 std::vector<FlashVariant> wgmma_narrow_v_configs(DType dt) {

@@ -1,8 +1,8 @@
 #pragma once
 // One FlashVariant per configuration of the TF32 wgmma attention kernel
-// (flash_wgmma_tf32.cuh): the only place that launches it with <<<>>>.
-#include "cuda/attention/flash_tf32_variants.hpp"
-#include "cuda/attention/flash_wgmma_tf32.cuh"
+// (sm90/kernel_tf32.cuh): the only place that launches it with <<<>>>.
+#include "cuda/attention/dispatch/flash_variants.hpp"
+#include "cuda/attention/sm90/kernel_tf32.cuh"
 
 namespace strata::cuda {
 
@@ -13,7 +13,7 @@ void wgmma_tf32_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStrea
 }
 
 // Each table holds one configuration per head dim: the default of its
-// precision on sm_90a (the launcher, flash_tf32_launch.cu, registers the
+// precision on sm_90a (the launcher, dispatch/launch_tf32.cu, registers the
 // wgmma kernels ahead of mma.sync).
 template <int D, int WG, int BN, bool X3, int MINB, bool VREG = false>
 FlashVariant make_wgmma_tf32_variant(const char* name) {

@@ -16,11 +16,11 @@
 // - the P V of tile i and the S of tile i + 1 are in flight together, the
 //   softmax of tile i + 1 between their waits (FlashAttention-3's
 //   in-warpgroup overlap);
-// - online softmax in base 2 as in flash_mma.cuh, whose argument struct
+// - online softmax in base 2 as in sm80/kernel_16bit.cuh, whose argument struct
 //   (FlashArgs) this kernel shares; bounds and bands masked in 32 bits;
 // - split-KV for grids too small to fill the GPU (FlashArgs::splits): the
 //   key tiles of a tile of rows are cut into parts, one CTA each, which
-//   write unnormalised partials for the merge kernel (attention_merge.cuh).
+//   write unnormalised partials for the merge kernel (common/split_merge.cuh).
 //
 // Fully masked rows end with l = 0: out = 0, lse = -inf.
 #include <cuda_bf16.h>
@@ -30,74 +30,15 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/attention/flash_mma.cuh"
-#include "cuda/attention/wgmma_ops.cuh"
-#include "cuda/attention/wgmma_ops_n40.cuh"
+#include "cuda/attention/common/flash_args.hpp"
+#include "cuda/attention/common/flash_ops.cuh"
+#include "cuda/attention/common/flash_softmax.cuh"
+#include "cuda/attention/common/flash_tile.cuh"
+#include "cuda/attention/sm90/panels.cuh"
+#include "cuda/attention/sm90/softmax.cuh"
+#include "cuda/attention/sm90/wgmma_ops.cuh"
 
 namespace strata::cuda::flash {
-
-// 8 bytes global -> shared (cp.async.ca: .cg moves only 16); src_bytes = 0
-// writes zeros.
-__device__ __forceinline__ void cp_async8(std::uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-
-// Copies rows [0, rows) x columns [0, min(cols, READ)) of a [ROWS][D] tile
-// from global (row stride rs elements) into D / 64 swizzled panels of ROWS
-// rows of 128 bytes; the rest of the tile is zeroed. READ < D: columns no
-// wgmma reads, zero-filled rather than skipped (skipping their copies took
-// the d 128 kernel from 8 to 80 bytes of spill stores). A thread copies one
-// 16-byte chunk column every THREADS / (D / 8) rows (a multiple of 8: one
-// swizzle), as one piece, or as two 8-byte pieces when rows are only 8-byte
-// aligned (pieces8: cols a multiple of 4, otherwise a multiple of 8). Where
-// the D / 8 chunks do not divide the threads that way (d 192: 24 chunks, 256
-// threads) the threads cover one 64-column panel after the other.
-template <class T, int D, int ROWS, int THREADS, bool PIECES8, int READ = D>
-__device__ __forceinline__ void load_panels(std::uint32_t dst, const T* src, std::int64_t rs,
-                                            int rows, int cols, int tid) {
-  constexpr bool kWhole = THREADS % (D / 8) == 0 && (THREADS / (D / 8)) % 8 == 0;
-  constexpr int kChunks = kWhole ? D / 8 : 8;  // chunk columns one pass covers
-  constexpr int kPasses = kWhole ? 1 : D / 64;
-  constexpr int kStep = THREADS / kChunks;
-  static_assert(THREADS % kChunks == 0 && kStep % 8 == 0, "a thread's rows must share one swizzle");
-  static_assert(READ % 8 == 0 && READ <= D, "READ: whole 16-byte chunks of the tile");
-  const int r0 = tid / kChunks;
-#pragma unroll
-  for (int pass = 0; pass < kPasses; ++pass) {
-    const int cc = pass * 8 + tid % kChunks;
-    int lim = cols;
-    if constexpr (READ < D) lim = cols < READ ? cols : READ;
-    const bool lo_ok = cc * 8 < lim, hi_ok = cc * 8 + 4 < lim;
-    const T* p = src + r0 * rs + cc * 8;
-    const std::uint32_t d0 = dst + (cc >> 3) * ROWS * 128 + r0 * 128 + (((cc & 7) ^ (r0 & 7)) << 4);
-#pragma unroll
-    for (int i = 0; i < (ROWS + kStep - 1) / kStep; ++i) {
-      if (ROWS % kStep != 0 && r0 + i * kStep >= ROWS) break;
-      const bool row_ok = r0 + i * kStep < rows;
-      const std::uint32_t d = d0 + i * kStep * 128;
-      if constexpr (!PIECES8) {
-        const bool ok = lo_ok && row_ok;
-        cp_async16(d, ok ? p : src, ok ? 16 : 0);
-      } else {
-        const bool ok_lo = lo_ok && row_ok, ok_hi = hi_ok && row_ok;
-        cp_async8(d, ok_lo ? p : src, ok_lo ? 8 : 0);
-        cp_async8(d + 8, ok_hi ? p + 4 : src, ok_hi ? 8 : 0);
-      }
-      p += kStep * rs;
-    }
-  }
-}
-
-template <class T, int D, int WG, int BN>
-struct WgmmaConfig {
-  static constexpr int kBM = 64 * WG;
-  static constexpr int kThreads = 128 * WG;
-  static constexpr int kPanels = D / 64;
-  // 1024 bytes of slack: the swizzle atoms must start 1024-byte aligned.
-  static constexpr int kSlots = 2;  // K and V slots each
-  static constexpr std::size_t kSmem = 1024 + std::size_t(kBM + 2 * kSlots * BN) * D * sizeof(T);
-};
 
 // KQ: the k-steps (16 columns each) of S = Q K^T, D / 16 but for the
 // candidates that serve smaller head dims (d <= 16 KQ): d 100 on the d 128
@@ -114,7 +55,7 @@ struct WgmmaConfig {
 // the d 64 64x128 tiles, kHalf below): a tile whose keys [64, 128) are
 // masked for all 64 rows (the band's upper edge or N cuts it there) takes
 // S over its first 64 keys (m64n64k16: an N = 128 accumulator's first 32
-// registers are the N = 64 one's, wgmma_ops.cuh) and 4 of the 8 k-steps of
+// registers are the N = 64 one's, sm90/wgmma_ops.cuh) and 4 of the 8 k-steps of
 // P V; the masked keys' probabilities would be exactly 0. Under causal
 // attention every other 64-row tile ends on such a tile. Only the last key
 // tile of a tile of rows can be one (the band ends before its upper half,
@@ -469,8 +410,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
 
   // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
   float inv[2];
-  finish_rows(a, a.lse ? a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs : nullptr, i0, row_m, row_l,
-              inv, t4);
+  finish_rows(a, flash_lse(a, b, h), i0, row_m, row_l, inv, t4);
 
   // Stage the rounded output row-major (swizzled) over sQ, then store whole
   // rows: 16-byte vectors where the layout allows, elements otherwise.

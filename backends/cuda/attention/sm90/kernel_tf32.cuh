@@ -1,7 +1,7 @@
 #pragma once
 // f32 softmax attention on Hopper's warpgroup MMA (wgmma, sm_90a) with TF32
 // operands: medium (X3 = false) one wgmma per product, high (X3 = true)
-// 3xTF32. The bf16 wgmma kernel's structure (flash_wgmma.cuh) carried to
+// 3xTF32. The bf16 wgmma kernel's structure (sm90/kernel_16bit.cuh) carried to
 // 32-bit elements (docs/cuda-tuning.md, "bf16/f16 on wgmma" and "f32 on the
 // tensor cores: TF32 and 3xTF32"):
 //
@@ -28,7 +28,7 @@
 //   and 2t + 1 of each 8; the TF32 A fragment wants (g, t) and (g, t + 4):
 //   A's k = t is taken as key 2t and k = t + 4 as key 2t + 1, and V's
 //   transposed rows hold each 8 keys in that order (0 2 4 6 1 3 5 7), so no
-//   shuffle is needed (as flash_tf32.cuh does with mma.sync);
+//   shuffle is needed (as sm80/kernel_tf32.cuh does with mma.sync);
 // - high: a*b ~ a_small*b_big + a_big*b_small + a_big*b_big. The tensor
 //   core truncates each accumulation, so the small terms of the whole
 //   product go first (their sums are ~2^-11 of the result: their
@@ -40,86 +40,21 @@
 //   softmax of tile i + 1 between their waits (FlashAttention-3's
 //   in-warpgroup overlap); one barrier per tile (two with VREG).
 //
-// Masking, bands, lse and empty rows as in flash_wgmma.cuh: fully masked
+// Masking, bands, lse and empty rows as in sm90/kernel_16bit.cuh: fully masked
 // rows end with l = 0, out = 0, lse = -inf.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "cuda/attention/flash_mma.cuh"
-#include "cuda/attention/flash_tf32.cuh"
-#include "cuda/attention/wgmma_ops.cuh"
+#include "cuda/attention/common/flash_args.hpp"
+#include "cuda/attention/common/flash_ops.cuh"
+#include "cuda/attention/common/flash_softmax.cuh"
+#include "cuda/attention/common/flash_tile.cuh"
+#include "cuda/attention/sm90/panels.cuh"
+#include "cuda/attention/sm90/softmax.cuh"
+#include "cuda/attention/sm90/wgmma_ops.cuh"
 
 namespace strata::cuda::flash {
-
-// VREG: V goes global -> registers -> one transposed slot (no staging tile,
-// one V^T slot instead of two: what lets high's d 128 keep two warpgroups
-// in shared memory), at the price of a second barrier per tile.
-template <int D, int WG, int BN, bool X3, bool VREG = false>
-struct WgmmaTf32Config {
-  static constexpr int kBM = 64 * WG;
-  static constexpr int kThreads = 128 * WG;
-  static constexpr int kParts = X3 ? 2 : 1;      // big (and small) copy of each operand
-  static constexpr int kQBytes = kBM * D * 4;    // one part of Q
-  static constexpr int kTileBytes = BN * D * 4;  // one part of a K or V tile
-  static constexpr int kVSlots = VREG ? 1 : 2;   // V^T slots (K has two)
-  // 1024 bytes of slack: the swizzle atoms must start 1024-byte aligned;
-  // without VREG one raw V tile (staging for the transposed copy).
-  static constexpr std::size_t kSmem =
-      1024 + std::size_t(kParts) * (kQBytes + (2 + kVSlots) * std::size_t(kTileBytes)) +
-      (VREG ? 0 : kTileBytes);
-};
-
-// f(byte offset, row, first column) for each 16-byte chunk (4 floats) of a
-// [ROWS][D] f32 tile that thread tid owns, in the panel layout: D / 32
-// panels of ROWS rows of 128 bytes, chunk c of row r at c ^ (r % 8).
-template <int D, int ROWS, int THREADS, class F>
-__device__ __forceinline__ void for_own_chunks(int tid, F&& f) {
-  constexpr int kChunks = D / 4;
-  static_assert(THREADS % kChunks == 0, "a thread copies one chunk column");
-  constexpr int kStep = THREADS / kChunks;
-  static_assert(ROWS % kStep == 0, "tile rows must split evenly");
-  const int cc = tid % kChunks, r0 = tid / kChunks;
-#pragma unroll
-  for (int i = 0; i < ROWS / kStep; ++i) {
-    const int r = r0 + i * kStep;
-    f(std::uint32_t((cc >> 3) * ROWS * 128 + r * 128 + (((cc & 7) ^ (r & 7)) << 4)), r, cc * 4);
-  }
-}
-
-// cp.async of rows [0, rows) x columns [0, cols) (cols a multiple of 4) of
-// a [ROWS][D] f32 tile from global (row stride rs) into panels at dst; the
-// rest is zeroed.
-template <int D, int ROWS, int THREADS>
-__device__ __forceinline__ void load_panels_f32(std::uint32_t dst, const float* src,
-                                                std::int64_t rs, int rows, int cols, int tid) {
-  constexpr int kStep = THREADS / (D / 4);
-  const float* p = src + (tid / (D / 4)) * rs + (tid % (D / 4)) * 4;
-  for_own_chunks<D, ROWS, THREADS>(tid, [&](std::uint32_t off, int r, int c) {
-    const bool ok = r < rows && c < cols;
-    cp_async16(dst + off, ok ? p : src, ok ? 16 : 0);
-    p += kStep * rs;
-  });
-}
-
-// The chunks this thread copied into the panels at `tile` (generic
-// pointer), rounded to TF32 in place; for X3 their small parts written
-// `small` bytes further. Call after this thread's cp.async wait.
-template <int D, int ROWS, int THREADS, bool X3>
-__device__ __forceinline__ void round_own_chunks(unsigned char* tile, int small, int tid) {
-  for_own_chunks<D, ROWS, THREADS>(tid, [&](std::uint32_t off, int, int) {
-    const float4 x = *reinterpret_cast<const float4*>(tile + off);
-    Tf32<X3> e[4];
-    e[0].set(x.x);
-    e[1].set(x.y);
-    e[2].set(x.z);
-    e[3].set(x.w);
-    *reinterpret_cast<uint4*>(tile + off) = make_uint4(e[0].big, e[1].big, e[2].big, e[3].big);
-    if constexpr (X3)
-      *reinterpret_cast<uint4*>(tile + small + off) =
-          make_uint4(e[0].small, e[1].small, e[2].small, e[3].small);
-  });
-}
 
 // MINB: CTAs per SM the registers must allow.
 template <int D, int WG, int BN, bool X3, int MINB, bool VREG = false>
@@ -305,7 +240,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
   const std::int64_t i0 = m0 + wrow + g;  // this thread's rows: i0 and i0 + 8
 
   // The scores of tile it (complete in s) to probabilities in base 2, as
-  // flash_wgmma.cuh's softmax without .raw: scale, masks where the tile
+  // sm90/kernel_16bit.cuh's softmax without .raw: scale, masks where the tile
   // needs them, online softmax for rows g (r = 0) and g + 8 (r = 1).
   // alpha: the factor O must take; returns whether any of this warp's
   // alphas is not 1.
@@ -456,8 +391,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
 
   // Finish the rows: full row sums, out = o / l (0 when nothing was kept).
   float inv[2];
-  finish_rows(a, a.lse ? a.lse + batch_off(a, b, a.l_bs) + h * a.l_hs : nullptr, i0, row_m, row_l,
-              inv, t4);
+  finish_rows(a, flash_lse(a, b, h), i0, row_m, row_l, inv, t4);
 
   // Stage the output over Q ([BM][D] floats, 16-byte chunk c of row r at
   // c ^ (r % 8)), then store whole rows: 16-byte vectors where the layout

@@ -1,11 +1,11 @@
 // 3xTF32 (precision high) configurations of the wgmma attention kernel
-// (flash_wgmma_tf32.cuh): the defaults on sm_90a since 2026-12-01. Q, K and V keep big and small
+// (sm90/kernel_tf32.cuh): the defaults on sm_90a since 2026-12-01. Q, K and V keep big and small
 // parts in shared memory; at d 128 Q's alone take 128 KiB for two warpgroups, which fit only with
 // V's one-slot register path (.vr). Measured (H200, 2026-12-01, bench_attention_cuda f32high_,
 // TFLOP/s; the mma.sync defaults in brackets): d 64 B4 H16 L4096 75.0 (40.5), causal 67.3 (37.7); d
 // 128 B1 H32 L8192 67.3 (40.5), causal 60.6 (37.7). Not kept: d 128 as one warpgroup with two V^T
 // slots (64x32, 41.7). Empty without sm_90a (STRATA_CUDA_WGMMA).
-#include "cuda/attention/flash_wgmma_tf32_make.cuh"
+#include "cuda/attention/sm90/configs_tf32.cuh"
 
 namespace strata::cuda {
 

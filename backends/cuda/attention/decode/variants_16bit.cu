@@ -1,11 +1,11 @@
 // bf16 and f16 decode variants (M <= 8): DecodeConfig<T = float, WARPS, QCH,
 // VCH, U, S> reads q, k, v (and a float mask) in S, 4 elements (8 bytes) per
 // lane per chunk, keeps the k, v rows packed (two S per register) until
-// use, and computes in f32 (attention_decode.cuh). d, dv <= 128 in one chunk
+// use, and computes in f32 (decode/kernel.cuh). d, dv <= 128 in one chunk
 // per lane, <= 256 in two. The keys per warp step of the f32 variants (U 8):
 // twice as many (U 16: the same bytes in flight as f32) measured slower
 // on the H200 (below). At d, dv <= 128 calls of more than 16384 scores take
-// the bulk-copy kernel (.tma8.xr, attention_decode_bulk.cuh), which keeps
+// the bulk-copy kernel (.tma8.xr, decode/bulk_kernel.cuh), which keeps
 // its ring of keys in flight whatever its consumers do; smaller ones keep
 // the register kernel (.d128), whose 4 blocks per SM start sooner. Runs
 // s12r1/s12r2 (H200, docs/cuda-tuning.md), bulk against register: one head
@@ -15,7 +15,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda/attention/attention_variant_make.cuh"
+#include "cuda/attention/decode/variant_make.cuh"
 
 namespace strata::cuda {
 
@@ -24,7 +24,7 @@ namespace strata::cuda {
 // measured (4104 and 65664).
 constexpr std::int64_t kSmallDecode = 16384;
 
-const std::vector<Variant>& variants_h16() {
+const std::vector<Variant>& variants_16bit() {
   using B = __nv_bfloat16;
   using H = __half;
   static const std::vector<Variant> v = {
@@ -52,7 +52,7 @@ const std::vector<Variant>& variants_h16() {
       decode<DecodeConfig<float, 4, 1, 1, 32, H>>("f16.decode.d128.u32", false),
       decode<DecodeConvertAtLoad<float, 4, 1, 1, 8, H>>("f16.decode.d128.cvt8", false),
       decode<DecodeConvertAtLoad<float, 4, 2, 2, 4, H>>("f16.decode.d256.cvt4", false),
-      // Other bulk-copy candidates (attention_decode_bulk.cuh): a producer warp
+      // Other bulk-copy candidates (decode/bulk_kernel.cuh): a producer warp
       // keeps a ring of STAGES slots of WARPS x U keys in flight. .tma: 4
       // consumer warps, 4 slots of 32 keys (64 KB at d 128), the plan at 2
       // blocks per SM; .tma8: 8 warps, 4 slots of 64 keys (128 KB), one
