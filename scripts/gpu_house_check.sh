@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The GPU machine's check of a reorganisation (issue 29, "the house"): this
+# tree against a base tree carried beside it, in one run.
+#   PHASE=test  : builds this tree, runs the whole ctest suite, the CUDA tests
+#                 under compute-sanitizer memcheck and racecheck.
+#   PHASE=bench : builds both trees' GPU benchmarks and times them alternately
+#                 (base, this, base, this): attention, the model's decode step
+#                 and the tiny add; PEER=1 adds the PyTorch peer table.
+#   scripts/gpu_house_check.sh OUTDIR [BASE_DIR]
+# BASE_DIR (default .gpucarry/base) is a plain copy of the commit to compare
+# with (git archive). Deps: CMAKE_PREFIX_PATH=$PWD/.device-deps.
+set -u -o pipefail
+OUT=${1:?usage: scripts/gpu_house_check.sh OUTDIR [BASE_DIR]}
+BASE=${2:-.gpucarry/base}
+PHASE=${PHASE:-test}
+L="$OUT/logs"
+mkdir -p "$L"
+S="$OUT/summary.txt"
+t0=$(date +%s)
+say() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$S"; }
+pack() { tar -C "$OUT" -czf "$OUT/logs.tgz" logs 2>/dev/null; }
+J=$(nproc)
+cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
+     -DSTRATA_WERROR=ON ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH})
+say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>&1); $J cores"
+
+if [ "$PHASE" = test ]; then
+  cmake -S . -B build-new "${cfg[@]}" > "$L/configure.log" 2>&1 &&
+    timeout 420 ninja -C build-new -j"$J" > "$L/build.log" 2>&1
+  rc=$?; say "build rc=$rc; warnings $(grep -c 'warning:' "$L/build.log")"
+  [ $rc = 0 ] || { grep -m10 -B2 -A8 'error' "$L/build.log" | tee -a "$S"; pack; exit 1; }
+  (cd build-new && timeout 300 ctest --timeout 240 -j4 --output-on-failure) > "$L/ctest.log" 2>&1
+  say "ctest rc=$? : $(grep -E 'tests passed|tests failed' "$L/ctest.log")"
+  grep -E 'Failed|\*\*\*' "$L/ctest.log" | head -20 | tee -a "$S"
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    build-new/tests/strata_cuda_tests '~[large]~[errors]' > "$L/memcheck.log" 2>&1
+  say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$L/memcheck.log" | tail -1)"
+  timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    build-new/tests/strata_cuda_tests '[racecheck]' > "$L/racecheck.log" 2>&1
+  say "racecheck rc=$? : $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L/racecheck.log" | tail -1)"
+  pack
+  exit 0
+fi
+
+# PHASE=bench: both trees' benchmarks, built side by side.
+targets=(bench_attention_cuda bench_model_cuda bench_ops_cuda)
+(cmake -S "$BASE" -B build-base "${cfg[@]}" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_APP=OFF > "$L/configure_base.log" 2>&1 &&
+   timeout 400 ninja -C build-base -j$((J / 2)) "${targets[@]}" > "$L/build_base.log" 2>&1) &
+(cmake -S . -B build-new "${cfg[@]}" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_APP=OFF > "$L/configure_new.log" 2>&1 &&
+   timeout 400 ninja -C build-new -j$((J / 2)) "${targets[@]}" > "$L/build_new.log" 2>&1)
+rc_new=$?
+wait $!
+rc_base=$?
+say "build base rc=$rc_base new rc=$rc_new"
+[ $rc_new = 0 ] && [ $rc_base = 0 ] || { tail -20 "$L"/build_*.log | tee -a "$S"; pack; exit 1; }
+for round in 1 2; do
+  for tree in base new; do
+    b=build-$tree/bench
+    timeout 80 $b/bench_attention_cuda --benchmark_min_time=0.1 \
+      --benchmark_out="$L/attn_${tree}_$round.json" --benchmark_out_format=json > "$L/attn_${tree}_$round.txt" 2>&1
+    timeout 40 $b/bench_model_cuda --benchmark_min_time=0.3 --benchmark_repetitions=3 \
+      --benchmark_report_aggregates_only=true \
+      --benchmark_out="$L/model_${tree}_$round.json" --benchmark_out_format=json > "$L/model_${tree}_$round.txt" 2>&1
+    timeout 30 $b/bench_ops_cuda --benchmark_filter='tiny_add' --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true \
+      --benchmark_out="$L/tiny_${tree}_$round.json" --benchmark_out_format=json > "$L/tiny_${tree}_$round.txt" 2>&1
+    say "round $round $tree done"
+  done
+  pack
+done
+python3 - "$L" <<'PY' | tee -a "$S"
+import json, sys, statistics, glob, os
+L = sys.argv[1]
+def load(kind, tree):
+    out = {}
+    for f in sorted(glob.glob(f"{L}/{kind}_{tree}_*.json")):
+        try:
+            for b in json.load(open(f))["benchmarks"]:
+                if b.get("aggregate_name") not in (None, "median"): continue
+                name = b["run_name"] if "run_name" in b else b["name"]
+                out.setdefault(name, []).append(b["real_time"])
+        except Exception as e:
+            print("unreadable", f, e)
+    return {k: statistics.median(v) for k, v in out.items()}
+for kind in ("attn", "model", "tiny"):
+    base, new = load(kind, "base"), load(kind, "new")
+    common = sorted(set(base) & set(new))
+    ratios = [new[k] / base[k] for k in common if base[k] > 0]
+    print(f"== {kind}: {len(common)} benchmarks in both; new/base time: median {statistics.median(ratios) if ratios else float('nan'):.4f}, "
+          f"min {min(ratios, default=float('nan')):.3f}, max {max(ratios, default=float('nan')):.3f}")
+    for k in common:
+        r = new[k] / base[k]
+        if kind != "attn" or abs(r - 1) > 0.02:
+            print(f"   {k}: base {base[k]:.4g} new {new[k]:.4g} ratio {r:.3f}")
+    only = sorted(set(base) ^ set(new))
+    if only: print(f"   in one tree only: {only[:12]}")
+PY
+[ -n "${PEER:-}" ] && PYTHONUNBUFFERED=1 timeout 150 python3 bench/peer_attention.py --strata "$L/attn_new_2.json" \
+  --out "$L/peer_table.md" > "$L/peer.txt" 2> "$L/peer_err.txt"
+say "peer rc=$?"
+cp "$L/peer_table.md" "$OUT/" 2>/dev/null
+tail -40 "$L/peer.txt" >> "$S"
+pack
+say "done"
