@@ -1,4 +1,4 @@
-// index_copy_ on the cuda backend (docs/ops.md, "index_copy_"): against the
+// index_copy_ on the cuda backend (docs/guide/ops.md, "index_copy_"): against the
 // reference on every dtype and several layouts, the decode (T = 1) and
 // prefill (T = 512) KV-cache appends, a bad index (an error, dst
 // untouched), and the call captured into a CUDA graph: replays write at the

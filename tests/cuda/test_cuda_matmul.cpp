@@ -244,7 +244,7 @@ void cuda_accumulate(const Shape& batch, std::int64_t M, std::int64_t K, std::in
   for (std::size_t i = 0; i < w.size(); ++i)
     w[i] = ov[i] + pv[i] + (bias ? bv[i % static_cast<std::size_t>(N)] : 0.0);
   if (bias && (dt == DType::f16 || dt == DType::bf16)) {
-    // Documented (docs/ops.md, matmul accumulate): f16/bf16 with a bias may
+    // Documented (docs/guide/matmul.md, "Accumulate"): f16/bf16 with a bias may
     // round twice on cuda -- once where a b + bias or out + bias meets the
     // output type, once at the end -- so the bound adds one rounding of the
     // larger intermediate to require_close's.

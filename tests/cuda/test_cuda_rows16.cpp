@@ -3,7 +3,7 @@
 // Shapes reach each row configuration of the 16-bit narrow dispatch (a warp
 // with 1 or 2 vectors, blocks of 128, 256 and 512 threads) with more rows
 // than resident groups, and row counts that leave the last group of a block
-// short of layer_norm's staging depth (docs/ops.md, "Row ops").
+// short of layer_norm's staging depth (docs/guide/ops.md, "Row ops").
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -111,7 +111,8 @@ namespace {
 
 bool reg_variant() {
   const char* e = std::getenv("STRATA_ROWS_VARIANT");
-  // The default (tuned) takes the reg kernels too (rows_variant.hpp).
+  // The default (tuned) takes the reg kernels too (rows_variant.hpp); reg,
+  // reg4 and reg8 are the tuning build's candidates.
   return e == nullptr || std::string(e).empty() || std::string(e) == "tuned" ||
          std::string(e) == "reg" || std::string(e) == "reg4" || std::string(e) == "reg8";
 }
@@ -160,13 +161,13 @@ void check_row_ops(const Tensor& x64, DType dt, bool transposed = false) {
 
 TEST_CASE("cuda rows16: the reg candidate's row lengths and its fallbacks",
           "[cuda][ops][rows][rows16]") {
-  // By default and under STRATA_ROWS_VARIANT=reg, reg4 or reg8, rows of 256 / 512 / 1024
-  // vectors (2048, 4096, 8192 elements: blocks of 128 / 256 / 512 threads,
-  // reg4 64 / 128 / 256, reg8 32 / 64 / 128) run the reg kernels: 8800 rows of 2048 pass the grid's
-  // cap (32 blocks per SM), so blocks walk several rows and alternate their reduction slots. Every
-  // other shape must fall back and still be right: lengths of 8k + 8 and not a multiple of 8, one
-  // element, rows past the fused kernels' 16384, a transposed x. Other variants run the same cases
-  // on their own paths.
+  // By default and (tuning builds) under STRATA_ROWS_VARIANT=reg, reg4 or reg8, rows of 256 / 512 /
+  // 1024 vectors (2048, 4096, 8192 elements: blocks of 128 / 256 / 512 threads, reg4 64 / 128 /
+  // 256, reg8 32 / 64 / 128) run the reg kernels: 8800 rows of 2048 pass the grid's cap (32 blocks
+  // per SM), so blocks walk several rows and alternate their reduction slots. Every other shape
+  // must fall back and still be right: lengths of 8k + 8 and not a multiple of 8, one element, rows
+  // past the fused kernels' 16384, a transposed x. Other variants run the same cases on their own
+  // paths.
   const struct {
     std::int64_t rows, n;
     double offset, scale;

@@ -1,11 +1,13 @@
-// The 16-bit forms of sessions 11 and 12 (docs/ops.md): the row kernels'
-// STRATA_ROWS_VARIANT forms (backends/cuda/rows/rows_variant.hpp) and the
-// 16-bit tiled elementwise kernel (backends/cuda/elementwise/ew_tiled16.cuh,
-// the default; STRATA_EW_VARIANT=base turns it off), each against the
-// reference backend. The [variant_cases] run in whatever variant the process
-// has (tuned rows and tiled16 by default); the hidden [cuda_variants] case runs this binary once
-// per variant with the variable set (it is read once per process), through these cases and the
-// [rows16], [rows] and [elementwise] suites:
+// The 16-bit row kernels and the 16-bit tiled elementwise kernel
+// (backends/cuda/elementwise/ew_tiled16.cuh) against the reference backend,
+// in whatever forms the process runs: the defaults, or in a tuning build the
+// candidates that STRATA_ROWS_VARIANT (backends/cuda/rows/rows_variant.hpp)
+// and STRATA_EW_VARIANT=base select (backends/cuda/lab/). The
+// [variant_cases] run in the process's forms; the hidden [cuda_variants]
+// case runs this binary once per candidate with the variable set (it is
+// read once per process), through these cases and the [rows16], [rows] and
+// [elementwise] suites, and in a build without the lab checks that a
+// candidate's name is refused:
 //   strata_cuda_tests "[cuda_variants]"
 #include <cmath>
 #include <cstdint>
@@ -24,9 +26,10 @@
 #include "strata/tensor.hpp"
 
 namespace strata::cuda {
-// Testing hooks (rows_variant.cpp, ew_variant.cpp).
+// Testing hooks (rows_variant.cpp, ew_variant.cpp, tuning_build.cpp).
 const char* rows_variant_for_test();
 bool ew_variant_tiled16();
+bool tuning_build_for_test();
 }  // namespace strata::cuda
 
 using namespace strata;
@@ -83,11 +86,11 @@ TEST_CASE("cuda variants: the process runs the variants its environment names",
   CHECK(cuda::ew_variant_tiled16() == (env("STRATA_EW_VARIANT") != "base"));
 }
 
-TEST_CASE("cuda variants: 16-bit rows around the warp geometry's lengths",
+TEST_CASE("cuda variants: 16-bit rows of 1032 to 4104 elements",
           "[cuda][ops][rows][variant_cases]") {
-  // n / 8 vectors: 129 (warp: 8 per lane, lanes uneven), 256 (8, full), 257
-  // (16, uneven), 512 (16, full: 4096), 513 (past the warp geometry: a
-  // block); 520 rows pass one wave of warp rows on a 132-SM GPU only in
+  // n / 8 vectors: 129 (blocks of 128 or 256 threads, the last vectors
+  // uneven), 256 and 512 (the reg kernels' lengths), 257 and 513 (just
+  // past them); 520 rows pass one wave of rows on a 132-SM GPU only in
   // part, 17001 rows of 1032 make every group of the capped grid walk 2
   // rows. Offsets 0 and 24 (mean far from 0: cancellation would show).
   const struct {
@@ -172,25 +175,30 @@ TEST_CASE("cuda variants: transposed 16-bit elementwise inputs",
 }
 
 // Every candidate through the cases above and the row and elementwise
-// suites, each in a child process of its own (the variables are read once).
+// suites, each in a child process of its own (the variables are read once);
+// in a build without the lab, a candidate's name refused instead.
 TEST_CASE("cuda variants: each candidate through the suites", "[.][cuda_variants]") {
   if (!env("STRATA_ROWS_VARIANT").empty() || !env("STRATA_EW_VARIANT").empty())
     return;  // a child run: nothing to spawn
-  const std::string spec = "[variant_cases],[rows16],[rows],[elementwise]~[large]";
-  const std::vector<std::string> runs = {
-      "STRATA_ROWS_VARIANT=base", "STRATA_ROWS_VARIANT=one",   "STRATA_ROWS_VARIANT=flat",
-      "STRATA_ROWS_VARIANT=warp", "STRATA_ROWS_VARIANT=fused", "STRATA_ROWS_VARIANT=fusedw",
-      "STRATA_ROWS_VARIANT=reg",  "STRATA_ROWS_VARIANT=reg4",  "STRATA_ROWS_VARIANT=reg8",
-      "STRATA_EW_VARIANT=base",
-  };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (const std::string& vars : runs) {
-    const std::string log = std::filesystem::temp_directory_path().string() + "/strata_" +
-                            vars.substr(vars.find('=') + 1) + "_variant.log";
-    const std::string cmd = vars + " '" + self + "' '" + spec + "' > '" + log + "' 2>&1";
-    INFO(cmd << " (its output: " << log << ")");
-    CHECK(std::system(cmd.c_str()) == 0);
+  if (cuda::tuning_build_for_test()) {
+    const std::string spec = "[variant_cases],[rows16],[rows],[elementwise]~[large]";
+    const std::vector<std::string> runs = {
+        "STRATA_ROWS_VARIANT=base", "STRATA_ROWS_VARIANT=fused", "STRATA_ROWS_VARIANT=reg",
+        "STRATA_ROWS_VARIANT=reg4", "STRATA_ROWS_VARIANT=reg8",  "STRATA_EW_VARIANT=base",
+    };
+    for (const std::string& vars : runs) {
+      const std::string log = std::filesystem::temp_directory_path().string() + "/strata_" +
+                              vars.substr(vars.find('=') + 1) + "_variant.log";
+      const std::string cmd = vars + " '" + self + "' '" + spec + "' > '" + log + "' 2>&1";
+      INFO(cmd << " (its output: " << log << ")");
+      CHECK(std::system(cmd.c_str()) == 0);
+    }
+  } else {
+    const std::string lab_only =
+        "STRATA_ROWS_VARIANT=reg '" + self + "' '[variant_lab_only]' > /dev/null 2>&1";
+    CHECK(std::system(lab_only.c_str()) == 0);
   }
   // An unknown name is an error naming it, raised by the first 16-bit call.
   const std::string bad =
@@ -207,4 +215,16 @@ TEST_CASE("cuda variants: an unknown variant name", "[.][variant_bad_name]") {
     what = e.what();
   }
   CHECK(what.find("STRATA_ROWS_VARIANT is 'fastest'") != std::string::npos);
+}
+
+TEST_CASE("cuda variants: a candidate's name without the lab", "[.][variant_lab_only]") {
+  const Tensor x = Tensor::zeros({4, 64}, DType::bf16, kGpu);
+  std::string what;
+  try {
+    (void)softmax(x, 1, kCuda);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("STRATA_ROWS_VARIANT=reg selects a kernel candidate kept for tuning") !=
+        std::string::npos);
 }

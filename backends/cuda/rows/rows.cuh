@@ -1,5 +1,5 @@
 #pragma once
-// The cuda row kernels' shared machinery (docs/ops.md, "Row ops"): a row
+// The cuda row kernels' shared machinery (docs/guide/ops.md, "Row ops"): a row
 // is the last dim of an IterArgs with row == true; a group of G threads (a
 // warp for rows of up to 1024 elements, a 256-thread block beyond) owns one
 // row at a time. The row is walked in tiles of G * kCap elements: thread
@@ -75,6 +75,15 @@ inline bool rows_vectorisable(const IterArgs& a, unsigned walked, int vec, std::
       if (a.op[k].strides[d] % vec != 0) return false;
   }
   return true;
+}
+
+// make_row_params, with p.vec set for elements of T when the operands
+// `walked` (a bit mask) take 16-byte vectors along every row.
+template <class T>
+RowParams make_row_params(const IterArgs& a, unsigned walked) {
+  RowParams p = make_row_params(a);
+  p.vec = rows_vectorisable(a, walked, 16 / sizeof(T), sizeof(T));
+  return p;
 }
 
 __device__ __forceinline__ void row_offsets(const RowParams& p, std::int64_t row,
@@ -197,6 +206,16 @@ inline int row_grid(std::int64_t rows, int rows_per_block) {
   const std::int64_t want = (rows + rows_per_block - 1) / rows_per_block;
   const std::int64_t cap = std::int64_t(sm_count()) * 32;
   return static_cast<int>(want < 1 ? 1 : (want < cap ? want : cap));
+}
+
+// Launches a general row kernel: `per_warp` (G = 32: a warp per row) for
+// rows that fit one warp's tile, else `per_block` (G = kRowThreads).
+template <class K>
+void launch_group_rows(K per_warp, K per_block, const RowParams& p, cudaStream_t st) {
+  if (p.n <= 32 * kCap)
+    launch_row_kernel(per_warp, row_grid(p.rows, kRowThreads / 32), kRowThreads, st, p);
+  else
+    launch_row_kernel(per_block, row_grid(p.rows, 1), kRowThreads, st, p);
 }
 
 }  // namespace strata::cuda

@@ -1,6 +1,6 @@
 #pragma once
 // The cuda row kernels as (op, dtype, entry point) tables, so that
-// register_rows.cpp registers them without CUDA headers (docs/ops.md, "Row
+// register_rows.cpp registers them without CUDA headers (docs/guide/ops.md, "Row
 // ops", for the operands of each).
 #include <vector>
 

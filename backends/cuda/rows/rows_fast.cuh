@@ -1,6 +1,6 @@
 #pragma once
 // The contiguous-row fast path of layer_norm, rms_norm, softmax and
-// log_softmax (docs/ops.md, "Row ops"): taken when every walked
+// log_softmax (docs/guide/ops.md, "Row ops"): taken when every walked
 // operand's rows are unit-stride, 16-byte aligned and n % VEC == 0 (VEC = 16
 // bytes / itemsize), for f32, f16 and bf16 rows of up to 512 * NV * VEC
 // elements (8192 f32, 16384 f16/bf16). The row is loaded once, as NV
@@ -15,32 +15,28 @@
 // f64 and every other layout take the general kernels.
 //
 // Pipelined mode (layer_norm's 16-bit rows; rms_norm and softmax measured
-// faster without it, docs/ops-log.md): 16-bit rows of up to 1024
-// vectors take at most 2 vectors per thread (4096 bf16: 256 threads x 2 x 8,
-// as many elements per thread as the f32 case; bf16 layer_norm no longer
-// spills, see kMinBlocks); the grid is one wave of resident blocks, and each
-// thread copies its vectors of the next kStages - 1 rows into its own
-// shared-memory slots with cp.async before the current row's reductions, so
-// an 8 KB row's reduction latency hides behind the next rows' loads without
-// holding them in registers. f32 rows keep the previous kernels.
+// faster without it, docs/log/ops.md, "Elementwise and row ops on cuda"):
+// 16-bit rows of up to 1024 vectors take at most 2 vectors per thread (4096
+// bf16: 256 threads x 2 x 8, as many elements per thread as the f32 case;
+// bf16 layer_norm no longer spills, see kMinBlocks); the grid is one wave of
+// resident blocks, and each thread copies its vectors of the next
+// kStages - 1 rows into its own shared-memory slots with cp.async before the
+// current row's reductions, so an 8 KB row's reduction latency hides behind
+// the next rows' loads without holding them in registers. f32 rows keep the
+// previous kernels.
 //
 // Register-pipelined candidates (the next 1 or 2 rows loading into
 // registers during this row's reductions, weight and bias held in registers)
 // measured slower than the modes above on every 16-bit op and were removed
-// (docs/ops-log.md, "Rows16 / gelu16 A/B: measured").
-//
-// Candidates for 16-bit rows (rows_variant.hpp, STRATA_ROWS_VARIANT): each
-// op's statistics in one reduction (MeanVar, MaxSum below), and a warp per
-// row of up to 512 vectors (Geometry::warp). They reuse everything here.
+// (docs/log/ops.md, "Rows16 / gelu16 A/B: measured").
 #include <cmath>
 #include <type_traits>
 
 #include "cuda/rows/rows.cuh"
-#include "cuda/rows/rows_variant.hpp"
 
 namespace strata::cuda::fastrow {
 
-inline constexpr int kMaxNV = 4;  // 16-byte vectors per thread (Geometry::warp: 16)
+inline constexpr int kMaxNV = 4;  // 16-byte vectors per thread
 
 template <int TPR>
 inline constexpr int kBlock = TPR < 128 ? 128 : TPR;
@@ -48,16 +44,15 @@ inline constexpr int kBlock = TPR < 128 ? 128 : TPR;
 // Minimum resident blocks for __launch_bounds__: 1024 threads per SM (64
 // registers), or 768 (80 registers) for the staged kernels that need the
 // room (layer_norm: at 64 it spills; their rows ahead are in shared
-// memory, not registers); 640 (102 registers) for 8 vectors per thread and
-// 512 (128) for 16 (Geometry::warp: the row alone takes 32 or 64 registers).
-template <int TPR, int NV, bool ROOMY>
+// memory, not registers).
+template <int TPR, bool ROOMY>
 inline constexpr int kMinBlocks = [] {
-  const int threads = NV >= 16 ? 512 : NV >= 8 ? 640 : ROOMY ? 768 : 1024;
+  const int threads = ROOMY ? 768 : 1024;
   return threads / kBlock<TPR> > 0 ? threads / kBlock<TPR> : 1;
 }();
 
 // Any reduced value across a shuffle: a number, or a statistic of f32
-// members (MeanVar, MaxSum, SumM2) member by member.
+// members (MaxSum, SumM2) member by member.
 template <class V>
 __device__ __forceinline__ V shfl_xor(V v, int o) {
   if constexpr (std::is_arithmetic_v<V>) {
@@ -108,124 +103,6 @@ struct Reducer {
   }
 };
 
-// ---- statistics in one reduction (variants one, flat, warp) -----------------------
-inline constexpr float kLog2e = 1.4426950408889634f;
-
-// 2^x as one MUFU op (relative error about 2^-22, subnormal results kept):
-// enough for 16-bit outputs, whose ulp is 2^-8 (bf16) or 2^-11 (f16).
-__device__ __forceinline__ float ex2_approx(float x) {
-  float y;
-  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Count, mean and sum of squared deviations of a set of values; two sets
-// combine as Chan, Golub and LeVeque's pairwise update (no cancellation of
-// E[x^2] - E[x]^2). The combination is written symmetric in its operands,
-// so both lanes of a shuffle step get the same bits.
-struct MeanVar {
-  float n, mean, m2;
-};
-struct MeanVarOp {
-  __device__ __forceinline__ MeanVar operator()(MeanVar a, MeanVar b) const {
-    const float n = a.n + b.n;
-    if (n == 0.0f) return a;  // both empty
-    const float d = b.mean - a.mean;
-    return {n, (a.n * a.mean + b.n * b.mean) / n, a.m2 + b.m2 + d * d * (a.n * b.n / n)};
-  }
-};
-
-// Max m of a set and s = sum of exp(x - m) over it; two sets combine by
-// rescaling each sum to the larger max (online softmax). A set whose max is
-// -inf holds only -inf and NaN: its sum is 0, or NaN if it holds a NaN.
-struct MaxSum {
-  float m, s;
-};
-struct MaxSumOp {
-  __device__ __forceinline__ static float rescaled(MaxSum a, float m) {
-    return a.m == m ? a.s : a.s * ex2_approx((a.m - m) * kLog2e);  // -inf == -inf: no NaN
-  }
-  __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
-    const float m = MaxOp{}(a.m, b.m);  // never NaN: the local maxima ignore NaN
-    return {m, rescaled(a, m) + rescaled(b, m)};
-  }
-};
-
-// Element j of a raw vector as f32, for the candidate forms: the cvt
-// written as volatile asm so that the compiler
-// redoes it in each pass over the row instead of keeping every widened
-// value live (ptxas: bf16 kernels took up to twice f16's registers and
-// spilled at 16 vectors per thread; with this they take fewer than f16's).
-template <class T, int VEC>
-__device__ __forceinline__ float widen(const Vec<T, VEC>& v, int j) {
-  if constexpr (!is_narrow_v<T>) {
-    return cvt<float>(v.v[j]);
-  } else {
-    constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-    const unsigned w = reinterpret_cast<const unsigned*>(&v)[j / 2];
-    float o;  // bf16: the bits shifted up; f16: cvt
-    if (kBf16 && j % 2 == 0)
-      asm volatile("shl.b32 %0, %1, 16;" : "=f"(o) : "r"(w));
-    else if (kBf16)
-      asm volatile("and.b32 %0, %1, 0xffff0000;" : "=f"(o) : "r"(w));
-    else if (j % 2 == 0)
-      asm volatile("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(o) : "r"(w));
-    else
-      asm volatile("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(o) : "r"(w));
-    return o;
-  }
-}
-// Element j in the compute type C: widen for the candidates (CAND), else cvt.
-template <bool CAND, class C, class T, int VEC>
-__device__ __forceinline__ C elem(const Vec<T, VEC>& v, int j) {
-  if constexpr (CAND)
-    return widen(v, j);
-  else
-    return cvt<C>(v.v[j]);
-}
-
-// f(x) for every element of this thread's vectors that lies in the row.
-template <int TPR, int NV, class T, class F>
-__device__ __forceinline__ void for_valid(const Vec<T, 16 / sizeof(T)> (&r)[NV], int lane,
-                                          std::int64_t nvec, F&& f) {
-#pragma unroll
-  for (int i = 0; i < NV; ++i)
-    if (lane + std::int64_t(i) * TPR < nvec)
-#pragma unroll
-      for (int j = 0; j < 16 / int(sizeof(T)); ++j) f(widen(r[i], j));
-}
-
-// This thread's MeanVar of its part of the row.
-template <int TPR, int NV, class T>
-__device__ __forceinline__ MeanVar local_mean_var(const Vec<T, 16 / sizeof(T)> (&r)[NV], int lane,
-                                                  std::int64_t nvec) {
-  float s = 0, c = 0;
-  for_valid<TPR, NV>(r, lane, nvec, [&](float x) {
-    s += x;
-    c += 1.0f;
-  });
-  const float mean = c > 0.0f ? s / c : 0.0f;
-  float m2 = 0;
-  for_valid<TPR, NV>(r, lane, nvec, [&](float x) {
-    const float d = x - mean;
-    m2 += d * d;
-  });
-  return {c, mean, m2};
-}
-
-// This thread's MaxSum of its part of the row (max ignoring NaN; a NaN
-// makes the sum NaN, as the two-reduction form).
-template <int TPR, int NV, class T>
-__device__ __forceinline__ MaxSum local_max_sum(const Vec<T, 16 / sizeof(T)> (&r)[NV], int lane,
-                                                std::int64_t nvec) {
-  float m = -INFINITY;
-  for_valid<TPR, NV>(r, lane, nvec, [&](float x) { m = MaxOp{}(m, x); });
-  const float shift = m == -INFINITY ? 0.0f : m;  // all -inf (or NaN): sum 0 (or NaN)
-  float s = 0;
-  for_valid<TPR, NV>(r, lane, nvec, [&](float x) { s += ex2_approx((x - shift) * kLog2e); });
-  return {m, s};
-}
-
 // Loads vector lane + i * TPR of the row for i < NV (zeros past the end).
 template <class T, int TPR, int NV>
 __device__ __forceinline__ void load_row(const T* x, std::int64_t nvec, int lane,
@@ -243,61 +120,8 @@ __device__ __forceinline__ void load_row(const T* x, std::int64_t nvec, int lane
 
 // Threads per row for a row length: `base` the table in dispatch; `narrow`
 // 16-bit rows of 65-1024 vectors with NV <= 2 (more threads per row, fewer
-// registers; layer_norm's staged rows); `warp` 16-bit rows of 129-512
-// vectors on one warp each (NV 8 or 16), the rest as base.
-enum class Geometry { base, narrow, warp };
-
-// How a 16-bit row op runs under the process's variant (rows_variant.hpp);
-// `staged`: the op's base form stages its rows (layer_norm). f32 rows
-// always take the base form.
-struct Form {
-  Geometry geometry;
-  bool one;      // statistics in one reduction
-  bool fused;    // the `fused` kernels (rows_fused.cuh; geometry base)
-  bool w_early;  // fused: weight and bias loaded before the reduction
-  int reg;       // > 0: layer_norm and softmax try the reg kernels (rows_reg.cuh) first,
-                 // reg vectors per thread
-};
-template <class T>
-Form form_for(bool staged) {
-  const Geometry base = staged ? Geometry::narrow : Geometry::base;
-  if constexpr (sizeof(T) != 2) {
-    return {Geometry::base, false, false, false, 0};
-  } else {
-    switch (rows_variant()) {
-      case RowsVariant::tuned:
-        // Rows of 2048, 4096 and 8192 elements: the reg kernels, reg8's
-        // layer_norm and reg4's softmax (run s14r1, H200, docs/ops-log.md: bf16
-        // 4096 x 4096 layer_norm 24.70 -> 18.82 us, softmax 20.47 -> 16.69;
-        // 8192 x 2048 24.68 -> 19.61 and 26.83 -> 17.22). Other lengths as
-        // run s12r3 found, bf16 4096 x 4096 against base: softmax 2.86 ->
-        // 3.28 TB/s fused, rms_norm 3.61 / 3.58 (equal); layer_norm fused
-        // 2.73 -> 2.93 at 4096 columns but 2.74 -> 2.31 at 2048, so the
-        // staged op keeps base.
-        if (staged) return {base, false, false, false, 8};
-        return {Geometry::base, true, true, false, 4};
-      case RowsVariant::one:
-        return {base, true, false, false, 0};
-      case RowsVariant::flat:
-        return {Geometry::base, true, false, false, 0};
-      case RowsVariant::warp:
-        return {Geometry::warp, true, false, false, 0};
-      case RowsVariant::fused:
-        return {Geometry::base, true, true, false, 0};
-      case RowsVariant::fusedw:
-        return {Geometry::base, true, true, true, 0};
-      case RowsVariant::reg:
-        return {Geometry::base, true, true, false, 2};
-      case RowsVariant::reg4:
-        return {Geometry::base, true, true, false, 4};
-      case RowsVariant::reg8:
-        return {Geometry::base, true, true, false, 8};
-      case RowsVariant::base:
-        break;
-    }
-    return {base, false, false, false, 0};
-  }
-}
+// registers; layer_norm's staged rows), the rest as base.
+enum class Geometry { base, narrow };
 
 // Calls launch(integral_constant<TPR>, integral_constant<NV>) for the
 // configuration that fits n under geometry g, or returns false when the
@@ -312,13 +136,6 @@ bool dispatch(const RowParams& p, Geometry g, L&& launch) {
     const std::int64_t nv = p.n / VEC;
     using std::integral_constant;
     if constexpr (sizeof(T) == 2) {
-      if (g == Geometry::warp && nv > 32 * kMaxNV && nv <= 32 * 16) {
-        if (nv <= 32 * 8)
-          launch(integral_constant<int, 32>{}, integral_constant<int, 8>{});
-        else
-          launch(integral_constant<int, 32>{}, integral_constant<int, 16>{});
-        return true;
-      }
       if (g == Geometry::narrow && nv > 64 && nv <= 512 * 2) {
         if (nv <= 128 * 2)
           launch(integral_constant<int, 128>{}, integral_constant<int, 2>{});
@@ -359,9 +176,8 @@ inline int grid_for(std::int64_t rows) {
 template <class T, class Pick>
 bool launch_base(const RowParams& p, cudaStream_t st, Pick&& pick) {
   return dispatch<T>(p, Geometry::base, [&](auto tpr, auto nv) {
-    constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-    if constexpr (NV <= kMaxNV)  // larger NV: the warp geometry's only
-      launch_row_kernel(pick(tpr, nv), grid_for<TPR>(p.rows), kBlock<TPR>, st, p);
+    constexpr int TPR = decltype(tpr)::value;
+    launch_row_kernel(pick(tpr, nv), grid_for<TPR>(p.rows), kBlock<TPR>, st, p);
   });
 }
 
@@ -371,10 +187,10 @@ bool launch_base(const RowParams& p, cudaStream_t st, Pick&& pick) {
 // and the bf16 kernels sit at their caps (ptxas: 64 and 70-80 registers),
 // so that is their residency. No occupancy query: nothing but the launch
 // happens inside a graph capture.
-template <int TPR, int NV, bool ROOMY>
+template <int TPR, bool ROOMY>
 inline int grid_resident(std::int64_t rows) {
   const int g = grid_for<TPR>(rows);
-  const int cap = sm_count() * kMinBlocks<TPR, NV, ROOMY>;
+  const int cap = sm_count() * kMinBlocks<TPR, ROOMY>;
   return g < cap ? g : cap;
 }
 
@@ -441,8 +257,9 @@ __device__ __forceinline__ void unstage_row(const Vec<T, 16 / sizeof(T)>* slot, 
   }
 }
 
-// Row loop of a fast kernel: body(row, r) for each of this group's rows with
-// r the row's raw vectors. PIPE: the rows come through kStages shared slots
+// Row loop of a fast kernel: body(row, off, r) for each of this group's rows
+// with off its offsets and r its raw vectors (the body may overwrite them). PIPE: the rows come
+// through kStages shared slots
 // (`stage`, kStages * NV * block vectors), staged kStages - 1 rows ahead.
 template <class T, int TPR, int NV, bool PIPE, class Body>
 __device__ __forceinline__ void for_rows(const RowParams& p, Vec<T, 16 / sizeof(T)>* stage,

@@ -1,9 +1,10 @@
 #pragma once
-// Statistics of the `fused` 16-bit row candidates (rows_variant.hpp): what
-// each thread does with its part of the row before the ONE block reduction,
-// and the reduction's combine, written so that the chain between the row's
-// arrival and its first store is as short as rms_norm's (docs/ops-log.md,
-// "16-bit rows and the transposed add: session 12's candidates"):
+// Statistics of the `fused` 16-bit row kernels (rms_norm, softmax and
+// log_softmax by default; layer_norm in the lab): what each thread does with
+// its part of the row before the ONE block reduction, and the reduction's
+// combine, written so that the chain between the row's arrival and its
+// first store is as short as rms_norm's (docs/log/ops.md, "16-bit rows and
+// the transposed add"):
 // - per-thread sums over NV independent accumulators (one per vector), not
 //   one chain through every element;
 // - layer_norm's combine of (count, sum, M2) has no division: the count
@@ -18,6 +19,56 @@
 #include "cuda/rows/rows_fast.cuh"
 
 namespace strata::cuda::fastrow {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// 2^x as one MUFU op (relative error about 2^-22, subnormal results kept):
+// enough for 16-bit outputs, whose ulp is 2^-8 (bf16) or 2^-11 (f16).
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Max m of a set and s = sum of exp(x - m) over it; two sets combine by
+// rescaling each sum to the larger max (online softmax). A set whose max is
+// -inf holds only -inf and NaN: its sum is 0, or NaN if it holds a NaN.
+struct MaxSum {
+  float m, s;
+};
+struct MaxSumOp {
+  __device__ __forceinline__ static float rescaled(MaxSum a, float m) {
+    return a.m == m ? a.s : a.s * ex2_approx((a.m - m) * kLog2e);  // -inf == -inf: no NaN
+  }
+  __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
+    const float m = MaxOp{}(a.m, b.m);  // never NaN: the local maxima ignore NaN
+    return {m, rescaled(a, m) + rescaled(b, m)};
+  }
+};
+
+// Element j of a raw vector as f32, the cvt written as volatile asm so that
+// the compiler redoes it in each pass over the row instead of keeping every
+// widened value live (ptxas: bf16 kernels took up to twice f16's registers
+// and spilled; with this they take fewer than f16's).
+template <class T, int VEC>
+__device__ __forceinline__ float widen(const Vec<T, VEC>& v, int j) {
+  if constexpr (!is_narrow_v<T>) {
+    return cvt<float>(v.v[j]);
+  } else {
+    constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+    const unsigned w = reinterpret_cast<const unsigned*>(&v)[j / 2];
+    float o;  // bf16: the bits shifted up; f16: cvt
+    if (kBf16 && j % 2 == 0)
+      asm volatile("shl.b32 %0, %1, 16;" : "=f"(o) : "r"(w));
+    else if (kBf16)
+      asm volatile("and.b32 %0, %1, 0xffff0000;" : "=f"(o) : "r"(w));
+    else if (j % 2 == 0)
+      asm volatile("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(o) : "r"(w));
+    else
+      asm volatile("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(o) : "r"(w));
+    return o;
+  }
+}
 
 __device__ __forceinline__ float rcp_approx(float x) {
   float y;

@@ -11,7 +11,7 @@
 // launched, so a bad id leaves out untouched. While the stream is being
 // captured into a graph nothing may synchronise: the check is skipped and
 // the gather leaves the row of a bad id unwritten (never reading outside the
-// table); the graph's owner checks its ids (docs/graphs.md).
+// table); the graph's owner checks its ids (docs/guide/graphs.md).
 #include <cmath>
 
 #include "cuda/rows/rows.cuh"

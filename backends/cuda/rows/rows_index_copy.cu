@@ -1,4 +1,4 @@
-// cuda index_copy (docs/ops.md, "IterArgs conventions"): op[0] = dst with
+// cuda index_copy (docs/guide/ops.md, "IterArgs conventions"): op[0] = dst with
 // stride 0 at the indexed dim, op[1] = src, op[2] = the index laid along
 // that dim; side = the index [T]; iparam[0] = dst's stride at the dim,
 // iparam[1] = its size N. Every dtype, as its bytes (the kernel is

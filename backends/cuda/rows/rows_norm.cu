@@ -1,293 +1,49 @@
 // cuda layer_norm (out, x, weight, bias; scalar[0] = eps; biased variance)
 // and rms_norm (out, x, weight; scalar[0] = eps) on f32, f64, f16, bf16:
-// statistics in f32 (f64 for f64) over two passes (mean, then the squared
-// deviations from it), the row kept in registers when it fits a tile.
-// Contiguous rows of up to 8192 f32 / 16384 f16, bf16 elements take
-// norm_fast (rows_fast.cuh): the row read once into registers, the mean and
-// the squared deviations from it summed over the registers (one reduction
-// each), weight and bias read as vectors in the output pass.
-#include <cmath>
-
-#include "cuda/rows/rows.cuh"
+// which of norm_kernels.cuh's kernels (or rows_reg.cu's) takes a call.
+//  * 16-bit layer_norm rows of 2048, 4096 or 8192 elements: reg8's kernel
+//    (rows_reg.cu); other lengths staged through shared memory ahead of use
+//    (norm_fast's pipelined mode), which measured faster than unstaged rows
+//    with two reductions, and than the `fused` form at 2048 columns;
+//  * 16-bit rms_norm: the `fused` kernel;
+//  * f32: norm_fast;
+//  * f64 and layouts the fast path does not take: norm_kernel.
+// How each form measured against the others: docs/log/ops.md, "16-bit rows
+// and the transposed add" and "Rows16 reg". STRATA_ROWS_VARIANT selects the
+// other forms in a tuning build (backends/cuda/lab/rows/).
+#include "cuda/rows/norm_kernels.cuh"
 #include "cuda/rows/rows_cuda.hpp"
-#include "cuda/rows/rows_fast.cuh"
-#include "cuda/rows/rows_fused.cuh"
 #include "cuda/rows/rows_reg.cuh"
+#include "cuda/rows/rows_variant.hpp"
+#if STRATA_TUNING
+#include "cuda/lab/rows/rows_candidates.hpp"
+#endif
 
 namespace strata::cuda {
 namespace {
 
-template <bool RMS, class T, int G>
-__global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
-  using C = compute_t<T>;
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr std::int64_t kTile = std::int64_t(G) * kCap;
-  __shared__ C sh[G / 32];
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
-  const bool one_tile = p.n <= kTile;
-  const C eps = static_cast<C>(p.scalar[0]);
-  const T* w = reinterpret_cast<const T*>(p.ptr[2]);
-  const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
-    const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
-    T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
-    C v[kCap];
-    auto valid = [&](std::int64_t t0, int k) {
-      return tile_elem<G, VEC>(t0, lane, k / VEC, k % VEC) < p.n;
-    };
-    // Pass 1: the mean (layer_norm only).
-    C mu = 0;
-    if constexpr (!RMS) {
-      C s = 0;
-      for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-        load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
-#pragma unroll
-        for (int k = 0; k < kCap; ++k)
-          if (valid(t0, k)) s += v[k];
-      }
-      mu = group_reduce<G>(s, SumOp{}, sh) / C(p.n);
-    }
-    // Pass 2: mean of squared deviations (of squares for rms_norm).
-    C q = 0;
-    for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-      if (RMS || !one_tile) load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
-#pragma unroll
-      for (int k = 0; k < kCap; ++k)
-        if (valid(t0, k)) {
-          const C c = v[k] - mu;
-          q += c * c;
-        }
-    }
-    q = group_reduce<G>(q, SumOp{}, sh);
-    const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
-    // Pass 3: the output.
-    for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-      if (!one_tile) load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
-      C y[kCap];
-#pragma unroll
-      for (int k = 0; k < kCap; ++k) y[k] = (v[k] - mu) * inv;
-      if (w != nullptr) {
-        C t[kCap];
-        load_tile<T, G>(w + off[2], p.rstride[2], p.n, t0, lane, p.vec, t);
-#pragma unroll
-        for (int k = 0; k < kCap; ++k) y[k] *= t[k];
-      }
-      if (b != nullptr) {
-        C t[kCap];
-        load_tile<T, G>(b + off[3], p.rstride[3], p.n, t0, lane, p.vec, t);
-#pragma unroll
-        for (int k = 0; k < kCap; ++k) y[k] += t[k];
-      }
-      store_tile<T, G>(out, p.rstride[0], p.n, t0, lane, p.vec, y);
-    }
-  }
-}
-
-// PIPE: rows staged through shared memory ahead of use (rows_fast.cuh).
-// ONE (the 16-bit candidates): layer_norm's mean and squared deviations in
-// one reduction of (count, mean, M2) instead of two; bf16 widened by
-// fastrow::widen.
-template <bool RMS, class T, int TPR, int NV, bool PIPE, bool ONE>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR, NV, PIPE && !RMS>)
-    norm_fast(RowParams p) {
-  using C = compute_t<T>;
-  constexpr int VEC = 16 / sizeof(T);
-  __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
-  __shared__ Vec<T, VEC> stage[PIPE ? fastrow::kStages<TPR, NV> * NV * fastrow::kBlock<TPR> : 1];
-  fastrow::Reducer<TPR> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % TPR;
-  const std::int64_t nvec = p.n / VEC;
-  const C eps = static_cast<C>(p.scalar[0]);
-  const T* w = reinterpret_cast<const T*>(p.ptr[2]);
-  const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
-  fastrow::for_rows<T, TPR, NV, PIPE>(
-      p, stage,
-      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
-        Vec<T, VEC> r[NV];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) r[i] = in[i];
-        C mu = 0, q = 0;
-        if constexpr (ONE && !RMS) {
-          const fastrow::MeanVar st =
-              red(fastrow::local_mean_var<TPR, NV>(r, lane, nvec), fastrow::MeanVarOp{});
-          mu = st.mean;
-          q = st.m2;
-        } else {
-          if constexpr (!RMS) {
-            C s = 0;
-#pragma unroll
-            for (int i = 0; i < NV; ++i)
-#pragma unroll
-              for (int j = 0; j < VEC; ++j)
-                s += fastrow::elem<ONE, C>(r[i], j);  // zeros past the end
-            mu = red(s, SumOp{}) / C(p.n);
-          }
-#pragma unroll
-          for (int i = 0; i < NV; ++i)
-            if (lane + std::int64_t(i) * TPR < nvec)
-#pragma unroll
-              for (int j = 0; j < VEC; ++j) {
-                const C c = fastrow::elem<ONE, C>(r[i], j) - mu;
-                q += c * c;
-              }
-          q = red(q, SumOp{});
-        }
-        const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
-        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) {
-          const std::int64_t e = lane + std::int64_t(i) * TPR;
-          if (e < nvec) {
-            Vec<T, VEC> wv, bv, o;
-            if (w != nullptr) wv = ld_vec<T, VEC>(w + off[2] + e * VEC);
-            if (b != nullptr) bv = ld_vec<T, VEC>(b + off[3] + e * VEC);
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-              C y = (fastrow::elem<ONE, C>(r[i], j) - mu) * inv;
-              if (w != nullptr) y *= cvt<C>(wv.v[j]);
-              if (b != nullptr) y += cvt<C>(bv.v[j]);
-              o.v[j] = cvt<T>(y);
-            }
-            st_vec<T, VEC>(out + e * VEC, o);
-          }
-        }
-      });
-}
-
-// The `fused` candidates (16-bit rows, rows_fused.cuh): one reduction with
-// a short chain: rms_norm's sum of squares, or layer_norm's (count, sum,
-// M2) after a thread-local exact two-pass; rsqrt of the variance.
-// W_EARLY: weight and bias loaded right after the row, so that their
-// latency hides behind the reduction's (85-register cap instead of 64).
-template <bool RMS, class T, int TPR, int NV, bool W_EARLY>
-inline constexpr int kFusedMinBlocks =
-    W_EARLY ? (640 / fastrow::kBlock<TPR> > 0 ? 640 / fastrow::kBlock<TPR> : 1)
-    : RMS   ? fastrow::kMinBlocks<TPR, NV, false>
-            : (896 / fastrow::kBlock<TPR> > 0 ? 896 / fastrow::kBlock<TPR> : 1);  // 72 registers
-template <bool RMS, class T, int TPR, int NV, bool W_EARLY>
-__global__ void __launch_bounds__(fastrow::kBlock<TPR>, kFusedMinBlocks<RMS, T, TPR, NV, W_EARLY>)
-    norm_fused(RowParams p) {
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr int NW = W_EARLY ? NV : 1;
-  __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
-  __shared__ Vec<T, VEC> stage[1];
-  fastrow::Reducer<TPR> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % TPR;
-  const std::int64_t nvec = p.n / VEC;
-  // Independent of the data: taken while the first row is in flight.
-  const float eps = static_cast<float>(p.scalar[0]);
-  const float rn = 1.0f / static_cast<float>(p.n);
-  const float c = fastrow::thread_count<TPR, NV, VEC>(lane, nvec);
-  const float rc = c > 0.0f ? 1.0f / c : 0.0f;
-  const T* w = reinterpret_cast<const T*>(p.ptr[2]);
-  const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
-  fastrow::for_rows<T, TPR, NV, false>(
-      p, stage,
-      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
-        Vec<T, VEC> r[NV];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) r[i] = in[i];
-        Vec<T, VEC> wv[NW], bv[NW];
-        if constexpr (W_EARLY) {
-#pragma unroll
-          for (int i = 0; i < NV; ++i) {
-            const std::int64_t e = lane + std::int64_t(i) * TPR;
-            if (e < nvec && w != nullptr) wv[i] = ld_vec<T, VEC>(w + off[2] + e * VEC);
-            if (e < nvec && b != nullptr) bv[i] = ld_vec<T, VEC>(b + off[3] + e * VEC);
-          }
-        }
-        float mu = 0.0f, var;
-        if constexpr (RMS) {
-          var = red(fastrow::local_sumsq<NV>(r), SumOp{}) * rn;
-        } else {
-          const fastrow::SumM2 st =
-              red(fastrow::local_sum_m2<TPR, NV>(r, lane, nvec, c, rc), fastrow::SumM2Op{});
-          mu = st.s * rn;
-          var = st.m2 * rn;
-        }
-        const float inv = rsqrtf(var + eps);
-        T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) {
-          const std::int64_t e = lane + std::int64_t(i) * TPR;
-          if (e < nvec) {
-            const int k = W_EARLY ? i : 0;
-            if constexpr (!W_EARLY) {
-              if (w != nullptr) wv[k] = ld_vec<T, VEC>(w + off[2] + e * VEC);
-              if (b != nullptr) bv[k] = ld_vec<T, VEC>(b + off[3] + e * VEC);
-            }
-            Vec<T, VEC> o;
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-              float y = (fastrow::widen(r[i], j) - mu) * inv;
-              if (w != nullptr) y *= cvt<float>(wv[k].v[j]);
-              if (b != nullptr) y += cvt<float>(bv[k].v[j]);
-              o.v[j] = cvt<T>(y);
-            }
-            st_vec<T, VEC>(out + e * VEC, o);
-          }
-        }
-      });
-}
-
 template <bool RMS, class T>
 void norm(const IterArgs& a) {
-  RowParams p = make_row_params(a);
+  const RowParams p = make_row_params<T>(a, RMS ? 0b111 : 0b1111);  // out, x, weight(, bias)
   if (p.rows == 0 || p.n == 0) return;
-  p.vec = rows_vectorisable(a, RMS ? 0b111 : 0b1111, 16 / sizeof(T), sizeof(T));
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  // 16-bit layer_norm rows staged ahead (rows_fast.cuh) measured faster than
-  // unstaged ones with two reductions (H200, 4096 x 4096 bf16: 52.4% of copy
-  // against 49.4; rms_norm 64.0 against 75.1, softmax 55.1 against 62.5;
-  // docs/ops-log.md). STRATA_ROWS_VARIANT picks the candidates (rows_variant.hpp).
-  const fastrow::Form form = fastrow::form_for<T>(!RMS);
   if constexpr (sizeof(T) == 2) {
-    if (!RMS && form.reg && fastrow::norm_reg<T>(p, form.reg, st)) return;
-    if (form.fused && fastrow::launch_base<T>(p, st, [&](auto tpr, auto nv) {
-          constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-          return form.w_early ? norm_fused<RMS, T, TPR, NV, true>
-                              : norm_fused<RMS, T, TPR, NV, false>;
-        }))
-      return;
+    // STRATA_ROWS_VARIANT, checked on the first call: a candidate's name
+    // is an error in a build without the lab.
+    [[maybe_unused]] const RowsVariant variant = rows_variant();
+#if STRATA_TUNING
+    if (lab::norm16_candidate<RMS, T>(variant, p, st)) return;
+#endif
+    if constexpr (RMS) {
+      if (launch_norm_fused<RMS, T>(p, st)) return;
+    } else {
+      if (fastrow::norm_reg8<T>(p, st)) return;
+      if (launch_norm_fast<RMS, T>(p, fastrow::Geometry::narrow, st)) return;
+    }
+  } else {
+    if (launch_norm_fast<RMS, T>(p, fastrow::Geometry::base, st)) return;
   }
-  if (fastrow::dispatch<T>(p, form.geometry, [&](auto tpr, auto nv) {
-        constexpr int TPR = decltype(tpr)::value, NV = decltype(nv)::value;
-        constexpr int B = fastrow::kBlock<TPR>;
-        // The warp geometry's 8 and 16 vectors are built in the ONE form only.
-        constexpr bool kOnlyOne = NV > fastrow::kMaxNV;
-        const bool one = form.one || kOnlyOne;
-        if constexpr (!RMS && fastrow::kPipelined<T, TPR, NV>) {
-          if (form.geometry == fastrow::Geometry::narrow) {
-            const int grid = fastrow::grid_resident<TPR, NV, true>(p.rows);
-            if (one)
-              return launch_row_kernel(norm_fast<RMS, T, TPR, NV, true, true>, grid, B, st, p);
-            return launch_row_kernel(norm_fast<RMS, T, TPR, NV, true, false>, grid, B, st, p);
-          }
-        }
-        const int grid = fastrow::grid_for<TPR>(p.rows);
-        if constexpr (sizeof(T) == 2) {
-          if (one)
-            return launch_row_kernel(norm_fast<RMS, T, TPR, NV, false, true>, grid, B, st, p);
-        }
-        if constexpr (!kOnlyOne)
-          launch_row_kernel(norm_fast<RMS, T, TPR, NV, false, false>, grid, B, st, p);
-      }))
-    return;
-  if (p.n <= 32 * kCap)
-    launch_row_kernel(norm_kernel<RMS, T, 32>, row_grid(p.rows, kRowThreads / 32), kRowThreads, st,
-                      p);
-  else
-    launch_row_kernel(norm_kernel<RMS, T, kRowThreads>, row_grid(p.rows, 1), kRowThreads, st, p);
+  launch_norm_general<RMS, T>(p, st);
 }
 
 }  // namespace
