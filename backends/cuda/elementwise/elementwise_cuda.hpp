@@ -21,10 +21,10 @@ std::vector<EwEntry> ew_scalar_entries();  // ew_scalar.cu: add_scalar .. rdiv_s
 std::vector<EwEntry> ew_cast_entries();    // ew_cast.cu: cast (every dtype pair)
 std::vector<EwEntry> ew_misc_entries();    // ew_misc.cu: where, fill (every dtype)
 
-// STRATA_EW_VARIANT (ew_variant.cpp, read once): "tiled16" sends 16-bit
-// iterations with a transposed input through ew_tiled16.cuh's kernel (a
-// candidate); unset or "base" keeps ew_tiled.cuh's; anything else is a
-// strata::Error naming the value.
+// STRATA_EW_VARIANT (ew_variant.cpp, read once): unset or "tiled16" sends
+// 16-bit iterations with a transposed input through ew_tiled16.cuh's kernel;
+// "base" keeps ew_tiled.cuh's, in a tuning build only (elsewhere it is a
+// strata::Error).
 bool ew_variant_tiled16();
 
 }  // namespace strata::cuda

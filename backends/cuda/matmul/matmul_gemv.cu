@@ -50,6 +50,7 @@
 #include "cuda/matmul/gemv_params.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
+#include "cuda/tuning_build.hpp"
 #include "strata/error.hpp"
 #include "strata/tuning.hpp"
 
@@ -147,10 +148,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const GemvParams p) {
 // against cuBLAS called directly and sped up the batch-16 decode step,
 // where gemv16_kernel slowed it down (docs/log/ops.md, "linear with 9-16
 // rows, measured").
-// STRATA_GEMV16_MMA=0 turns it off for A/B runs (read once per process;
-// unset, empty or 1: on); the hidden [gemv16_ffma_all] test reruns the
-// cases with it off.
-bool mma16_enabled() { return tuning().gemv16_mma; }
+// STRATA_GEMV16_MMA=0 sends them to gemv16_kernel instead, in a tuning
+// build only (elsewhere it is an error: tuning_build.hpp); read once per
+// process. The hidden [gemv16_ffma_all] test reruns the cases with it off.
+bool mma16_enabled() {
+  static const bool on = [] {
+    if (!tuning().gemv16_mma) require_tuning_build("STRATA_GEMV16_MMA", "0");
+    return tuning().gemv16_mma;
+  }();
+  return on;
+}
 
 // Which kernel run() launches for p (element size `bytes`).
 enum class Path { gemv, gemv16, gemv16_mma };

@@ -12,7 +12,8 @@
 // sectors for CT >= 2. CT is picked per call so that the grid has >= ~1.5
 // blocks per SM (every SM streams b: at 1x512x1536 the 3 MB of b must all be
 // in flight at once to read at HBM rate); STRATA_GEMV_ROWS_CT=1|2|4|8 forces
-// it (A/B runs); M > 1 aims for fewer, fuller blocks (kTargetBlocksRows).
+// it in a tuning build (A/B runs); M > 1 aims for fewer, fuller blocks
+// (kTargetBlocksRows).
 // Each thread sums its rows in order, lanes of one column group reduce with
 // shuffles (M > 1: a halving reduce-scatter, fold_scatter), warps through
 // shared memory in warp order:
@@ -44,6 +45,7 @@
 #include "cuda/matmul/gemv_common.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
 #include "cuda/pdl_launch.cuh"
+#include "cuda/tuning_build.hpp"
 #include "strata/tuning.hpp"
 
 namespace strata::cuda {
@@ -287,11 +289,13 @@ __global__ void __launch_bounds__(kThreads) gemv_multirow_kernel(const MultirowP
   }
 }
 
-// STRATA_GEMV_ROWS_CT: 1, 2, 4 or 8 forces the column groups per block; 0
-// (unset or anything else) picks them per call.
+// STRATA_GEMV_ROWS_CT: 1, 2, 4 or 8 forces the column groups per block, in
+// a tuning build only (elsewhere it is an error: tuning_build.hpp); 0 (unset
+// or anything else) picks them per call.
 int forced_ct() {
   static const int ct = [] {
     const std::int64_t v = tuning().gemv_rows_ct;
+    if (v != 0) require_tuning_build("STRATA_GEMV_ROWS_CT", std::to_string(v));
     return v == 1 || v == 2 || v == 4 || v == 8 ? int(v) : 0;
   }();
   return ct;
@@ -300,10 +304,14 @@ int forced_ct() {
 // Whether M > 8 runs as blocks of 8 rows (grid.y = 2; b read twice, the
 // second time mostly from L2) instead of one 16-row block: 16 rows of f32
 // sums of 8 f16/bf16 columns take ~180 registers (1 block per SM), of 4 f32
-// columns ~120 (2 per SM). STRATA_GEMV_ROWS_SPLIT=0|1 forces it.
+// columns ~120 (2 per SM). STRATA_GEMV_ROWS_SPLIT=0|1 forces it in a tuning
+// build only (elsewhere it is an error); 16-bit blocks of 16 rows exist only
+// there.
 bool split_rows(bool wide) {
   const Toggle forced = tuning().gemv_rows_split;
-  return forced != Toggle::automatic ? forced == Toggle::on : !wide;
+  if (forced == Toggle::automatic) return !wide;
+  require_tuning_build("STRATA_GEMV_ROWS_SPLIT", forced == Toggle::on ? "1" : "0");
+  return forced == Toggle::on;
 }
 
 // The most rows a call may have to come here: 16 (kMaxRows) unless
@@ -390,7 +398,9 @@ void run(const MatmulArgs& g) {
       launch<T, 8>(p, st);
       break;
     default:
-      launch<T, kMaxRows>(p, st);
+      // 16-bit rows reach here only when STRATA_GEMV_ROWS_SPLIT=0, which
+      // split_rows allows in a tuning build only.
+      if constexpr (sizeof(T) == 4 || kTuningBuild) launch<T, kMaxRows>(p, st);
       break;
   }
 }
