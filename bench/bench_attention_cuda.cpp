@@ -104,7 +104,8 @@ const std::vector<Shape>& shapes() {
       {"bf16_decode_b8h32_32768_d128", 8, 32, 1, 32768, 128, false, false, false, DType::bf16},
       // One head at a quarter and four times the keys: t(N) = fixed + N * bytes
       // / bandwidth, so the three sizes separate the launch, ramp and merge
-      // cost from the streaming rate (docs/cuda-tuning.md).
+      // cost from the streaming rate (docs/log/cuda-tuning.md, "Decode with bulk
+      // copies: measured and promoted").
       {"bf16_decode_65536_d128", 1, 1, 1, 65536, 128, false, false, true, DType::bf16},
       {"bf16_decode_1048576_d128", 1, 1, 1, 1048576, 128, false, false, true, DType::bf16},
   };

@@ -1,14 +1,13 @@
 // f32 softmax_attention with AttentionOptions::precision high (3xTF32) and
 // medium (TF32) on the cuda backend's tensor-core kernel
-// (backends/cuda/attention/sm80/kernel_tf32.cuh, sm90/kernel_tf32.cuh), through the cross-backend harness:
-// every case runs the registry's f32 kernel (highest) as the "cuda" backend
-// and, as extra runners on the same inputs, precision high and medium on
-// cuda and a TF32 model on the host (the f64 reference on TF32-rounded q, k,
-// v). Outputs are poisoned and guarded as for any backend.
+// (backends/cuda/attention/sm80/kernel_tf32.cuh, sm90/kernel_tf32.cuh), through the cross-backend
+// harness: every case runs the registry's f32 kernel (highest) as the "cuda" backend and, as extra
+// runners on the same inputs, precision high and medium on cuda and a TF32 model on the host (the
+// f64 reference on TF32-rounded q, k, v). Outputs are poisoned and guarded as for any backend.
 //
 // - highest and high must pass the harness's f32 bounds (3x a naive f32
 //   computation's error plus a floor): high is f32-accurate;
-// - medium is held to the TF32 bound of docs/attention.md ("Precision"):
+// - medium is held to the TF32 bound of docs/guide/attention.md, "Precision (f32)":
 //   the f32 bound plus 3x the TF32 model's error on the same case.
 //
 // The cases mirror the bf16 kernel's (test_cuda_attention_mma.cpp): head dims
@@ -29,6 +28,7 @@
 
 #include "catch.hpp"
 #include "cuda/attention_sweeps.hpp"
+#include "cuda/child_rerun.hpp"
 #include "cuda/flash_route.hpp"
 #include "strata/attention.hpp"
 #include "strata/elementwise.hpp"
@@ -104,7 +104,7 @@ Outcome run_precisions(const AttentionCase& c) {
   return r;
 }
 
-// The TF32 bound of docs/attention.md: the f32 bound plus 3x the model's
+// The TF32 bound of docs/guide/attention.md, "Precision (f32)": the f32 bound plus 3x the model's
 // error, for the output (relative Frobenius and max abs) and lse.
 bool passes_tf32(const BackendResult& m, const BackendResult& model) {
   return m.error.empty() && m.nan_mismatch == 0 && m.inf_mismatch == 0 && m.guard_intact &&
@@ -282,7 +282,7 @@ TEST_CASE("cuda tf32 attention: decode-like calls", "[cuda][attention][tf32]") {
 }
 
 // The errors against the f64 reference on N(0, 1) inputs, printed for
-// docs/attention.md and the comparison with PyTorch's TF32 attention
+// docs/guide/attention.md and the comparison with PyTorch's TF32 attention
 // (bench/peer_attention.py --errors) on the same shapes.
 TEST_CASE("cuda tf32 attention: error on the peer shapes",
           "[cuda][attention][tf32][errors_table]") {
@@ -302,38 +302,18 @@ TEST_CASE("cuda tf32 attention: error on the peer shapes",
   }
 }
 
-// Every compiled configuration (backends/cuda/attention/sm80/table_tf32_high.cu,
+// Every default configuration (backends/cuda/attention/sm80/table_tf32_high.cu,
 // sm80/table_tf32_medium.cu, and the wgmma ones of sm90/table_tf32_high.cu and
-// sm90/table_tf32_medium.cu, sm_90a builds) through this whole suite: the binary runs itself
-// once per name with STRATA_FLASH_VARIANT set (the variant is read once per
-// process). Hidden, as it takes minutes: run it
-// with strata_cuda_tests "[tf32_variants]" after a kernel change.
+// sm90/table_tf32_medium.cu, sm_90a builds) through this whole suite, each
+// forced by STRATA_FLASH_VARIANT in a child run of this binary (the variable
+// is read once per process): the mma.sync ones run by default only without
+// sm_90a. The candidates a tuning build keeps run in [attention_lab]
+// (test_cuda_attention_lab.cpp). Hidden, as it takes minutes: run it with
+// strata_cuda_tests "[tf32_variants]" after a kernel change.
 TEST_CASE("cuda tf32 attention: every configuration through the suite", "[.][tf32_variants]") {
-  if (std::getenv("STRATA_FLASH_VARIANT")) return;  // a child run: nothing to spawn
-  const char* names[] = {"tf32x3.d64.64x32.s3.qs.g2.pvt",
-                         "tf32x3.d128.64x32.s2.qs.g2.pvt",
-                         "tf32x3.d64.64x64.s2",
-                         "tf32x3.d64.64x32.s3",
-                         "tf32x3.d128.64x32.s2.qs",
-                         "tf32x3.d128.64x64.s2.qs",
-                         "tf32x3.d64.128x64.s2",
-                         "tf32x3.d128.128x32.s2.qs",
-                         "tf32.d64.64x64.s2",
-                         "tf32.d64.64x32.s3",
-                         "tf32.d128.64x32.s2",
-                         "tf32.d128.64x32.s2.qs",
-                         "tf32.d64.128x64.s2",
-                         "tf32.d128.128x32.s2",
-                         "wg.tf32x3.d64.128x64",
-                         "wg.tf32x3.d128.128x32.vr",
-                         "wg.tf32.d128.128x64",
-                         "wg.tf32.d64.128x64"};
-  // This binary's path (std::system's shell would see its own /proc/self).
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  for (const char* n : names) {
-    const std::string cmd = std::string("STRATA_FLASH_VARIANT=") + n + " '" + self +
-                            "' '[tf32]~[errors_table]' > /dev/null 2>&1";
-    INFO("variant " << n << ": " << cmd);
-    CHECK(std::system(cmd.c_str()) == 0);
-  }
+  for (const char* n : {"tf32x3.d64.64x32.s3.qs.g2.pvt", "tf32x3.d128.64x32.s2.qs.g2.pvt",
+                        "tf32.d64.64x64.s2", "tf32.d128.64x32.s2", "wg.tf32x3.d64.128x64",
+                        "wg.tf32x3.d128.128x32.vr", "wg.tf32.d128.128x64", "wg.tf32.d64.128x64"})
+    strata_test::rerun_with_env("STRATA_FLASH_VARIANT", n, "[tf32]~[errors_table]",
+                                std::string("strata_tf32_") + n + ".log");
 }

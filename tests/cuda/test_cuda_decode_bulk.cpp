@@ -1,15 +1,18 @@
-// The bulk-copy decode candidates (backends/cuda/attention/
-// decode/bulk_kernel.cuh: a producer warp copies K and V into a ring of
-// shared-memory slots with cp.async.bulk, consumer warps take the keys from
-// there; the row's last split merges any number of splits): never chosen
-// unless STRATA_CUDA_VARIANT names them. The hidden [decode_bulk] case runs
-// this binary once per candidate with the variable set (it is read once per
-// process) through the decode suites ([decode], [decode_merge]) and the
-// cases below ([decode_bulk_cases]), each against the f64 reference; each
-// child's output goes to <tmp>/strata_decode_bulk_<name>.log. Run it with
-// strata_cuda_tests "[decode_bulk]" on an sm_90 GPU, or one candidate with
-// STRATA_CUDA_VARIANT=<name> strata_cuda_tests "<its spec>"; the cases
-// alone also hold for the default decode kernels.
+// The bulk-copy decode kernel (backends/cuda/attention/decode/bulk_kernel.cuh:
+// a producer warp copies K and V into a ring of shared-memory slots with
+// cp.async.bulk, consumer warps take the keys from there; the row's last
+// split merges any number of splits): the bf16/f16 default for d, dv <= 128
+// above a few thousand scores. The hidden [decode_bulk] case runs this
+// binary once per dtype with STRATA_CUDA_VARIANT forcing it on every call
+// (the variable is read once per process) through the decode suites
+// ([decode], [decode_merge]) and the cases below ([decode_bulk_cases]), each
+// against the f64 reference; each child's output goes to
+// <tmp>/strata_decode_bulk_<name>.log. Run it with strata_cuda_tests
+// "[decode_bulk]" on an sm_90 GPU, or one configuration with
+// STRATA_CUDA_VARIANT=<name> strata_cuda_tests "<its spec>"; the cases alone
+// also hold for the register decode kernels. The bulk-copy candidate a
+// tuning build keeps runs through the same suites in [attention_lab]
+// (test_cuda_attention_lab.cpp).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -22,6 +25,7 @@
 
 #include "catch.hpp"
 #include "cuda/attention_pass.hpp"
+#include "cuda/child_rerun.hpp"
 #include "strata/attention.hpp"
 #include "strata/detail/attention_plan.hpp"
 #include "strata/harness.hpp"
@@ -41,26 +45,16 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-// Each candidate and the test spec its child run takes: the decode suites
-// for the plain ones; the .xr ones (the same kernel but for the softmax
-// step) and .s6 (but for the ring's depth) the merge suite and the cases
-// below.
-const std::vector<std::array<std::string, 2>>& candidates() {
-  static const std::string full = "[decode],[decode_merge],[decode_bulk_cases]";
-  static const std::string step = "[decode_merge],[decode_bulk_cases]";
-  static const std::vector<std::array<std::string, 2>> c = {
-      {"bf16.decode.d128.tma", full},     {"bf16.decode.d128.tma8", full},
-      {"f16.decode.d128.tma", full},      {"f16.decode.d128.tma8", full},
-      {"bf16.decode.d128.tma.xr", step},  {"bf16.decode.d128.tma8.xr", step},
-      {"f16.decode.d128.tma.xr", step},   {"f16.decode.d128.tma8.xr", step},
-      {"bf16.decode.d128.tma8.s6", step},
-  };
+// The bulk-copy configurations forced through the decode suites and the
+// cases below.
+const std::vector<std::string>& bulk_configs() {
+  static const std::vector<std::string> c = {"bf16.decode.d128.tma8.xr", "f16.decode.d128.tma8.xr"};
   return c;
 }
 
 std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
 
-// The candidate STRATA_CUDA_VARIANT forces for dtype dt, or "".
+// The bulk-copy configuration STRATA_CUDA_VARIANT forces for dtype dt, or "".
 std::string forced_for(DType dt) {
   const char* e = std::getenv("STRATA_CUDA_VARIANT");
   const std::string f = e ? e : "";
@@ -91,7 +85,7 @@ std::int64_t splits_in(const std::string& plan) {
   return std::stoll(plan.substr(at + 7));
 }
 
-// A forced candidate takes every call of its dtype with d, dv <= 128, and
+// A forced configuration takes every call of its dtype with d, dv <= 128, and
 // merges every split count in the kernel.
 void require_planned(const AttentionCase& c) {
   const std::string f = forced_for(c.dtype);
@@ -177,7 +171,7 @@ void run_cache_case(const CacheCase& cc, std::uint64_t seed) {
 
 }  // namespace
 
-// Key counts around the slot size (32 keys: .tma; 64: .tma8) and the ring
+// Key counts around the slot size (64 keys, and half of it) and the ring
 // (4 slots), so that the last slot is partial, a block sees fewer keys than
 // a slot, and long splits wrap the ring many times (the empty barriers'
 // parity); head dims 64, 80 (rows of 160 bytes) and 128, dv != d;
@@ -185,7 +179,7 @@ void run_cache_case(const CacheCase& cc, std::uint64_t seed) {
 // (the same), and transposed ones and d 100 (the register path); masks,
 // bands that leave splits empty, fully masked rows, N = 0. Hidden:
 // meaningful with STRATA_CUDA_VARIANT set (the parent below).
-TEST_CASE("cuda decode bulk candidates: slots, ring, layouts, masks",
+TEST_CASE("cuda decode bulk: slots, ring, layouts, masks",
           "[.][cuda][attention][decode_bulk_cases]") {
   std::uint64_t seed = 16000;
   for (DType dt : {DType::bf16, DType::f16}) {
@@ -233,12 +227,10 @@ TEST_CASE("cuda decode bulk candidates: slots, ring, layouts, masks",
 }
 
 // One row over as many splits as the plan makes: on an H200 (132 SMs)
-// 25344 keys are 264 splits of 96 keys for .tma (2 x 132 slots; above the
-// 256 the default kernel merges itself) and 132 splits of 192 for .tma8,
-// merged by the row's last block; large logits (the rescaling across
+// 25344 keys are 132 splits of 192 keys for the bulk-copy kernel (one block
+// per SM), merged by the row's last block 16 splits at a time; large logits (the rescaling across
 // splits) and a window that empties most splits.
-TEST_CASE("cuda decode bulk candidates: one row over many splits",
-          "[.][cuda][attention][decode_bulk_cases]") {
+TEST_CASE("cuda decode bulk: one row over many splits", "[.][cuda][attention][decode_bulk_cases]") {
   std::uint64_t seed = 16500;
   for (DType dt : {DType::bf16, DType::f16}) {
     for (int step = 0; step < 3; ++step) {
@@ -262,8 +254,7 @@ TEST_CASE("cuda decode bulk candidates: one row over many splits",
 // K and V as a KV cache [batch, N, Hkv, d]: rows Hkv * d apart, each its
 // own bulk copy; rows padded by 8 (still copies), by 4 (half the heads on
 // the register path) or from an offset of 4 elements (all of them).
-TEST_CASE("cuda decode bulk candidates: KV-cache layouts",
-          "[.][cuda][attention][decode_bulk_cases]") {
+TEST_CASE("cuda decode bulk: KV-cache layouts", "[.][cuda][attention][decode_bulk_cases]") {
   std::uint64_t seed = 17000;
   for (DType dt : {DType::bf16, DType::f16}) {
     for (const CacheCase& cc : std::vector<CacheCase>{
@@ -281,17 +272,11 @@ TEST_CASE("cuda decode bulk candidates: KV-cache layouts",
   }
 }
 
-// Every candidate through the decode suites and the cases above.
-TEST_CASE("cuda decode bulk candidates: each through the decode suites", "[.][decode_bulk]") {
-  if (std::getenv("STRATA_CUDA_VARIANT")) return;  // a child run: nothing to spawn
-  // This binary's path (std::system's shell would see its own /proc/self).
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::filesystem::path logs = std::filesystem::temp_directory_path();
-  for (const auto& [name, spec] : candidates()) {
-    const std::string log = (logs / ("strata_decode_bulk_" + name + ".log")).string();
-    const std::string cmd =
-        "STRATA_CUDA_VARIANT='" + name + "' '" + self + "' '" + spec + "' > '" + log + "' 2>&1";
-    INFO("candidate " << name << ": " << cmd);
-    CHECK(std::system(cmd.c_str()) == 0);
-  }
+// Each bulk-copy configuration, forced, through the decode suites and the
+// cases above.
+TEST_CASE("cuda decode bulk: each configuration through the decode suites", "[.][decode_bulk]") {
+  for (const std::string& name : bulk_configs())
+    strata_test::rerun_with_env("STRATA_CUDA_VARIANT", name.c_str(),
+                                "[decode],[decode_merge],[decode_bulk_cases]",
+                                "strata_decode_bulk_" + name + ".log");
 }

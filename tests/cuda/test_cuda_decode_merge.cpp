@@ -1,14 +1,13 @@
-// The decode attention kernel's in-kernel split-KV merge (docs/cuda.md,
-// "Decode kernel"): the block that finishes a row's splits last merges them,
-// by ticket counters that every launch leaves at 0. Checked against the f64
-// reference for 1, 2, 7 and the most splits the plan makes (read from the
-// launcher's plan string), on every decode dtype; repeated calls whose
-// split counts change (a counter not put back to 0 leaves out unmerged:
+// The decode attention kernel's in-kernel split-KV merge
+// (docs/guide/cuda-decode.md, "Decode kernel"): the block that finishes a row's splits last merges
+// them, by ticket counters that every launch leaves at 0. Checked against the f64 reference for 1,
+// 2, 7 and the most splits the plan makes (read from the launcher's plan string), on every decode
+// dtype; repeated calls whose split counts change (a counter not put back to 0 leaves out unmerged:
 // out is poisoned with NaN before each call); a captured graph replayed
 // three times on new inputs, bit-identical to eager calls; and a capture
 // on a stream that has no counters yet (the separate merge kernel). The
-// [decode_bulk] case of test_cuda_decode_bulk.cpp runs this file again for
-// each bulk-copy decode candidate.
+// [decode_bulk] case of test_cuda_decode_bulk.cpp runs this file again with
+// the bulk-copy decode kernel forced.
 // Part of strata_cuda_tests, which exits 77 (skip) without a GPU.
 #include <algorithm>
 #include <cmath>
@@ -61,11 +60,11 @@ std::int64_t splits_in(const std::string& plan) {
 }
 
 // Key counts whose plans have 1, 2 and 7 splits (fewer where a wave of
-// blocks holds fewer: the bulk-copy candidates forced by STRATA_CUDA_VARIANT
-// fill one or two blocks per SM) and the most (40000 keys fill a wave of
-// blocks: twice as many keys give no more splits, but for the rounding of
-// keys per split). The decode kernels take 32 keys per tile (the .tma8
-// candidates 64) and one tile per split at least.
+// blocks holds fewer: the bulk-copy kernel, forced by STRATA_CUDA_VARIANT,
+// fills one block per SM) and the most (40000 keys fill a wave of blocks:
+// twice as many keys give no more splits, but for the rounding of keys per
+// split). The register decode kernels take 32 keys per tile (the bulk-copy
+// kernel 64) and one tile per split at least.
 std::vector<std::int64_t> split_sweep(DType dt, std::int64_t M) {
   const std::string most = plan_for(dt, {M, 40000});
   INFO(most);
@@ -231,7 +230,7 @@ TEST_CASE("cuda decode merge: 1 to the most splits against the reference",
 // into a poisoned out: every call must find its counters at 0 (else no
 // block takes the last ticket and out stays NaN, or a block merges before
 // all partials are there) and give the first call's bits again. (123 keys
-// still make 2 splits of the .tma8 candidate's 64-key tiles.)
+// still make 2 splits of the bulk-copy kernel's 64-key tiles.)
 TEST_CASE("cuda decode merge: repeated calls reuse the counters",
           "[cuda][attention][decode_merge]") {
   for (DType dt : {DType::f32, DType::bf16}) {

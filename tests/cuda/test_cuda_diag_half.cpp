@@ -1,6 +1,6 @@
 // The diagonal half tiles of the wgmma d 64 64x128 kernel (on by default;
 // STRATA_FLASH_DIAG_HALF=0 turns them off; backends/cuda/attention/
-// sm90/kernel_16bit.cuh, docs/cuda-tuning.md "Diagonal half tiles"): a tile of 64
+// sm90/kernel_16bit.cuh; docs/log/cuda-tuning.md, "Diagonal half tiles"): a tile of 64
 // rows whose last key tile has keys [64, 128) masked for all its rows
 // computes that tile over its first 64 keys only. The variable is read
 // once per process, so the hidden [flash_diag_half] case reruns the [mma]

@@ -5,8 +5,8 @@
 // 8-byte loads where the rows are 8-byte aligned and element loads
 // otherwise; stride-0 dims copied once) and the wgmma configuration whose
 // P V covers 104 value columns (sm90/kernel_16bit.cuh's NV, the default for
-// d 97-112 with dv <= 104). docs/cuda-tuning.md, "Head dim 100: pad pass
-// and narrow P·V (session 12)". Every case against the f64 reference of
+// d 97-112 with dv <= 104). docs/log/cuda-tuning.md, "Head dim 100: pad
+// pass and narrow P·V". Every case against the f64 reference of
 // the same rounded inputs through the cross-backend harness, lse compared.
 //
 // The cases pick the layouts that reach each copy: contiguous and fused
@@ -198,11 +198,12 @@ TEST_CASE("cuda flash pad: grids that fill the GPU", "[cuda][attention][flash_pa
 
 // [flash_pad] under each switch, one child process each: the pad pass on
 // for every call (by default it takes calls of 2^30 scores and more, larger
-// than these cases); off (d 100 on the 8-byte-piece ".p8.k112"); on with P V over
-// all 128 columns (".k112" forced); the narrow P V reading 8-byte pieces
-// (".p8.k112.v104" forced: a forced piece reader keeps 8-byte rows); and
-// the keys of every call split in 5 (calls with fewer key tiles leave
-// some splits empty), with the default and the 8-byte-piece narrow P V.
+// than these cases); off (d 100 on the 8-byte-piece ".p8.k112"); on with P V
+// over all 128 columns (".k112" forced); the 8-byte-piece reader forced
+// (".p8.k112": a forced piece reader keeps 8-byte rows, and reads 16-byte
+// ones in pieces too); and the keys of every call split in 5 (calls with
+// fewer key tiles leave some splits empty), with the default and the
+// 8-byte-piece reader.
 TEST_CASE("cuda flash pad: the suite under each switch", "[.][flash_pad_ab]") {
   if (std::getenv("STRATA_FLASH_PAD") || std::getenv("STRATA_FLASH_VARIANT") ||
       std::getenv("STRATA_FLASH_SPLITS"))
@@ -212,9 +213,9 @@ TEST_CASE("cuda flash pad: the suite under each switch", "[.][flash_pad_ab]") {
       "STRATA_FLASH_PAD=1",
       "STRATA_FLASH_PAD=0",
       "STRATA_FLASH_PAD=1 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.k112",
-      "STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112.v104",
+      "STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112",
       "STRATA_FLASH_PAD=1 STRATA_FLASH_SPLITS=5",
-      "STRATA_FLASH_SPLITS=5 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112.v104",
+      "STRATA_FLASH_SPLITS=5 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112",
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

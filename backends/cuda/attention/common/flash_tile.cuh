@@ -32,7 +32,7 @@ __device__ __forceinline__ std::int64_t batch_off(const FlashArgs& a, std::int64
 // a band with lpt_heads = g, heads go in chunks of g and, within a chunk, all
 // heads' heaviest row tiles before any lighter one: the grid's last blocks
 // are the lightest anywhere, so no SM ends the call alone on a long tile
-// (docs/cuda-tuning.md, "Causal block order"); g heads' K and V stay in L2.
+// (docs/log/cuda-tuning.md, "Causal block order"); g heads' K and V stay in L2.
 __device__ __forceinline__ void flash_block_tile(const FlashArgs& a, std::int64_t bid,
                                                  std::int64_t& mt, std::int64_t& bh) {
   if (a.has_band && a.lpt_heads > 0) {

@@ -128,12 +128,10 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t r
   merge_write<T, S, NT, CH>(p, rid, c0, s, l, mx, red);
 }
 
-// merge_splits (common/split_merge.cuh) for many splits at the end of one
-// block: the same sums, but each warp issues the loads of R = 16 splits
-// before it uses any (merge_splits: two), so that a row of 256 splits
-// costs 4 L2 round trips per warp of 5 (.tma) instead of 26 (R 8: 7
-// round trips and 20 registers fewer; .tma keeps 2 blocks per SM either
-// way).
+// merge_splits for many splits at the end of one block (the bulk-copy
+// decode kernel's): the same sums, but each warp issues the loads of R = 16
+// splits before it uses any (merge_splits: two), so that a row of 256
+// splits costs a few L2 round trips per warp of 5 instead of 26.
 // Columns lane + 32 k (k < CH) of out, every thread of the NT-thread block
 // calls it; red: merge_smem_elems<NT, CH>() elements of T.
 template <class T, class S, int NT, int CH>

@@ -1,16 +1,15 @@
 #pragma once
 // The half-storage decode kernel fed by the copy engine (sm_90 bulk copies;
-// tuning candidates after docs/cuda-tuning.md "bf16/f16 decode at full
-// bandwidth").
+// docs/guide/cuda-decode.md, docs/log/cuda-tuning.md "Decode with bulk
+// copies: measured and promoted").
 //
 // attn_decode_kernel (decode/kernel.cuh) keeps a warp's loads in flight
 // only while the warp waits for them: each warp step issues its 2U row
 // loads, stalls until they land, then computes, and the SM has no loads of
-// that warp outstanding while it computes. bf16.decode.d128 (114 registers,
-// 4 blocks of 4 warps per SM, 4 KB per warp step) has at most 64 KB per SM
-// in flight; 3.55 TB/s at B 8, H 32, N 32768 (H200) means about 35 KB on
-// average at ~1.3 us of loaded latency, where 40-50 are needed for the 4.3
-// TB/s target. Here one producer warp copies the split's keys with
+// that warp outstanding while it computes. bf16.decode.d128 (4 blocks of 4
+// warps per SM, 4 KB per warp step) has at most 64 KB per SM in flight, and
+// on average far less: too little to cover the loaded latency at the copy
+// bandwidth. Here one producer warp copies the split's keys with
 // cp.async.bulk into a ring of STAGES shared-memory slots of KS = WARPS * U
 // keys (K rows, then V rows), each slot completing on an mbarrier (`full`);
 // WARPS consumer warps wait for a slot, take U keys each from shared memory
@@ -195,9 +194,9 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 
 // One block per (batch-head, query row, key split), as attn_decode_kernel;
 // merge_count as there. The minimum of one block per SM in the launch
-// bounds keeps ptxas from capping the registers (it took 96 and spilled
-// 76 bytes without it; with it 146-150 registers and no spill, sm_90a:
-// 2 blocks of 5 warps per SM for .tma, 1 of 9 for .tma8).
+// bounds keeps ptxas from capping the registers (without it ptxas took
+// fewer and spilled; with it none spill, and one block of 9 warps or two of
+// 5 fit an SM, sm_90a).
 template <class C>
 __global__ void __launch_bounds__(C::NT, 1)
     attn_decode_bulk_kernel(const AttnParams p, unsigned* merge_count) {

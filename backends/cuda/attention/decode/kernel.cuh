@@ -21,8 +21,7 @@
 // product, the P V update): no instruction reads a loaded register before
 // every load of the warp's U keys is issued, and U keys cost half the
 // registers of widened rows, so the half variants take twice the keys of
-// f32 per step (the same bytes in flight). DecodeConvertAtLoad configs
-// (tuning only) widen inside load_row as the first version did.
+// f32 per step (the same bytes in flight).
 #include <type_traits>
 
 #include "cuda/attention/common/split_merge.cuh"
@@ -43,20 +42,6 @@ struct DecodeConfig {
   static constexpr int max_d = 32 * QE, max_dv = 32 * VE;
   static constexpr std::size_t smem_bytes = std::size_t(WARPS) * (2 + 32 * VE) * sizeof(T);
 };
-
-// The first half-storage version (tuning A/B by STRATA_CUDA_VARIANT): k, v
-// widened to T inside load_row, right behind each load.
-template <class T, int WARPS_, int QCH_, int VCH_, int U_, class S>
-struct DecodeConvertAtLoad : DecodeConfig<T, WARPS_, QCH_, VCH_, U_, S> {
-  static constexpr bool convert_at_load = true;
-};
-
-// Whether config C keeps loaded k, v rows packed in S (half storage, not
-// DecodeConvertAtLoad).
-template <class C, class = void>
-struct DecodePacked : std::bool_constant<!std::is_same_v<typename C::storage, typename C::type>> {};
-template <class C>
-struct DecodePacked<C, std::void_t<decltype(C::convert_at_load)>> : std::false_type {};
 
 // merge_count: one ticket counter per row group (bh x M), all 0 on entry
 // and left 0; null when the splits are merged by a separate kernel.
@@ -95,7 +80,7 @@ __global__ void __launch_bounds__(C::NT)
 #pragma unroll
   for (int e = 0; e < VE; ++e) acc[e] = 0;
 
-  if constexpr (DecodePacked<C>::value) {
+  if constexpr (!std::is_same_v<S, T>) {  // half storage: rows kept packed
     // Vector layouts (the usual case) get a loop of their own: one basic
     // block of 2U loads per step, no layout branch between them.
     if (p.k_vec && p.q_vec && p.v_vec)

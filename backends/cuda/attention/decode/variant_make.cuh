@@ -21,9 +21,9 @@ void launch_decode(const AttnParams& p, unsigned* merge_count, int grid, std::si
 // Decode kernel: registered under its storage dtype (bf16/f16 beside the
 // f32 compute type, else the compute type itself).
 template <class C>
-Variant decode(const char* name, bool dflt = true) {
-  return variant_of<C>(name, StorageDType<typename C::storage>::value, true, dflt, C::max_d,
-                       C::max_dv, 1, C::WARPS * C::U, C::max_dv,
+Variant decode(const char* name) {
+  return variant_of<C>(name, StorageDType<typename C::storage>::value, true, C::max_d, C::max_dv, 1,
+                       C::WARPS * C::U, C::max_dv,
                        reinterpret_cast<const void*>(&attn_decode_kernel<C>), &launch_decode<C>);
 }
 
@@ -36,10 +36,10 @@ void launch_decode_bulk(const AttnParams& p, unsigned* merge_count, int grid, st
   (void)launch_pdl(attn_decode_bulk_kernel<C>, grid, C::NT, smem, st, p, merge_count);
 }
 template <class C>
-Variant decode_bulk(const char* name, int blocks_per_sm, bool dflt = false) {
+Variant decode_bulk(const char* name, int blocks_per_sm) {
   Variant v =
-      variant_of<C>(name, StorageDType<typename C::storage>::value, true, dflt, C::max_d, C::max_dv,
-                    1, C::KS, C::max_dv, reinterpret_cast<const void*>(&attn_decode_bulk_kernel<C>),
+      variant_of<C>(name, StorageDType<typename C::storage>::value, true, C::max_d, C::max_dv, 1,
+                    C::KS, C::max_dv, reinterpret_cast<const void*>(&attn_decode_bulk_kernel<C>),
                     &launch_decode_bulk<C>);
   v.decode_blocks_per_sm = blocks_per_sm;
   v.merges_any_splits = true;

@@ -157,11 +157,10 @@ using DeviceScope = AttentionDeviceScope;
 
 // Heads per chunk of the longest-first block order under a band
 // (flash_block_tile): as many heads as have their K and V within 32 MiB of
-// L2 (of the H200's 50), at most 16. Run s12r2 (H200, docs/cuda-tuning.md,
-// "Causal block order"), causal bf16 against head-major order: B4 H16 4096
-// d64 (1 MiB of K and V per head) 299 -> 309 TFLOP/s at 16 heads (306 at 8,
-// 305 at 32, 295 at 64); B1 H32 8192 d128 (4 MiB) 412 -> 423 at 8 heads
-// (415 at 16). STRATA_FLASH_LPT=<g> forces g (0: head-major) in tuning runs.
+// L2 (of the H200's 50), at most 16: the best chunk at d 64 and at d 128 of
+// those measured; many more heads than fit in L2 lose to head-major order
+// (docs/log/cuda-tuning.md, "Causal block order"). STRATA_FLASH_LPT=<g>
+// forces g (0: head-major) in tuning runs.
 inline int lpt_heads(const AttentionArgs& a, std::size_t isz) {
   static const int forced = [] {
     const std::int64_t n = tuning().flash_lpt_heads;
@@ -178,7 +177,7 @@ inline int lpt_heads(const AttentionArgs& a, std::size_t isz) {
 // The wgmma d 64 64x128 kernel computes a last key tile whose keys
 // [64, 128) are masked for all its rows (every other diagonal tile under
 // causal attention) over its first 64 keys only (FlashArgs::diag_half;
-// docs/cuda-tuning.md, "Diagonal half tiles": +0.9% causal in run s14r1).
+// docs/log/cuda-tuning.md, "Diagonal half tiles").
 // STRATA_FLASH_DIAG_HALF=0 turns it off for A/B runs; read once per
 // process; "1" or unset: on.
 inline bool diag_half_on() { return tuning().flash_diag_half; }
@@ -197,6 +196,14 @@ inline void launch_query_tiles(const FlashVariant& v, FlashArgs f, const Attenti
   if (err != cudaSuccess) throw_cuda_error(err, v.name, __FILE__, __LINE__);
 }
 
+// A table and, after it, more configurations (a tuning build's candidates).
+inline std::vector<FlashVariant> joined(const std::vector<FlashVariant>& table,
+                                        const std::vector<FlashVariant>& more) {
+  std::vector<FlashVariant> all = table;
+  all.insert(all.end(), more.begin(), more.end());
+  return all;
+}
+
 // STRATA_FLASH_VARIANT=<name>[,<name>...] (tuning runs) forces the listed
 // configurations; otherwise each launcher takes its default.
 inline bool forced(const char* name) {
@@ -213,8 +220,9 @@ inline std::int64_t qk_cols(const FlashVariant& v) { return v.qk_cols > 0 ? v.qk
 // d (and it reads 8-byte pieces where pieces8 asks for them); otherwise,
 // among the defaults with the given flags (reads 8-byte pieces, small
 // grid), the narrowest S that covers d: the wgmma d 128 kernel also comes
-// with S over 80, 96 and 112 columns (d 80: 268 -> 292 TFLOP/s, d 96: 324
-// -> 343, H200, docs/cuda-tuning.md). nullptr: none in the table.
+// with S over 80, 96 and 112 columns, each faster than the full S on its
+// head dims (docs/log/cuda-tuning.md, "Head dims other than 64 and 128").
+// nullptr: none in the table.
 inline const FlashVariant* pick(const std::vector<FlashVariant>& table, int D, std::int64_t d,
                                 bool pieces8 = false, bool small_grid = false) {
   const FlashVariant* best = nullptr;

@@ -15,6 +15,14 @@
 
 namespace strata::cuda {
 
+// The configurations' flags, named where the tables pass them (sm80 and
+// sm90 configs_*.cuh): precision high (3xTF32: each operand split into a
+// big and a small TF32 part) or medium (TF32), and whether the mma.sync
+// kernels hold Q's fragments in registers for the whole key loop or read
+// them from shared memory at each k-step.
+inline constexpr bool kTf32x3 = true, kTf32 = false;
+inline constexpr bool kQInRegisters = true, kQInShared = false;
+
 struct FlashVariant {
   const char* name;  // e.g. "bf16.d128.128x64.s2"
   DType dtype;
@@ -22,7 +30,9 @@ struct FlashVariant {
   int bm, bn;        // query rows per CTA, keys per tile
   int threads;       // bm / 16 warps
   std::size_t smem;  // dynamic shared memory bytes
-  bool is_default;   // chosen without STRATA_FLASH_VARIANT
+  // Chosen without STRATA_FLASH_VARIANT; false for the candidates kept for
+  // tuning (backends/cuda/lab/attention), which run only when it names them.
+  bool is_default;
   const void* kernel;
   void (*launch)(const FlashArgs&, int grid, std::size_t smem, cudaStream_t);
   // Chosen instead of the default when the default's grid would leave
@@ -41,6 +51,16 @@ struct FlashVariant {
 };
 
 // ---- bf16 / f16 ----
+
+// A candidate kept for tuning: in the tables only in a tuning build
+// (backends/cuda/lab/attention) and chosen only by STRATA_FLASH_VARIANT.
+inline FlashVariant candidate(FlashVariant v) {
+  v.is_default = false;
+  return v;
+}
+
+// Every table holds defaults only; a tuning build appends the lab's
+// candidates (backends/cuda/lab/attention/candidates.hpp).
 
 const std::vector<FlashVariant>& flash_variants_bf16();
 const std::vector<FlashVariant>& flash_variants_f16();

@@ -32,6 +32,9 @@
 #include "cuda/strided_copy.hpp"
 #include "strata/registry.hpp"
 #include "strata/tuning.hpp"
+#if STRATA_TUNING
+#include "cuda/lab/attention/candidates.hpp"
+#endif
 
 namespace strata::cuda {
 namespace {
@@ -52,8 +55,17 @@ using flash_host::round256;
 using flash_host::Scratch;
 using flash_host::too_few_ctas;
 
+// The mma.sync table of dt; a tuning build appends the lab's candidates.
 const std::vector<FlashVariant>& mma_table(DType dt) {
+#if STRATA_TUNING
+  static const std::vector<FlashVariant> bf16 =
+      flash_host::joined(flash_variants_bf16(), lab::mma_candidates(DType::bf16));
+  static const std::vector<FlashVariant> f16 =
+      flash_host::joined(flash_variants_f16(), lab::mma_candidates(DType::f16));
+  return dt == DType::bf16 ? bf16 : f16;
+#else
   return dt == DType::bf16 ? flash_variants_bf16() : flash_variants_f16();
+#endif
 }
 const std::vector<FlashVariant>& wgmma_table(DType dt) {
   return dt == DType::bf16 ? wgmma_variants_bf16() : wgmma_variants_f16();
@@ -68,11 +80,12 @@ const std::vector<FlashVariant>& wgmma_table(DType dt, std::int64_t dv) {
 // The pad pass (dispatch/pad_rows.hpp): q, k or v whose rows are not 16-byte
 // chunks are copied with rows padded to a multiple of 8 and run on the
 // 16-byte-row configurations, rather than on those reading 8-byte pieces.
-// It pays where the copy is small against the attention: run s12r3 (H200,
-// docs/cuda-tuning.md), bf16 d 100, pad against pieces: B1 H32 8192 2.88
-// against 2.99 ms, one head of 4096 0.043 against 0.039 ms. So it runs from
-// 2^30 scores (batch x heads x M x N) on. STRATA_FLASH_PAD=0 turns it off,
-// =1 on for every call (tests, A/B runs).
+// It pays where the copy is small against the attention: at d 100 it won
+// on the batched shape and lost on one head of 4096, whose launch and
+// scratch are fixed costs against a short call (docs/log/cuda-tuning.md,
+// "Head dim 100: pad pass and narrow P·V"). So it runs from 2^30 scores
+// (batch x heads x M x N) on. STRATA_FLASH_PAD=0 turns it off, =1 on for
+// every call (tests, A/B runs).
 bool pad_pass_on(const AttentionArgs& a) {
   const Toggle forced = tuning().flash_pad;
   if (forced != Toggle::automatic) return forced == Toggle::on;
@@ -132,8 +145,9 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
   const bool use_pieces = by_pieces != nullptr;
   if (use_pieces) found = by_pieces;
   // Only the wgmma kernel splits the keys; a grid it cannot split (too few
-  // keys) takes the table's small-grid tiles, if any (one head of 8192 at
-  // d 128 before split-KV: 202 -> 282 TFLOP/s, H200).
+  // keys) takes the table's small-grid tiles, if any: more CTAs, though
+  // each works on fewer rows (docs/log/cuda-tuning.md, "bf16/f16 on
+  // wgmma").
   const int splits = found->splits_keys ? choose_splits(*found, a, scope.dev) : 1;
   if (splits == 1 && !forced(found->name) && !use_pieces && query_tiles(*found, a) < sm_count()) {
     const FlashVariant* small = pick(table, D, a.d, false, true);

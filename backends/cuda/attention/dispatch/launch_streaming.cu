@@ -27,6 +27,9 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
 #include "strata/tuning.hpp"
+#if STRATA_TUNING
+#include "cuda/lab/attention/candidates.hpp"
+#endif
 
 namespace strata::cuda {
 namespace {
@@ -39,6 +42,10 @@ const std::vector<Variant>& variants() {
     for (const auto* list :
          {&variants_f32(), &variants_f32_pipelined(), &variants_f64(), &variants_16bit()})
       all.insert(all.end(), list->begin(), list->end());
+#if STRATA_TUNING
+    for (const auto* list : {&lab::ffma_candidates(), &lab::decode_candidates()})
+      all.insert(all.end(), list->begin(), list->end());
+#endif
     return all;
   }();
   return v;
@@ -244,9 +251,9 @@ Plan make_plan(const AttentionArgs& a, int dev) {
   }
   // Split the keys only as far as one wave of blocks allows, and keep at
   // least two key tiles per split; one for the decode kernels, whose
-  // per-block latency dominates a short cache: the benchmark model's step
-  // (8 heads, 520 keys) ran 0.294 -> 0.278 ms in f32 and 0.300 -> 0.262 in
-  // bf16 with one (H200, docs/models.md). STRATA_CUDA_DECODE_MIN_TILES=n
+  // per-block latency dominates a short cache: the benchmark model's decode
+  // step ran faster with one in f32 and bf16 (docs/log/cuda-tuning.md,
+  // "Session 10 trials", the decode table). STRATA_CUDA_DECODE_MIN_TILES=n
   // sets it (tuning).
   static const std::int64_t decode_min_tiles =
       tuning().cuda_decode_min_tiles > 0 ? tuning().cuda_decode_min_tiles : 1;
@@ -273,10 +280,10 @@ Plan make_plan(const AttentionArgs& a, int dev) {
 
 // Whether the decode kernel merges its own splits. Up to a few hundred
 // splits the last block's merge saves a launch; one row over 528 splits
-// (M 1, N 262144) ran slower merged by one block (0.064 against 0.054 ms
-// with the merge kernel, H200, docs/cuda.md), so many splits keep the
+// (M 1, N 262144) ran slower merged by one block than by the merge kernel
+// (docs/log/cuda.md, "Kernel design: measured"), so many splits keep the
 // block-parallel merge, unless the variant's own merge keeps many splits'
-// loads in flight (merges_any_splits: the bulk-copy candidates).
+// loads in flight (merges_any_splits: the bulk-copy kernel).
 constexpr std::int64_t kFusedMergeMaxSplits = 256;
 bool fused_merge(const Plan& pl) {
   return pl.merge && pl.v->decode &&
@@ -284,14 +291,14 @@ bool fused_merge(const Plan& pl) {
 }
 
 // The decode kernel's ticket counters for `rows` row groups on (device,
-// stream), kept per thread as matmul_cublas.cu keeps its workspace: calls
+// stream), kept per thread as the cuBLAS workspace is (matmul/): calls
 // on one stream run in order and every launch leaves its counters at 0, so
 // they share one buffer; calls on other streams, which may overlap, have
 // their own. Allocated and zeroed (on the stream) at the first call, grown
 // geometrically; an outgrown buffer is kept until the thread ends, since a
 // recorded graph may still point at it. While the stream is capturing
 // nothing is allocated: null when there is no buffer large enough yet
-// (the separate merge kernel then runs; docs/graphs.md asks for an eager
+// (the separate merge kernel then runs; docs/guide/graphs.md asks for an eager
 // first call on the stream before a capture anyway).
 unsigned* merge_counters(int dev, cudaStream_t st, std::int64_t rows) {
   struct Entry {

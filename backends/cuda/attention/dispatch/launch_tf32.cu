@@ -14,6 +14,9 @@
 #include "cuda/attention/dispatch/flash_host.hpp"
 #include "cuda/attention/dispatch/flash_variants.hpp"
 #include "strata/registry.hpp"
+#if STRATA_TUNING
+#include "cuda/lab/attention/candidates.hpp"
+#endif
 
 namespace strata::cuda {
 namespace {
@@ -25,9 +28,18 @@ constexpr int kF32Chunk = 4;  // f32 elements per 16-byte chunk
 
 // The tables of precision high (x3) or medium: the wgmma kernel's (sm_90a
 // builds; empty otherwise) or the mma.sync one's.
+// A tuning build appends the lab's mma.sync candidates.
 const std::vector<FlashVariant>& table(bool wg, bool x3) {
   if (wg) return x3 ? wgmma_variants_tf32x3() : wgmma_variants_tf32();
+#if STRATA_TUNING
+  static const std::vector<FlashVariant> high =
+      flash_host::joined(flash_variants_tf32x3(), lab::tf32_candidates(true));
+  static const std::vector<FlashVariant> medium =
+      flash_host::joined(flash_variants_tf32(), lab::tf32_candidates(false));
+  return x3 ? high : medium;
+#else
   return x3 ? flash_variants_tf32x3() : flash_variants_tf32();
+#endif
 }
 
 void run(const AttentionArgs& a, bool wg, bool x3, int D) {
@@ -73,9 +85,9 @@ std::string supports(const AttentionArgs& a, Precision p, std::int64_t D) {
   if (a.d > D || a.dv > D) return "head dims over " + std::to_string(D);
   return "";
 }
-// The wgmma kernel (H200, 2026-12-01, docs/cuda-tuning.md: medium 111 ->
-// 191 TFLOP/s at d 128, high 40.5 -> 75.0 at d 64 and 67.3 at d 128) takes
-// its precision's calls unless this build has none (not sm_90a) or
+// The wgmma kernel, faster than mma.sync at both precisions and head dims
+// (docs/log/cuda-tuning.md, "f32 on wgmma: TF32 and 3xTF32"), takes its
+// precision's calls unless this build has none (not sm_90a) or
 // STRATA_FLASH_VARIANT names an mma.sync configuration of that head dim.
 std::string supports_wg(const AttentionArgs& a, Precision p, int D) {
   const bool x3 = p == Precision::high;

@@ -8,8 +8,9 @@
 // one 16-byte chunk of a padded row with one store, from two 8-byte loads where the source rows
 // allow (PadPlan::vec) or eight 2-byte ones; consecutive threads take
 // consecutive chunks, so both sides are coalesced. Replaces the generic
-// strided copy (and its memset) there, which ran at ~90 GB/s
-// (docs/cuda-tuning.md, "Head dim 100: pad pass and narrow P·V").
+// strided copy (and its memset) there, which moves a 16-bit row element by
+// element (docs/log/cuda-tuning.md, "Head dim 100: pad pass and narrow
+// P·V").
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

@@ -22,7 +22,10 @@ struct Variant {
   const char* name;
   DType dtype;
   bool decode;
-  bool is_default;             // chosen automatically (others only by STRATA_CUDA_VARIANT)
+  // Chosen automatically; false for the candidates kept for tuning
+  // (backends/cuda/lab/attention), which run only when STRATA_CUDA_VARIANT
+  // names them.
+  bool is_default;
   std::int64_t max_d, max_dv;  // head dims it serves; 0 = any
   int bm, bn, dv_tile;         // query rows, keys per step, output columns per block
   int threads;
@@ -46,11 +49,29 @@ struct Variant {
 // memory C::smem_bytes). ffma/variant_make.cuh and decode/variant_make.cuh
 // build the families' entries with it.
 template <class C>
-Variant variant_of(const char* name, DType dtype, bool decode, bool dflt, std::int64_t max_d,
+Variant variant_of(const char* name, DType dtype, bool decode, std::int64_t max_d,
                    std::int64_t max_dv, int bm, int bn, int dv_tile, const void* kernel,
                    LaunchFn launch) {
-  return Variant{name, dtype,   decode, dflt,          max_d,  max_dv, bm,
-                 bn,   dv_tile, C::NT,  C::smem_bytes, kernel, launch};
+  return Variant{.name = name,
+                 .dtype = dtype,
+                 .decode = decode,
+                 .is_default = true,
+                 .max_d = max_d,
+                 .max_dv = max_dv,
+                 .bm = bm,
+                 .bn = bn,
+                 .dv_tile = dv_tile,
+                 .threads = C::NT,
+                 .smem = C::smem_bytes,
+                 .kernel = kernel,
+                 .launch = launch};
+}
+
+// A candidate kept for tuning: in the tables only in a tuning build
+// (backends/cuda/lab/attention) and chosen only by STRATA_CUDA_VARIANT.
+inline Variant candidate(Variant v) {
+  v.is_default = false;
+  return v;
 }
 
 // Restricts a variant to calls of at most `work` scores (batch x heads x M x
@@ -61,9 +82,11 @@ inline Variant for_small(Variant v, std::int64_t work) {
   return v;
 }
 
-// The tables the launcher chooses from: it takes decode when it serves,
-// else the default variant with the smallest head-dim bounds that serves
-// the call, a small-problem variant first (dispatch/launch_streaming.cu).
+// The tables the launcher chooses from (every entry a default): it takes
+// decode when it serves, else the variant with the smallest head-dim bounds
+// that serves the call, a small-problem variant first
+// (dispatch/launch_streaming.cu). A tuning build appends the lab's
+// candidates (backends/cuda/lab/attention/candidates.hpp).
 // f32 and f64: the decode kernel (M <= 8) and the streaming kernels.
 const std::vector<Variant>& variants_f32();            // ffma/variants_f32.cu
 const std::vector<Variant>& variants_f32_pipelined();  // ffma/variants_f32_pipelined.cu

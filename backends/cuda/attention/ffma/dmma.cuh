@@ -2,8 +2,7 @@
 // The f64 tensor-core streaming kernel: FlashAttention-2 on DMMA
 // (mma.sync m16n8k8 .f64, sm_90). Each multiply-add is an IEEE f64 fused
 // multiply-add, as in the DFMA kernel (ffma/tiled.cuh), but on the
-// tensor cores, whose f64 rate on H100/H200 is twice the DFMA pipe's
-// (67 against 34 TFLOP/s).
+// tensor cores, whose f64 rate on H100/H200 is twice the DFMA pipe's.
 //
 // A warp owns 16 query rows and every key of a tile. Lane (g, t) = (lane / 4,
 // lane % 4) holds, for each 8-key group n, the scores of rows g and g + 8 at

@@ -15,21 +15,21 @@ void flash_tf32_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStrea
 // GS, GP: high's summation groups (flash_tf32_kernel); 1, 1 for medium,
 // which ignores them.
 template <int D, int BM, int BN, int STAGES, bool X3, bool QREG, int MINB, int GS = 1, int GP = 1>
-FlashVariant make_tf32_variant(const char* name, bool is_default) {
+FlashVariant make_tf32_variant(const char* name) {
   // Q, then STAGES tiles of K and of V, rows of D + 4 floats.
   const std::size_t smem =
       std::size_t(BM + 2 * STAGES * BN) * flash::Tf32Config<D, BM>::kPitch * sizeof(float);
-  return FlashVariant{name,
-                      DType::f32,
-                      D,
-                      BM,
-                      BN,
-                      flash::Tf32Config<D, BM>::kThreads,
-                      smem,
-                      is_default,
-                      reinterpret_cast<const void*>(
+  return FlashVariant{.name = name,
+                      .dtype = DType::f32,
+                      .D = D,
+                      .bm = BM,
+                      .bn = BN,
+                      .threads = flash::Tf32Config<D, BM>::kThreads,
+                      .smem = smem,
+                      .is_default = true,
+                      .kernel = reinterpret_cast<const void*>(
                           &flash::flash_tf32_kernel<D, BM, BN, STAGES, X3, QREG, MINB, GS, GP>),
-                      &flash_tf32_launch<D, BM, BN, STAGES, X3, QREG, MINB, GS, GP>};
+                      .launch = &flash_tf32_launch<D, BM, BN, STAGES, X3, QREG, MINB, GS, GP>};
 }
 
 }  // namespace strata::cuda

@@ -1,6 +1,6 @@
 #pragma once
 // bf16/f16 softmax attention on the tensor cores, FlashAttention-2 style
-// (docs/cuda-tuning.md, "bf16/f16 on mma.sync"):
+// (docs/log/cuda-tuning.md, "bf16/f16 on mma.sync"):
 //
 // - one CTA per (batch, q head, BM query rows); each warp owns 16 rows and
 //   keeps its Q fragments, scores, probabilities and output accumulator in
@@ -208,7 +208,8 @@ __global__ void __launch_bounds__(Config<D, BM, MT>::kThreads, MINB)
 
     // Scores to base 2 (c = scale * log2(e)); masks where the tile needs
     // them. (Keeping unmasked tiles' scores raw and folding c into the exp2
-    // FFMA cost 33 registers and ran slower: docs/cuda-tuning.md.)
+    // FFMA cost registers and ran slower: docs/log/cuda-tuning.md, "bf16/f16
+    // on mma.sync".)
     const std::int64_t n0 = t * BN;
     const bool inside_band =
         !a.has_band || (n0 >= m0 + BM - 1 + a.band_lo && n0 + BN - 1 <= m0 + a.band_hi);

@@ -1,7 +1,7 @@
 #pragma once
 // f32 softmax attention on the tensor cores with TF32 operands, the bf16
 // kernel's structure (sm80/kernel_16bit.cuh) on mma.sync m16n8k8 .tf32
-// (docs/cuda-tuning.md, "f32 on the tensor cores: TF32 and 3xTF32"):
+// (docs/log/cuda-tuning.md, "f32 on the tensor cores: TF32 and 3xTF32"):
 //
 // - medium (X3 = false): every operand rounded to TF32 (cvt.rna), one MMA
 //   per product, f32 accumulation;
@@ -53,10 +53,10 @@ __device__ __forceinline__ void mma_tf32(float* c, std::uint32_t a0, std::uint32
 // then added to c in f32 (round to nearest); the big product alone
 // (medium). The tensor core's own accumulation truncates: with the three
 // MMAs accumulating straight into c, each step cut the running sum (up to
-// the whole row of P V) to 24 bits toward zero, and high's error on the
-// H200 was 4-9x exact f32's (rel. 3.2e-6 against 4.8e-7), outside the f32
-// bound; accumulating each k-step apart and adding in f32 is how the
-// tensor-core f32 emulations recover f32 accuracy (docs/cuda-tuning.md).
+// the whole row of P V) to 24 bits toward zero, and high's error came out
+// several times exact f32's, outside the f32 bound; accumulating each
+// k-step apart and adding in f32 is how the tensor-core f32 emulations
+// recover f32 accuracy (docs/log/cuda-tuning.md, "Run 3 of session 9").
 template <bool X3>
 __device__ __forceinline__ void mma_split(float* c, const Tf32<X3>* a, const Tf32<X3>& b0,
                                           const Tf32<X3>& b1) {
@@ -121,7 +121,7 @@ __device__ __forceinline__ void load_tile_f32(std::uint32_t dst, const float* sr
 // GS = 1, GP = 1 sums every k-step apart (mma_split); GS = D / 8 accumulates
 // S straight; GP = BN / 8 sums P V per key tile, output block by output
 // block (one group quad live instead of D / 8). Their errors against
-// register and FADD cost: docs/cuda-tuning.md, "Summation groups of high".
+// register and FADD cost: docs/log/cuda-tuning.md, "Session 10 trials".
 template <int D, int BM, int BN, int STAGES, bool X3, bool QREG, int MINB, int GS, int GP>
 __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
     flash_tf32_kernel(const FlashArgs a) {

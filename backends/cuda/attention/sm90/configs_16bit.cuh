@@ -6,75 +6,82 @@
 
 namespace strata::cuda {
 
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16,
-          int NV = D>
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8, int KQ, int NV>
 void wgmma_launch(const FlashArgs& a, int grid, std::size_t smem, cudaStream_t st) {
   flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ, NV>
       <<<grid, flash::WgmmaConfig<T, D, WG, BN>::kThreads, smem, st>>>(a);
 }
 
-template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = false, int KQ = D / 16,
+// Unmasked tiles keep raw scores (the scale folded into the exp2's FFMA) or
+// scale every score first; q, k and v rows read in 16-byte chunks or, when
+// they are only 8-byte aligned, in 8-byte pieces.
+inline constexpr bool kRawScores = true, kScaledScores = false;
+inline constexpr bool kPieces8 = true, kChunks16 = false;
+
+template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = kChunks16, int KQ = D / 16,
           int NV = D>
-FlashVariant make_wgmma_variant(const char* name, DType dt, bool is_default,
-                                bool small_grid = false) {
+FlashVariant make_wgmma_variant(const char* name, DType dt) {
   using C = flash::WgmmaConfig<T, D, WG, BN>;
-  return FlashVariant{name,
-                      dt,
-                      D,
-                      C::kBM,
-                      BN,
-                      C::kThreads,
-                      C::kSmem,
-                      is_default,
-                      reinterpret_cast<const void*>(
+  return FlashVariant{.name = name,
+                      .dtype = dt,
+                      .D = D,
+                      .bm = C::kBM,
+                      .bn = BN,
+                      .threads = C::kThreads,
+                      .smem = C::kSmem,
+                      .is_default = true,
+                      .kernel = reinterpret_cast<const void*>(
                           &flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ, NV>),
-                      &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ, NV>,
-                      small_grid,
-                      P8,
-                      16 * KQ,
-                      true};
+                      .launch = &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ, NV>,
+                      .pieces8 = P8,
+                      .qk_cols = 16 * KQ,
+                      .splits_keys = true};
 }
 
-// The compiled wgmma configurations for T (bf16 or f16); names leave the
-// dtype out so STRATA_FLASH_VARIANT=<name> forces one for both. The
-// defaults are the measured best per head dim (docs/cuda-tuning.md); the
-// launcher takes, among those of the call's D and flags, the narrowest S
-// that covers d: ".k<n>" computes S = Q K^T over n columns only (KQ = n /
-// 16; P V still over all D, V's panels are whole). Flags: a grid of fewer
-// CTAs than SMs that split-KV cannot fill takes 64-row tiles (small_grid),
-// rows only 8-byte aligned a configuration that reads 8-byte pieces (P8).
-// Every one keeps the P V of a tile in flight with the next tile's S
-// (".ov"). Empty without sm_90a (STRATA_CUDA_WGMMA).
+// The configuration a grid of fewer CTAs than SMs takes where split-KV
+// cannot fill the GPU (too few keys): smaller query tiles.
+inline FlashVariant for_small_grid(FlashVariant v) {
+  v.small_grid = true;
+  return v;
+}
+
+// The wgmma configurations for T (bf16 or f16); names leave the dtype out
+// so STRATA_FLASH_VARIANT=<name> forces one for both. The launcher takes,
+// among those of the call's D and flags, the narrowest S that covers d:
+// ".k<n>" computes S = Q K^T over n columns only (KQ = n / 16; P V still
+// over all D, V's panels are whole). Flags: a grid of fewer CTAs than SMs
+// that split-KV cannot fill takes 64-row tiles (for_small_grid), rows only
+// 8-byte aligned a configuration that reads 8-byte pieces. Every one keeps
+// the P V of a tile in flight with the next tile's S (".ov"). The
+// configurations these won against: docs/log/cuda-tuning.md, "bf16/f16 on
+// wgmma" and the sections after it. Empty without sm_90a
+// (STRATA_CUDA_WGMMA).
 template <class T>
 std::vector<FlashVariant> wgmma_configs(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
   // <T, D, warpgroups (64 rows each), BN, CTAs per SM the registers must
-  // allow, raw scores in unmasked tiles, 8-byte pieces, k-steps of S (D / 16)>
+  // allow, scores, row reads, k-steps of S (D / 16)>
   return {
-      make_wgmma_variant<T, 64, 1, 128, 2, true>("wg.d64.64x128.ov.b2.raw", dt, true),
-      make_wgmma_variant<T, 64, 2, 128, 1, true>("wg.d64.128x128.ov.raw", dt, false),
-      // Causal d 64 candidates (session 12): 64 keys per tile leave no
-      // fully masked half tile on the diagonal of a 64-row tile (128 keys
-      // waste 64 columns on every other row tile, ~1.6% of a causal call).
-      make_wgmma_variant<T, 64, 1, 64, 2, true>("wg.d64.64x64.ov.b2.raw", dt, false),
-      make_wgmma_variant<T, 64, 1, 64, 3, true>("wg.d64.64x64.ov.b3.raw", dt, false),
-      make_wgmma_variant<T, 128, 2, 128, 1, false>("wg.d128.128x128.ov", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 1, true>("wg.d128.128x128.ov.raw", dt, false),
-      make_wgmma_variant<T, 128, 1, 64, 2, false>("wg.d128.64x64.ov.b2", dt, true, true),
-      // d 80, 96 and 112 on the d 128 tiles, S over fewer columns (H200, run
-      // s11r1: d 80 268 -> 292 TFLOP/s, d 96 324 -> 343, d 100 282 -> 286).
-      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 5>("wg.d128.128x128.ov.k80", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 6>("wg.d128.128x128.ov.k96", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 7>("wg.d128.128x128.ov.k112", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, true>("wg.d128.128x128.ov.p8", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, true, 7>("wg.d128.128x128.ov.p8.k112", dt, true),
-      // d 129-192 and 193-256 (run s11r1, B1 H32 4096: d 192 459 TFLOP/s on
-      // 128x96 against 434 on 128x64, d 256 483; 9.4 and 7.8 through f32
-      // before): the largest BN without spills under ptxas (128x112 and
-      // 256's 128x80, FlashAttention-3's tiles, spill 112 and 96 bytes).
-      make_wgmma_variant<T, 192, 2, 96, 1, false>("wg.d192.128x96.ov", dt, true),
-      make_wgmma_variant<T, 192, 2, 64, 1, false>("wg.d192.128x64.ov", dt, false),
-      make_wgmma_variant<T, 256, 2, 64, 1, false>("wg.d256.128x64.ov", dt, true),
+      // d 64: one warpgroup per CTA at two CTAs per SM, whose warpgroups are
+      // not in lockstep (one's softmax hides the other's MMAs).
+      make_wgmma_variant<T, 64, 1, 128, 2, kRawScores>("wg.d64.64x128.ov.b2.raw", dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores>("wg.d128.128x128.ov", dt),
+      for_small_grid(
+          make_wgmma_variant<T, 128, 1, 64, 2, kScaledScores>("wg.d128.64x64.ov.b2", dt)),
+      // d 80, 96 and 112 on the d 128 tiles, S over fewer columns.
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 5>("wg.d128.128x128.ov.k80",
+                                                                         dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 6>("wg.d128.128x128.ov.k96",
+                                                                         dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 7>("wg.d128.128x128.ov.k112",
+                                                                         dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kPieces8>("wg.d128.128x128.ov.p8", dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kPieces8, 7>(
+          "wg.d128.128x128.ov.p8.k112", dt),
+      // d 129-192 and 193-256: the largest BN without spills under ptxas
+      // (FlashAttention-3's 128x112 and, at d 256, 128x80 spill).
+      make_wgmma_variant<T, 192, 2, 96, 1, kScaledScores>("wg.d192.128x96.ov", dt),
+      make_wgmma_variant<T, 256, 2, 64, 1, kScaledScores>("wg.d256.128x64.ov", dt),
   };
 #else
   (void)dt;
@@ -82,21 +89,18 @@ std::vector<FlashVariant> wgmma_configs(DType dt) {
 #endif
 }
 
-// The configurations whose P V covers only kWgmmaNarrowV value columns
-// (NV in sm90/kernel_16bit.cuh; ".v<n>"): a call with dv <= kWgmmaNarrowV takes
-// them ahead of wgmma_configs' (the launcher's wgmma_table). The 16-byte-row
-// one is the default of d 97-104 (q/k/v rows only 8-byte aligned reach it
-// through the pad pass, dispatch/pad_rows.cu); the 8-byte-piece one only forced, so
-// that STRATA_FLASH_PAD=0 keeps the ".p8.k112" path for the A/B.
+// The configuration whose P V covers only kWgmmaNarrowV value columns (NV
+// in sm90/kernel_16bit.cuh; ".v<n>"): a call with dv <= kWgmmaNarrowV takes
+// it ahead of wgmma_configs' (the launcher's wgmma_table), the default of
+// d 97-104 on 16-byte rows (rows only 8-byte aligned reach it through the
+// pad pass, dispatch/pad_rows.cu, or take ".p8.k112").
 template <class T>
 std::vector<FlashVariant> wgmma_narrow_v_configs(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
-  static_assert(kWgmmaNarrowV == 104, "the names below say v104");
+  static_assert(kWgmmaNarrowV == 104, "the name below says v104");
   return {
-      make_wgmma_variant<T, 128, 2, 128, 1, false, false, 7, kWgmmaNarrowV>(
-          "wg.d128.128x128.ov.k112.v104", dt, true),
-      make_wgmma_variant<T, 128, 2, 128, 1, false, true, 7, kWgmmaNarrowV>(
-          "wg.d128.128x128.ov.p8.k112.v104", dt, false),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 7, kWgmmaNarrowV>(
+          "wg.d128.128x128.ov.k112.v104", dt),
   };
 #else
   (void)dt;

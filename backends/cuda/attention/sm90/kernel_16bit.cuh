@@ -1,7 +1,7 @@
 #pragma once
 // bf16/f16 softmax attention on Hopper's warpgroup MMA (wgmma, sm_90a), the
 // FlashAttention-2 algorithm with FlashAttention-3's instructions
-// (docs/cuda-tuning.md, "bf16/f16 on wgmma"):
+// (docs/log/cuda-tuning.md, "bf16/f16 on wgmma"):
 //
 // - one CTA per (batch, q head, 64 * WG query rows); each warpgroup (4
 //   warps) owns 64 rows; its scores, probabilities and output accumulator
@@ -41,7 +41,7 @@
 namespace strata::cuda::flash {
 
 // KQ: the k-steps (16 columns each) of S = Q K^T, D / 16 but for the
-// candidates that serve smaller head dims (d <= 16 KQ): d 100 on the d 128
+// configurations that serve smaller head dims (d <= 16 KQ): d 100 on the d 128
 // kernel with KQ 7 computes 7 k-steps of S per tile instead of 8.
 // NV: the value columns P V computes and O keeps (dv <= NV), D but for the
 // configurations of smaller value head dims: each whole 64-column panel of
@@ -61,7 +61,7 @@ namespace strata::cuda::flash {
 // tile of a tile of rows can be one (the band ends before its upper half,
 // so a next tile would start past kv_hi): it is peeled as the last tile
 // already is, and the loop keeps no branch around an issue
-// (docs/cuda-tuning.md, "Diagonal half tiles").
+// (docs/log/cuda-tuning.md, "Diagonal half tiles").
 template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8, int KQ = D / 16, int NV = D>
 __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const FlashArgs a) {
   static_assert(KQ > 0 && KQ <= D / 16, "KQ: k-steps of S within the tile's D columns");

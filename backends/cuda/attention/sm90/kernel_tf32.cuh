@@ -2,7 +2,7 @@
 // f32 softmax attention on Hopper's warpgroup MMA (wgmma, sm_90a) with TF32
 // operands: medium (X3 = false) one wgmma per product, high (X3 = true)
 // 3xTF32. The bf16 wgmma kernel's structure (sm90/kernel_16bit.cuh) carried to
-// 32-bit elements (docs/cuda-tuning.md, "bf16/f16 on wgmma" and "f32 on the
+// 32-bit elements (docs/log/cuda-tuning.md, "bf16/f16 on wgmma" and "f32 on the
 // tensor cores: TF32 and 3xTF32"):
 //
 // - one CTA per (batch, q head, 64 * WG query rows); each warpgroup owns 64

@@ -1,13 +1,12 @@
 // The wgmma configurations for head dims other than 64 and 128
-// (backends/cuda/attention/sm90/configs_16bit.cuh; docs/cuda-tuning.md): S
-// over 80, 96 or 112 columns of the d 128 tiles, and the d 192 / d 256
-// tiles, defaults since run s11r1, and the d 192 128x64 tiles that are not.
-// The hidden [wgmma_candidates] case runs this binary once per
-// configuration with STRATA_FLASH_VARIANT naming it (the variable is read
-// once per process): the d 128 ones through the [mma] suite, every one
-// through the cases below, each against the f64 reference through the
-// cross-backend harness. Run it with strata_cuda_tests "[wgmma_candidates]"
-// on an sm_90a build.
+// (backends/cuda/attention/sm90/configs_16bit.cuh; docs/log/cuda-tuning.md,
+// "Head dims other than 64 and 128"): S over 80, 96 or 112 columns of the
+// d 128 tiles, and the d 192 / d 256 tiles. The hidden [wgmma_head_dims]
+// case runs this binary once per configuration with STRATA_FLASH_VARIANT
+// forcing it (the variable is read once per process): the d 128 ones
+// through the [mma] suite, every one through the cases below, each against
+// the f64 reference through the cross-backend harness. Run it with
+// strata_cuda_tests "[wgmma_head_dims]" on an sm_90a build.
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -52,12 +51,12 @@ void require_pass(const AttentionCase& c) {
 
 }  // namespace
 
-// Head dims on both sides of each candidate's reach (k80/k96/k112 on the
+// Head dims on both sides of each configuration's reach (k80/k96/k112 on the
 // d 128 kernel; d 192 and d 256 tiles), partial query and key tiles, N = 0,
 // dv differing from d, bands over several tiles, and grids that fill the
 // GPU. Hidden: meaningful with STRATA_FLASH_VARIANT set (the parent below).
-TEST_CASE("cuda wgmma candidates: head dims, tiles, bands, full grids",
-          "[.][cuda][attention][wgmma_candidate_cases]") {
+TEST_CASE("cuda wgmma head dims: head dims, tiles, bands, full grids",
+          "[.][cuda][attention][wgmma_head_dim_cases]") {
   std::uint64_t seed = 15000;
   for (DType dt : {DType::bf16, DType::f16}) {
     for (std::int64_t d : {72, 80, 96, 100, 112, 120, 128, 136, 160, 192, 200, 256}) {
@@ -84,7 +83,7 @@ TEST_CASE("cuda wgmma candidates: head dims, tiles, bands, full grids",
         require_pass(c);
       }
     }
-    // At least as many CTAs as SMs (132 on the H200): the candidates' own
+    // At least as many CTAs as SMs (132 on the H200): the configurations' own
     // tiles, not a small-grid fallback.
     for (std::int64_t d : {80, 96, 100, 112, 192, 256}) {
       for (Causal causal : {Causal::none, Causal::bottom_right}) {
@@ -100,29 +99,32 @@ TEST_CASE("cuda wgmma candidates: head dims, tiles, bands, full grids",
   }
 }
 
-// Every candidate through the cases above, the d 128 ones also through the
+// Every configuration, forced, through the cases above, the d 128 ones also through the
 // [mma] suite (their head dims: d <= n takes ".k<n>", the rest the default;
 // the d 192 / d 256 ones take only the cases, which reach their head dims).
-TEST_CASE("cuda wgmma candidates: each through the suite", "[.][wgmma_candidates]") {
+TEST_CASE("cuda wgmma head dims: each through the suite", "[.][wgmma_head_dims]") {
   if (std::getenv("STRATA_FLASH_VARIANT")) return;  // a child run: nothing to spawn
 #if defined(STRATA_CUDA_WGMMA)
-  const std::string kCases = "[wgmma_candidate_cases]";
+  const std::string kCases = "[wgmma_head_dim_cases]";
   const std::string kSuite = "[mma]~[decode]~[errors_table]," + kCases;
   const std::vector<std::array<std::string, 2>> runs = {
-      {"wg.d128.128x128.ov.p8.k112", kSuite}, {"wg.d128.128x128.ov.k112", kSuite},
-      {"wg.d128.128x128.ov.k96", kSuite},     {"wg.d128.128x128.ov.k80", kSuite},
-      {"wg.d192.128x96.ov", kCases},          {"wg.d192.128x64.ov", kCases},
-      {"wg.d256.128x64.ov", kCases},          {"wg.d192.128x96.ov,wg.d256.128x64.ov", kCases},
+      {"wg.d128.128x128.ov.p8.k112", kSuite},
+      {"wg.d128.128x128.ov.k112", kSuite},
+      {"wg.d128.128x128.ov.k96", kSuite},
+      {"wg.d128.128x128.ov.k80", kSuite},
+      {"wg.d192.128x96.ov", kCases},
+      {"wg.d256.128x64.ov", kCases},
+      {"wg.d192.128x96.ov,wg.d256.128x64.ov", kCases},
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   for (const auto& [names, spec] : runs) {
     const std::string cmd =
         "STRATA_FLASH_VARIANT='" + names + "' '" + self + "' '" + spec + "' > /dev/null 2>&1";
-    INFO("candidate " << names << ": " << cmd);
+    INFO("configuration " << names << ": " << cmd);
     CHECK(std::system(cmd.c_str()) == 0);
   }
 #else
-  WARN("built without sm_90a: no wgmma candidates");
+  WARN("built without sm_90a: no wgmma kernels");
 #endif
 }

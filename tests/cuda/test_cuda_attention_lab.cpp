@@ -1,0 +1,66 @@
+// The attention kernel candidates kept for tuning (backends/cuda/lab/
+// attention/candidates.hpp), each through the suites of its kernel in a
+// child run of this binary with STRATA_CUDA_VARIANT or STRATA_FLASH_VARIANT
+// naming it (the switches are read once per process), against the f64
+// reference as the suites check every kernel. Only a tuning build
+// (cmake -DSTRATA_TUNING=ON) compiles the candidates; in any other the case
+// says so and passes. Hidden, as it takes minutes: strata_cuda_tests
+// "[attention_lab]"; each child's output goes to <tmp>/strata_lab_<name>.log.
+#include <string>
+
+#include "catch.hpp"
+#include "cuda/child_rerun.hpp"
+
+namespace strata::cuda {
+// Testing hook (backends/cuda/tuning_build.cpp): whether this build has the
+// lab candidates.
+bool tuning_build_for_test();
+}  // namespace strata::cuda
+
+namespace {
+
+struct LabRun {
+  const char* var;   // the switch that names it
+  const char* name;  // the candidate
+  const char* spec;  // the suites its child runs
+};
+
+// The streaming suite for the f32 / f64 candidates; the decode suites for
+// the bf16 decode one; the tensor-core suites for the mma.sync ones (which
+// the forced name routes to mma.sync in an sm_90a build too).
+constexpr const char* kStreaming = "[attention]~[large]";
+constexpr const char* kDecode = "[decode],[decode_merge],[decode_bulk_cases]";
+constexpr const char* kMma = "[mma]~[decode]~[errors_table]";
+constexpr const char* kTf32 = "[tf32]~[errors_table]";
+
+constexpr LabRun kRuns[] = {
+    {"STRATA_CUDA_VARIANT", "f32.p.128x64.d128", kStreaming},
+    {"STRATA_CUDA_VARIANT", "f32.p.64x64.d128.nt256", kStreaming},
+    {"STRATA_CUDA_VARIANT", "f64.tiled.64x32.d64", kStreaming},
+    {"STRATA_CUDA_VARIANT", "bf16.decode.d128.tma8", kDecode},
+    {"STRATA_FLASH_VARIANT", "d64.128x32.s2.mt2", kMma},
+    {"STRATA_FLASH_VARIANT", "d64.128x64.s2.mt2.qs", kMma},
+    {"STRATA_FLASH_VARIANT", "d128.128x32.s2.mt2.qs", kMma},
+    {"STRATA_FLASH_VARIANT", "tf32x3.d64.64x64.s2", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32x3.d64.64x32.s3", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32x3.d128.64x32.s2.qs", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32x3.d128.64x64.s2.qs", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32x3.d64.128x64.s2", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32x3.d128.128x32.s2.qs", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32.d64.64x32.s3", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32.d128.64x32.s2.qs", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32.d64.128x64.s2", kTf32},
+    {"STRATA_FLASH_VARIANT", "tf32.d128.128x32.s2", kTf32},
+};
+
+}  // namespace
+
+TEST_CASE("cuda attention lab: each candidate through its kernel's suites", "[.][attention_lab]") {
+  if (!strata::cuda::tuning_build_for_test()) {
+    WARN("not a tuning build (-DSTRATA_TUNING=ON): no attention candidates to run");
+    return;
+  }
+  for (const LabRun& r : kRuns)
+    strata_test::rerun_with_env(r.var, r.name, r.spec,
+                                std::string("strata_lab_") + r.name + ".log");
+}
