@@ -171,9 +171,9 @@ void check_case(DType dt, std::int64_t M, std::int64_t K, std::int64_t N, Layout
   // and gemv where it takes a layout); cuBLAS's results are checked by the
   // [matmul] suites. Its f16/bf16 paths with a bias (or with accumulate)
   // round more than once: matmul_cublas.cu documents the product rounded
-  // before the bias is added, and run s12r4 (H200) counted 1-1757 elements
-  // per case beyond even two roundings here (docs/guide/matmul.md, "Known
-  // deviations"), so they are not held to the one-rounding bound below.
+  // before the bias is added, and a GPU run found elements beyond even two
+  // roundings here (docs/guide/matmul.md, "Known deviations"), so they are
+  // not held to the one-rounding bound below.
   if (!rows && k != "cuda.matmul.gemv" && dt != DType::f32 && (bias || acc)) return;
   require_close(out.contiguous(), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
 }

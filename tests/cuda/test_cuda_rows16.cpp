@@ -188,8 +188,9 @@ TEST_CASE("cuda rows16: the reg candidate's row lengths and its fallbacks",
       CHECK(cuda::rows_reg_launches_for_test() - before == (reg_variant() && c.reg ? 5u : 0u));
     }
   // x transposed ([4096, 64] stored, rows of 4096 with stride 64): no
-  // vector loads, so the fallback. (Run s13r3 found the earlier form of this
-  // check converting the view to a contiguous tensor before the op.)
+  // vector loads, so the fallback. (The view is taken after the copies:
+  // Tensor::to would make it contiguous, and the reg kernels would rightly
+  // run on it.)
   const Tensor xt = lanes(4096, 64, 0.0, 1.0, 300);
   for (DType dt : {DType::bf16, DType::f16}) {
     INFO("transposed, dtype " << dtype_name(dt));

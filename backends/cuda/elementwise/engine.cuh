@@ -193,10 +193,10 @@ EwParams<N, I> make_params(const IterArgs& a) {
   p.numel = a.numel();
   for (int j = 0; j < a.ndim; ++j) {
     const int d = a.ndim - 1 - j;
-    p.rshape[j] = static_cast<I>(a.shape[d]);
+    p.shape[j] = static_cast<I>(a.shape[d]);
     if (sizeof(I) == 4 && a.shape[d] <= 0x7fffffff)
-      p.div[j] = FastDiv(static_cast<std::uint32_t>(a.shape[d]));
-    for (int k = 0; k < N; ++k) p.stride[k][j] = static_cast<I>(a.op[k].strides[d]);
+      p.shape_div[j] = FastDiv(static_cast<std::uint32_t>(a.shape[d]));
+    for (int k = 0; k < N; ++k) p.strides[k][j] = static_cast<I>(a.op[k].strides[d]);
   }
   for (int k = 0; k < N; ++k) p.ptr[k] = static_cast<char*>(a.op[k].data);
   return p;

@@ -64,14 +64,14 @@ struct FastDiv {
 };
 
 // ---- kernel arguments ---------------------------------------------------------------
-// Dims are stored innermost first (rshape[0] is IterArgs' shape[ndim - 1]).
+// Dims are stored innermost first (shape[0] is IterArgs' shape[ndim - 1]).
 template <int N, class I>
 struct EwParams {
   int ndim;
   std::int64_t numel;
-  I rshape[kMaxDims];
-  FastDiv div[kMaxDims];
-  I stride[N][kMaxDims];
+  I shape[kMaxDims];
+  FastDiv shape_div[kMaxDims];
+  I strides[N][kMaxDims];
   char* ptr[N];
 };
 
@@ -86,16 +86,16 @@ __device__ __forceinline__ void decode(const EwParams<N, I>& p, I idx, I (&off)[
     if (j >= p.ndim - 1) break;
     I q;
     if constexpr (sizeof(I) == 4)
-      q = static_cast<I>(p.div[j].div(static_cast<std::uint32_t>(idx)));
+      q = static_cast<I>(p.shape_div[j].div(static_cast<std::uint32_t>(idx)));
     else
-      q = idx / p.rshape[j];
-    const I r = idx - q * p.rshape[j];
+      q = idx / p.shape[j];
+    const I r = idx - q * p.shape[j];
 #pragma unroll
-    for (int k = 0; k < N; ++k) off[k] += r * p.stride[k][j];
+    for (int k = 0; k < N; ++k) off[k] += r * p.strides[k][j];
     idx = q;
   }
 #pragma unroll
-  for (int k = 0; k < N; ++k) off[k] += idx * p.stride[k][p.ndim - 1];
+  for (int k = 0; k < N; ++k) off[k] += idx * p.strides[k][p.ndim - 1];
 }
 
 template <class T>

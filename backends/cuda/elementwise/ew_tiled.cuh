@@ -59,12 +59,12 @@ __device__ __forceinline__ void tile_origin(const EwParams<N, std::int64_t>& p, 
   r0 = q % tr * edge;
   q /= tr;
 #pragma unroll
-  for (int k = 0; k < N; ++k) base[k] = r0 * p.stride[k][1] + c0 * p.stride[k][0];
+  for (int k = 0; k < N; ++k) base[k] = r0 * p.strides[k][1] + c0 * p.strides[k][0];
   for (int j = 2; j < p.ndim; ++j) {
-    const std::int64_t d = q % p.rshape[j];
-    q /= p.rshape[j];
+    const std::int64_t d = q % p.shape[j];
+    q /= p.shape[j];
 #pragma unroll
-    for (int k = 0; k < N; ++k) base[k] += d * p.stride[k][j];
+    for (int k = 0; k < N; ++k) base[k] += d * p.strides[k][j];
   }
 }
 
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kTile* kTileRows, kTiledMinBlocks<Out, Ins...>
   __shared__ alignas(16) unsigned char smem[L::kBytes];
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
-  const std::int64_t C = p.rshape[0], R = p.rshape[1];
+  const std::int64_t C = p.shape[0], R = p.shape[1];
   const std::int64_t tc = (C + kTile - 1) / kTile, tr = (R + kTile - 1) / kTile;
   const std::int64_t ntiles = p.numel / (R * C) * tr * tc;
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kTile* kTileRows, kTiledMinBlocks<Out, Ins...>
           [&] {
             using T = typename ::cuda::std::tuple_element<K, ::cuda::std::tuple<Ins...>>::type;
             const char* src = p.ptr[K + 1];
-            const std::int64_t sr = p.stride[K + 1][1], sc = p.stride[K + 1][0];
+            const std::int64_t sr = p.strides[K + 1][1], sc = p.strides[K + 1][0];
             if (tmask >> (K + 1) & 1) {
               T* tile = reinterpret_cast<T*>(smem + L::offset(K));
 #pragma unroll
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kTile* kTileRows, kTiledMinBlocks<Out, Ins...>
           return op(::cuda::std::get<K>(v[i])...);
         }
         (Seq{});
-        reinterpret_cast<Out*>(p.ptr[0])[base[0] + rl * p.stride[0][1] + tx * p.stride[0][0]] = r;
+        reinterpret_cast<Out*>(p.ptr[0])[base[0] + rl * p.strides[0][1] + tx * p.strides[0][0]] = r;
       }
     }
     __syncthreads();  // the tiles are refilled by the next iteration

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kT16Threads, 4)
   __shared__ uint4 tile[sizeof...(Ins)][kT16 * kT16Chunks];  // 8 KB per input
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
-  const std::int64_t C = p.rshape[0], R = p.rshape[1];
+  const std::int64_t C = p.shape[0], R = p.shape[1];
   const std::int64_t tc = (C + kT16 - 1) / kT16, tr = (R + kT16 - 1) / kT16;
   const std::int64_t ntiles = p.numel / (R * C) * tr * tc;
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -60,10 +60,10 @@ __global__ void __launch_bounds__(kT16Threads, 4)
         if (r0 + rl >= R || c0 + cl >= C) continue;
         const Out r = [&]<std::size_t... K>(std::index_sequence<K...>) {
           return op(ld<Ins>(p.ptr[K + 1],
-                            base[K + 1] + rl * p.stride[K + 1][1] + cl * p.stride[K + 1][0])...);
+                            base[K + 1] + rl * p.strides[K + 1][1] + cl * p.strides[K + 1][0])...);
         }
         (Seq{});
-        reinterpret_cast<Out*>(p.ptr[0])[base[0] + rl * p.stride[0][1] + cl * p.stride[0][0]] = r;
+        reinterpret_cast<Out*>(p.ptr[0])[base[0] + rl * p.strides[0][1] + cl * p.strides[0][0]] = r;
       }
       continue;
     }
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kT16Threads, 4)
             using T = typename ::cuda::std::tuple_element<K, ::cuda::std::tuple<Ins...>>::type;
             const T* src = reinterpret_cast<const T*>(p.ptr[K + 1]) + base[K + 1];
             if (tmask >> (K + 1) & 1) {
-              const std::int64_t sc = p.stride[K + 1][0];
+              const std::int64_t sc = p.strides[K + 1][0];
               unsigned w[8];  // rows 2 lane, 2 lane + 1 of column 8 warp + k
 #pragma unroll
               for (int k = 0; k < 8; ++k)
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kT16Threads, 4)
 #pragma unroll
               for (int pass = 0; pass < 2; ++pass)
                 ::cuda::std::get<K>(v[pass]) =
-                    ld_vec<T, 8>(src + (t / kT16Chunks + 32 * pass) * p.stride[K + 1][1] + 8 * q);
+                    ld_vec<T, 8>(src + (t / kT16Chunks + 32 * pass) * p.strides[K + 1][1] + 8 * q);
             }
           }(),
           ...);
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kT16Threads, 4)
          ...);
       }
       (Seq{});
-      st_vec<Out, 8>(reinterpret_cast<Out*>(p.ptr[0]) + base[0] + rl * p.stride[0][1] + 8 * q,
+      st_vec<Out, 8>(reinterpret_cast<Out*>(p.ptr[0]) + base[0] + rl * p.strides[0][1] + 8 * q,
                      apply_vec<8, Out>(op, v[pass], Seq{}));
     }
     __syncthreads();  // the tiles are refilled by the next iteration

@@ -62,8 +62,9 @@ __device__ __forceinline__ float fold32(float (&r)[32], int lane) {
 // each load of a multiplies into both columns. a's 16-byte pieces are read
 // with __ldg: as a plain load widened at once, the compiler split each into
 // four or eight 2-4 byte loads for f16/bf16 (PTX), 4x the L1 wavefronts. a
-// is only read after grid_dependency_wait(), as gemv_rows reads b. acc[c * 16 + m] is column c,
-// row m, so after fold32 lane l holds column l / 16, row l % 16.
+// is only read after grid_dependency_wait(), as gemv_multirow reads b.
+// acc[c * 16 + m] is column c, row m, so after fold32 lane l holds column
+// l / 16, row l % 16.
 template <class T, bool VEC>
 __device__ __forceinline__ void column_pair(const GemvParams& p, std::int64_t n0, int lane) {
   using L = Lanes<T>;

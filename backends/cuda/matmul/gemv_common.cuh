@@ -1,6 +1,6 @@
 #pragma once
 // What the two matrix-vector kernels (matmul_gemv.cu: b unit-stride along
-// K; matmul_gemv_rows.cu: b row-major) share: f32 widening and rounding of
+// K; matmul_gemv_multirow.cu: b row-major) share: f32 widening and rounding of
 // their element types, the L2 prefetch they issue before waiting on the
 // previous kernel, the switch that sends their calls to cuBLAS, the calls
 // both refuse, their row limits' reading and the dtype dispatch.

@@ -58,8 +58,9 @@
 namespace strata::cuda {
 namespace {
 
-BlasMatrix matrix_of(const Operand& op, int br, Index rows, Index cols) {
-  return {static_cast<char*>(op.data), rows, cols, op.strides[br], op.strides[br + 1]};
+BlasMatrix matrix_of(const Operand& op, int batch_rank, Index rows, Index cols) {
+  return {static_cast<char*>(op.data), rows, cols, op.strides[batch_rank],
+          op.strides[batch_rank + 1]};
 }
 
 // A contiguous [batch..., rows, cols] layout over `data`, shaped like `like`.
@@ -116,24 +117,39 @@ Operand bias_broadcast(const Operand& bias, const Operand& dst) {
   return s;
 }
 
-// True when the batch dims of a, b and out merge into at most one dim with
-// non-negative strides (out's positive): one strided-batched call.
-bool batch_uniform(const MatmulArgs& args, const Operand& a, const Operand& b, const Operand& o) {
-  Index size = 0, s[3] = {0, 0, 0};
-  int nd = 0;
-  for (int d = 0; d < args.batch_rank; ++d) {
-    const Index n = args.batch_shape[d];
-    if (n == 1) continue;
-    const Index cur[3] = {a.strides[d], b.strides[d], o.strides[d]};
-    if (nd > 0 && s[0] == cur[0] * n && s[1] == cur[1] * n && s[2] == cur[2] * n) {
-      size *= n;
-    } else {
-      ++nd;
-      size = n;
-    }
-    for (int j = 0; j < 3; ++j) s[j] = cur[j];
+// The batch dims of three operands (x, y, c) with size-1 dims dropped and
+// neighbours merged where all three allow.
+struct MergedBatch {
+  struct Dim {
+    Index size, strides[3];
+  };
+  Dim dims[kMaxDims];
+  int count = 0;
+  // At most one dim left, with non-negative strides (c's positive): one
+  // strided-batched call covers the batch.
+  bool uniform() const {
+    return count == 0 || (count == 1 && dims[0].strides[0] >= 0 && dims[0].strides[1] >= 0 &&
+                          dims[0].strides[2] > 0);
   }
-  return nd == 0 || (nd == 1 && s[0] >= 0 && s[1] >= 0 && s[2] > 0);
+};
+
+MergedBatch merge_batch(const MatmulArgs& args, const Operand& x, const Operand& y,
+                        const Operand& c) {
+  MergedBatch m;
+  for (int d = 0; d < args.batch_rank; ++d) {
+    if (args.batch_shape[d] == 1) continue;
+    const MergedBatch::Dim cur{args.batch_shape[d], {x.strides[d], y.strides[d], c.strides[d]}};
+    MergedBatch::Dim* last = m.count > 0 ? &m.dims[m.count - 1] : nullptr;
+    if (last != nullptr && last->strides[0] == cur.strides[0] * cur.size &&
+        last->strides[1] == cur.strides[1] * cur.size &&
+        last->strides[2] == cur.strides[2] * cur.size) {
+      last->size *= cur.size;
+      for (int j = 0; j < 3; ++j) last->strides[j] = cur.strides[j];
+    } else {
+      m.dims[m.count++] = cur;
+    }
+  }
+  return m;
 }
 
 // out [batch..., M, N] += bias[n] broadcast over rows and the batch, as the
@@ -144,29 +160,29 @@ void accumulate_bias(const MatmulArgs& args, const Operand& out, Scratch& scratc
                      cudaStream_t st) {
   const DType dt = out.dtype;
   const std::size_t item_bytes = itemsize(dt);
-  const int br = args.batch_rank;
+  const int batch_rank = args.batch_rank;
   void* ones = scratch.get(std::size_t(args.M) * item_bytes);
   const int threads = 256;
   fill_bits<<<static_cast<unsigned>((args.M + threads - 1) / threads), threads, 0, st>>>(
       ones, args.M, static_cast<int>(item_bytes), one_bits(dt));
   CUDA_CHECK_LAUNCH();
   MatmulArgs r;
-  r.batch_rank = br;
-  for (int d = 0; d < br; ++d) r.batch_shape[d] = args.batch_shape[d];
+  r.batch_rank = batch_rank;
+  for (int d = 0; d < batch_rank; ++d) r.batch_shape[d] = args.batch_shape[d];
   r.M = args.M;
   r.N = args.N;
   r.K = 1;
   r.a = out;
   r.a.data = ones;
-  r.a.shape[br + 1] = 1;
+  r.a.shape[batch_rank + 1] = 1;
   r.b = out;
   r.b.data = args.bias.data;
-  r.b.shape[br] = 1;
-  for (int d = 0; d < br; ++d) r.a.strides[d] = r.b.strides[d] = 0;
-  r.a.strides[br] = 1;
-  r.a.strides[br + 1] = 1;
-  r.b.strides[br] = 0;
-  r.b.strides[br + 1] = args.bias.strides[0];
+  r.b.shape[batch_rank] = 1;
+  for (int d = 0; d < batch_rank; ++d) r.a.strides[d] = r.b.strides[d] = 0;
+  r.a.strides[batch_rank] = 1;
+  r.a.strides[batch_rank + 1] = 1;
+  r.b.strides[batch_rank] = 0;
+  r.b.strides[batch_rank + 1] = args.bias.strides[0];
   r.out = out;
   r.precision = Precision::highest;
   r.accumulate = true;
@@ -190,7 +206,7 @@ void matmul_cublas(const MatmulArgs& args) {
   Scratch scratch(st);
   const DType dt = args.out.dtype;
   const std::size_t item_bytes = itemsize(dt);
-  const int br = args.batch_rank;
+  const int batch_rank = args.batch_rank;
   const Index M = args.M, N = args.N, K = args.K;
   const bool has_bias = args.bias.data != nullptr;
 
@@ -215,17 +231,17 @@ void matmul_cublas(const MatmulArgs& args) {
   // f16/bf16 with a bias go through cuBLASLt's epilogue, which adds the
   // bias in f32 before the one rounding: beta = 1 over an out filled with
   // the bias rounds the product to f16 first (errors of one ulp of the
-  // product; docs/guide/matmul.md, "Known deviations"). So those calls take the epilogue's
-  // layout: a contiguous bias, a row-major out and one batch stride, by
-  // copies where the caller's layouts are otherwise.
+  // product; docs/guide/matmul.md, "Known deviations"). So those calls
+  // take the epilogue's layout: a contiguous bias, a row-major out and one
+  // batch stride, by copies where the caller's layouts are otherwise.
   // cuBLASLt refuses (CUBLAS_STATUS_NOT_SUPPORTED) operands that are not
   // 16-byte aligned, which views at an odd offset are: those go through
   // the aligned scratch copies too.
   auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const bool narrow_bias = has_bias && (dt == DType::f16 || dt == DType::bf16);
-  const bool copy_all =
-      narrow_bias && (!batch_uniform(args, args.a, args.b, args.out) || !aligned16(args.a.data) ||
-                      !aligned16(args.b.data) || !aligned16(args.out.data));
+  const bool copy_all = narrow_bias && (!merge_batch(args, args.a, args.b, args.out).uniform() ||
+                                        !aligned16(args.a.data) || !aligned16(args.b.data) ||
+                                        !aligned16(args.out.data));
   const void* bias_ptr = args.bias.data;
   const bool bias_contig = has_bias && (args.bias.strides[0] == 1 || N == 1);
   if (narrow_bias && (!bias_contig || !aligned16(bias_ptr))) {
@@ -238,11 +254,11 @@ void matmul_cublas(const MatmulArgs& args) {
 
   // Inputs cuBLAS cannot take: contiguous copies.
   Operand A = args.a, B = args.b;
-  if (copy_all || !as_blas(matrix_of(A, br, M, K)).ok) {
+  if (copy_all || !as_blas(matrix_of(A, batch_rank, M, K)).ok) {
     A = contiguous_like(args.a, scratch.get(numel(args.a) * item_bytes));
     strided_copy_async(A, args.a, item_bytes, st);
   }
-  if (copy_all || !as_blas(matrix_of(B, br, K, N)).ok) {
+  if (copy_all || !as_blas(matrix_of(B, batch_rank, K, N)).ok) {
     B = contiguous_like(args.b, scratch.get(numel(args.b) * item_bytes));
     strided_copy_async(B, args.b, item_bytes, st);
   }
@@ -250,7 +266,7 @@ void matmul_cublas(const MatmulArgs& args) {
   // what lets cuBLASLt's bias run along out^T's rows), column-major
   // (c = a b) or a contiguous row-major temporary.
   Operand O = args.out;
-  const BlasMatrix om = matrix_of(O, br, M, N);
+  const BlasMatrix om = matrix_of(O, batch_rank, M, N);
   const BlasLayout o_row = as_blas(om.transposed()), o_col = as_blas(om);
   const bool row_out = o_row.ok && o_row.op == CUBLAS_OP_N;
   const bool col_out = !row_out && !narrow_bias && o_col.ok && o_col.op == CUBLAS_OP_N;
@@ -261,8 +277,8 @@ void matmul_cublas(const MatmulArgs& args) {
   }
 
   Gemm g;
-  const BlasMatrix am = matrix_of(A, br, M, K), bm = matrix_of(B, br, K, N),
-                   cm = matrix_of(O, br, M, N);
+  const BlasMatrix am = matrix_of(A, batch_rank, M, K), bm = matrix_of(B, batch_rank, K, N),
+                   cm = matrix_of(O, batch_rank, M, N);
   if (col_out) {
     g.x = am;
     g.y = bm;
@@ -279,38 +295,23 @@ void matmul_cublas(const MatmulArgs& args) {
   g.k = K;
   g.x_layout = as_blas(g.x);
   g.y_layout = as_blas(g.y);
-  const Operand* xo = col_out ? &A : &B;
-  const Operand* yo = col_out ? &B : &A;
+  const Operand* x_operand = col_out ? &A : &B;
+  const Operand* y_operand = col_out ? &B : &A;
 
-  // Batch dims: size-1 dims dropped, neighbours merged where all three allow.
-  struct BDim {
-    Index size, s[3];
-  };
-  BDim dims[kMaxDims];
-  int nd = 0;
-  for (int d = 0; d < br; ++d) {
-    if (args.batch_shape[d] == 1) continue;
-    const BDim cur{args.batch_shape[d], {xo->strides[d], yo->strides[d], O.strides[d]}};
-    if (nd > 0 && dims[nd - 1].s[0] == cur.s[0] * cur.size &&
-        dims[nd - 1].s[1] == cur.s[1] * cur.size && dims[nd - 1].s[2] == cur.s[2] * cur.size) {
-      dims[nd - 1].size *= cur.size;
-      for (int j = 0; j < 3; ++j) dims[nd - 1].s[j] = cur.s[j];
-    } else {
-      dims[nd++] = cur;
-    }
-  }
+  // Batch dims: one strided-batched call where they merge into one.
+  const MergedBatch batch = merge_batch(args, *x_operand, *y_operand, O);
   g.count = args.batch_count();
-  g.uniform = nd == 0 || (nd == 1 && dims[0].s[0] >= 0 && dims[0].s[1] >= 0 && dims[0].s[2] > 0);
-  if (nd == 1) {
-    g.x_batch_stride = dims[0].s[0];
-    g.y_batch_stride = dims[0].s[1];
-    g.c_batch_stride = dims[0].s[2];
+  g.uniform = batch.uniform();
+  if (batch.count == 1) {
+    g.x_batch_stride = batch.dims[0].strides[0];
+    g.y_batch_stride = batch.dims[0].strides[1];
+    g.c_batch_stride = batch.dims[0].strides[2];
   }
-  g.batch_rank = br;
-  for (int d = 0; d < br; ++d) {
+  g.batch_rank = batch_rank;
+  for (int d = 0; d < batch_rank; ++d) {
     g.batch_shape[d] = args.batch_shape[d];
-    g.batch_strides[0][d] = xo->strides[d];
-    g.batch_strides[1][d] = yo->strides[d];
+    g.batch_strides[0][d] = x_operand->strides[d];
+    g.batch_strides[1][d] = y_operand->strides[d];
     g.batch_strides[2][d] = O.strides[d];
   }
 

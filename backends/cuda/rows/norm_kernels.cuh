@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
     if constexpr (!RMS) {
       C s = 0;
       for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-        load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+        load_tile<T, G>(x, p.row_stride[1], p.n, t0, lane, p.vec, v);
 #pragma unroll
         for (int k = 0; k < kCap; ++k)
           if (valid(t0, k)) s += v[k];
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
     // Pass 2: mean of squared deviations (of squares for rms_norm).
     C q = 0;
     for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-      if (RMS || !one_tile) load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+      if (RMS || !one_tile) load_tile<T, G>(x, p.row_stride[1], p.n, t0, lane, p.vec, v);
 #pragma unroll
       for (int k = 0; k < kCap; ++k)
         if (valid(t0, k)) {
@@ -69,23 +69,23 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
     const C inv = C(1) / fn::m_sqrt(q / C(p.n) + eps);
     // Pass 3: the output.
     for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-      if (!one_tile) load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+      if (!one_tile) load_tile<T, G>(x, p.row_stride[1], p.n, t0, lane, p.vec, v);
       C y[kCap];
 #pragma unroll
       for (int k = 0; k < kCap; ++k) y[k] = (v[k] - mu) * inv;
       if (w != nullptr) {
         C t[kCap];
-        load_tile<T, G>(w + off[2], p.rstride[2], p.n, t0, lane, p.vec, t);
+        load_tile<T, G>(w + off[2], p.row_stride[2], p.n, t0, lane, p.vec, t);
 #pragma unroll
         for (int k = 0; k < kCap; ++k) y[k] *= t[k];
       }
       if (b != nullptr) {
         C t[kCap];
-        load_tile<T, G>(b + off[3], p.rstride[3], p.n, t0, lane, p.vec, t);
+        load_tile<T, G>(b + off[3], p.row_stride[3], p.n, t0, lane, p.vec, t);
 #pragma unroll
         for (int k = 0; k < kCap; ++k) y[k] += t[k];
       }
-      store_tile<T, G>(out, p.rstride[0], p.n, t0, lane, p.vec, y);
+      store_tile<T, G>(out, p.row_stride[0], p.n, t0, lane, p.vec, y);
     }
   }
 }

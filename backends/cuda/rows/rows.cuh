@@ -27,15 +27,17 @@ namespace strata::cuda {
 inline constexpr int kRowThreads = 256;
 inline constexpr int kCap = 32;  // elements per thread per tile
 
-// Outer dims innermost first; rstride the step along the row.
+// A row op's kernel argument: `rows` rows of `n` elements (the last dim),
+// the outer dims innermost first; per operand its strides along them and
+// its step along the row.
 struct RowParams {
-  int nouter;
+  int outer_dims;
   std::int64_t rows, n;
-  std::int64_t oshape[kMaxDims];
-  std::int64_t ostride[kMaxOperands][kMaxDims];
-  std::int64_t rstride[kMaxOperands];
+  std::int64_t outer_shape[kMaxDims];
+  std::int64_t outer_strides[kMaxOperands][kMaxDims];
+  std::int64_t row_stride[kMaxOperands];
   char* ptr[kMaxOperands];
-  int nops;
+  int operand_count;
   bool vec;  // every walked operand: unit-stride rows, 16-byte aligned, n % VEC == 0
   double scalar[2];
   std::int64_t iparam[2];
@@ -44,16 +46,16 @@ struct RowParams {
 inline RowParams make_row_params(const IterArgs& a) {
   RowParams p{};
   const int last = a.ndim - 1;
-  p.nouter = last;
+  p.outer_dims = last;
   p.rows = 1;
   for (int d = 0; d < last; ++d) p.rows *= a.shape[d];
   p.n = a.shape[last];
-  p.nops = a.nops;
-  for (int j = 0; j < last; ++j) p.oshape[j] = a.shape[last - 1 - j];
+  p.operand_count = a.nops;
+  for (int j = 0; j < last; ++j) p.outer_shape[j] = a.shape[last - 1 - j];
   for (int k = 0; k < a.nops; ++k) {
     p.ptr[k] = static_cast<char*>(a.op[k].data);
-    p.rstride[k] = a.op[k].strides[last];
-    for (int j = 0; j < last; ++j) p.ostride[k][j] = a.op[k].strides[last - 1 - j];
+    p.row_stride[k] = a.op[k].strides[last];
+    for (int j = 0; j < last; ++j) p.outer_strides[k][j] = a.op[k].strides[last - 1 - j];
   }
   p.scalar[0] = a.scalar[0];
   p.scalar[1] = a.scalar[1];
@@ -88,18 +90,18 @@ RowParams make_row_params(const IterArgs& a, unsigned walked) {
 
 __device__ __forceinline__ void row_offsets(const RowParams& p, std::int64_t row,
                                             std::int64_t (&off)[kMaxOperands]) {
-  if (p.nouter == 1) {  // [rows, n]: no 64-bit division per row
+  if (p.outer_dims == 1) {  // [rows, n]: no 64-bit division per row
 #pragma unroll
-    for (int k = 0; k < kMaxOperands; ++k) off[k] = row * p.ostride[k][0];
+    for (int k = 0; k < kMaxOperands; ++k) off[k] = row * p.outer_strides[k][0];
     return;
   }
 #pragma unroll
   for (int k = 0; k < kMaxOperands; ++k) off[k] = 0;
-  for (int j = 0; j < p.nouter; ++j) {
-    const std::int64_t q = row / p.oshape[j];
-    const std::int64_t r = row - q * p.oshape[j];
+  for (int j = 0; j < p.outer_dims; ++j) {
+    const std::int64_t q = row / p.outer_shape[j];
+    const std::int64_t r = row - q * p.outer_shape[j];
 #pragma unroll
-    for (int k = 0; k < kMaxOperands; ++k) off[k] += r * p.ostride[k][j];
+    for (int k = 0; k < kMaxOperands; ++k) off[k] += r * p.outer_strides[k][j];
     row = q;
   }
 }

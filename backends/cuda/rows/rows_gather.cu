@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kRowThreads) gather_kernel(RowParams p, Table 
       for (std::int64_t e = std::int64_t(lane) * VEC; e < p.n; e += 32 * VEC)
         st_vec<T, VEC>(dst + e, ld_vec<T, VEC>(src + e));
     } else {
-      for (std::int64_t e = lane; e < p.n; e += 32) dst[e * p.rstride[0]] = src[e * t.s1];
+      for (std::int64_t e = lane; e < p.n; e += 32) dst[e * p.row_stride[0]] = src[e * t.s1];
     }
   });
 }
@@ -64,10 +64,10 @@ void embedding_as(const IterArgs& a) {
   }
   const Table t{static_cast<const char*>(a.side.data), a.side.strides[0], a.side.strides[1], vocab};
   constexpr int VEC = 16 / sizeof(T);
-  p.vec = p.n % VEC == 0 && t.s1 == 1 && p.rstride[0] == 1 && t.s0 % VEC == 0 &&
+  p.vec = p.n % VEC == 0 && t.s1 == 1 && p.row_stride[0] == 1 && t.s0 % VEC == 0 &&
           reinterpret_cast<std::uintptr_t>(t.data) % 16 == 0 &&
           reinterpret_cast<std::uintptr_t>(p.ptr[0]) % 16 == 0;
-  for (int j = 0; j < p.nouter && p.vec; ++j) p.vec = p.ostride[0][j] % VEC == 0;
+  for (int j = 0; j < p.outer_dims && p.vec; ++j) p.vec = p.outer_strides[0][j] % VEC == 0;
   launch_row_kernel(gather_kernel<T, I>, row_grid(p.rows, kWarpsPerBlock), kRowThreads, st, p, t);
 }
 
@@ -106,11 +106,12 @@ __global__ void __launch_bounds__(kRowThreads) rotary_kernel(RowParams p) {
         sincosf(angle, &s, &c);
       }
       const std::int64_t i0 = inter ? 2 * i : i, i1 = inter ? 2 * i + 1 : i + half;
-      const C x0 = cvt<C>(x[i0 * p.rstride[1]]), x1 = cvt<C>(x[i1 * p.rstride[1]]);
-      out[i0 * p.rstride[0]] = cvt<T>(x0 * c - x1 * s);
-      out[i1 * p.rstride[0]] = cvt<T>(x1 * c + x0 * s);
+      const C x0 = cvt<C>(x[i0 * p.row_stride[1]]), x1 = cvt<C>(x[i1 * p.row_stride[1]]);
+      out[i0 * p.row_stride[0]] = cvt<T>(x0 * c - x1 * s);
+      out[i1 * p.row_stride[0]] = cvt<T>(x1 * c + x0 * s);
     }
-    for (std::int64_t j = r + lane; j < p.n; j += 32) out[j * p.rstride[0]] = x[j * p.rstride[1]];
+    for (std::int64_t j = r + lane; j < p.n; j += 32)
+      out[j * p.row_stride[0]] = x[j * p.row_stride[1]];
   });
 }
 

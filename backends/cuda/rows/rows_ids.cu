@@ -47,9 +47,9 @@ BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cuda
   // The id itself: one element of operand k, at the offset of row `found`.
   r.row = static_cast<std::int64_t>(found);
   std::int64_t row = r.row, off = 0;
-  for (int j = 0; j < p.nouter; ++j) {
-    off += (row % p.oshape[j]) * p.ostride[k][j];
-    row /= p.oshape[j];
+  for (int j = 0; j < p.outer_dims; ++j) {
+    off += (row % p.outer_shape[j]) * p.outer_strides[k][j];
+    row /= p.outer_shape[j];
   }
   const std::size_t isz = dt == DType::i32 ? sizeof(std::int32_t) : sizeof(std::int64_t);
   std::int32_t id32 = 0;

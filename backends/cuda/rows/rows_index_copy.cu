@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kRowThreads)
   for_warp_rows(p, [&](const std::int64_t(&off)[kMaxOperands]) {
     U* dst = reinterpret_cast<U*>(p.ptr[0]) + off[0];
     const U* src = reinterpret_cast<const U*>(p.ptr[1]) + off[1];
-    if (p.rstride[2] == 0) {  // one index for the whole row
+    if (p.row_stride[2] == 0) {  // one index for the whole row
       const std::int64_t id = load_id<I>(p.ptr[2], off[2]);
       if (id < 0 || id >= size) return;  // only while capturing (checked otherwise)
       dst += id * step;
@@ -42,12 +42,13 @@ __global__ void __launch_bounds__(kRowThreads)
         for (std::int64_t e = std::int64_t(lane) * VEC; e < p.n; e += 32 * VEC)
           st_vec<U, VEC>(dst + e, ld_vec<U, VEC>(src + e));
       } else {
-        for (std::int64_t e = lane; e < p.n; e += 32) dst[e * p.rstride[0]] = src[e * p.rstride[1]];
+        for (std::int64_t e = lane; e < p.n; e += 32)
+          dst[e * p.row_stride[0]] = src[e * p.row_stride[1]];
       }
     } else {  // the indexed dim is the row: one index per element
       for (std::int64_t e = lane; e < p.n; e += 32) {
-        const std::int64_t id = load_id<I>(p.ptr[2], off[2] + e * p.rstride[2]);
-        if (id >= 0 && id < size) dst[e * p.rstride[0] + id * step] = src[e * p.rstride[1]];
+        const std::int64_t id = load_id<I>(p.ptr[2], off[2] + e * p.row_stride[2]);
+        if (id >= 0 && id < size) dst[e * p.row_stride[0] + id * step] = src[e * p.row_stride[1]];
       }
     }
   });
@@ -64,13 +65,13 @@ void index_copy(const IterArgs& a) {
   if (capture == cudaStreamCaptureStatusNone) {
     // The index [T] as the rows of a RowParams of its own: row i is position i.
     RowParams q{};
-    q.nouter = 1;
+    q.outer_dims = 1;
     q.rows = a.side.shape[0];
     q.n = 1;
-    q.oshape[0] = a.side.shape[0];
-    q.ostride[0][0] = a.side.strides[0];
+    q.outer_shape[0] = a.side.shape[0];
+    q.outer_strides[0][0] = a.side.strides[0];
     q.ptr[0] = static_cast<char*>(a.side.data);
-    q.nops = 1;
+    q.operand_count = 1;
     const BadId bad = first_bad_id(q, 0, a.side.dtype, size, st, "index_copy_ index check");
     if (bad.row >= 0)
       fail("index_copy_", "index holds ", bad.id, " at position ", bad.row, ", outside [0, ", size,
@@ -79,7 +80,7 @@ void index_copy(const IterArgs& a) {
   constexpr int VEC = 16 / sizeof(U);
   // dst's and src's rows unit-stride, 16-byte aligned at every row (outer
   // strides and the index step multiples of VEC), n a multiple of VEC.
-  p.vec = p.rstride[2] == 0 && step % VEC == 0 && rows_vectorisable(a, 0b011, VEC, sizeof(U));
+  p.vec = p.row_stride[2] == 0 && step % VEC == 0 && rows_vectorisable(a, 0b011, VEC, sizeof(U));
   const int grid = row_grid(p.rows, kWarpsPerBlock);
   if (a.op[2].dtype == DType::i32)
     launch_row_kernel(index_copy_kernel<U, std::int32_t>, grid, kRowThreads, st, p, step, size);

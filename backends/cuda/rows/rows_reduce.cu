@@ -24,7 +24,7 @@
 namespace strata::cuda {
 namespace {
 
-enum class Red { sum, mean, max, argmax };
+enum class Reduction { sum, mean, max, argmax };
 
 // (value, index) of the first maximum, a NaN larger than anything.
 template <class C>
@@ -35,7 +35,7 @@ __device__ __forceinline__ bool better(C va, std::int64_t ia, C vb, std::int64_t
   return ia < ib;
 }
 
-template <Red OP, class T, int G>
+template <Reduction OP, class T, int G>
 __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
@@ -52,10 +52,10 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
     row_offsets(p, row, off);
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     C v[kCap];
-    if constexpr (OP == Red::sum || OP == Red::mean) {
+    if constexpr (OP == Reduction::sum || OP == Reduction::mean) {
       C s = 0;
       for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-        load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+        load_tile<T, G>(x, p.row_stride[1], p.n, t0, lane, p.vec, v);
 #pragma unroll
         for (int i = 0; i < kCap / VEC; ++i)
 #pragma unroll
@@ -63,13 +63,13 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
             if (tile_elem<G, VEC>(t0, lane, i, j) < p.n) s += v[i * VEC + j];
       }
       s = group_reduce<G>(s, SumOp{}, sh);
-      if (OP == Red::mean) s = s / C(p.n);
+      if (OP == Reduction::mean) s = s / C(p.n);
       if (lane == 0) reinterpret_cast<T*>(p.ptr[0])[off[0]] = cvt<T>(s);
     } else {
       C best = 0;
       std::int64_t bi = INT64_MAX;
       for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-        load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+        load_tile<T, G>(x, p.row_stride[1], p.n, t0, lane, p.vec, v);
 #pragma unroll
         for (int i = 0; i < kCap / VEC; ++i)
 #pragma unroll
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
           }
       }
       if (lane == 0) {
-        if constexpr (OP == Red::max)
+        if constexpr (OP == Reduction::max)
           reinterpret_cast<T*>(p.ptr[0])[off[0]] = cvt<T>(best);
         else
           reinterpret_cast<std::int64_t*>(p.ptr[0])[off[0]] = bi == INT64_MAX ? 0 : bi;
@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
   }
 }
 
-template <Red OP, class T>
+template <Reduction OP, class T>
 void reduce(const IterArgs& a) {
   const RowParams p = make_row_params<T>(a, 0b10);  // x (out has stride 0 along the row)
   if (p.rows == 0) return;
@@ -149,10 +149,10 @@ std::vector<EwEntry> row_reduce_entries() {
   std::vector<EwEntry> v;
   for_float_dtypes([&](DType dt, auto t) {
     using T = typename decltype(t)::type;
-    v.push_back({"sum", dt, &reduce<Red::sum, T>});
-    v.push_back({"mean", dt, &reduce<Red::mean, T>});
-    v.push_back({"max", dt, &reduce<Red::max, T>});
-    v.push_back({"argmax", dt, &reduce<Red::argmax, T>});
+    v.push_back({"sum", dt, &reduce<Reduction::sum, T>});
+    v.push_back({"mean", dt, &reduce<Reduction::mean, T>});
+    v.push_back({"max", dt, &reduce<Reduction::max, T>});
+    v.push_back({"argmax", dt, &reduce<Reduction::argmax, T>});
     v.push_back({"softmax", dt, &softmax<false, T>});
     v.push_back({"log_softmax", dt, &softmax<true, T>});
   });

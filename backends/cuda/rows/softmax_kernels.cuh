@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
     // per tile (one exp per element).
     C m = -INFINITY, s = 0;
     for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-      load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+      load_tile<T, G>(x, p.row_stride[1], p.n, t0, lane, p.vec, v);
       C tm = m;
 #pragma unroll
       for (int i = 0; i < kCap / VEC; ++i)
@@ -61,14 +61,14 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
     // Pass 2: the outputs (a row of -inf: x - m is NaN everywhere, as the
     // reference; a NaN makes rs NaN and every output NaN).
     for (std::int64_t t0 = 0; t0 < p.n; t0 += kTile) {
-      if (!one_tile) load_tile<T, G>(x, p.rstride[1], p.n, t0, lane, p.vec, v);
+      if (!one_tile) load_tile<T, G>(x, p.row_stride[1], p.n, t0, lane, p.vec, v);
       C y[kCap];
 #pragma unroll
       for (int k = 0; k < kCap; ++k) {
         const C z = v[k] - rm;
         y[k] = Log ? z - lse : fn::m_exp(z) * inv;
       }
-      store_tile<T, G>(out, p.rstride[0], p.n, t0, lane, p.vec, y);
+      store_tile<T, G>(out, p.row_stride[0], p.n, t0, lane, p.vec, y);
     }
   }
 }
