@@ -15,7 +15,7 @@ inline std::string half_name(strata::DType dt) {
 }
 
 // Whether STRATA_FLASH_VARIANT names a configuration whose name starts with
-// prefix (e.g. "d64.", an mma.sync configuration of head dim 64).
+// prefix (e.g. "mma.d64.", an mma.sync configuration of head dim 64).
 inline bool flash_variant_forced(const std::string& prefix) {
   const char* e = std::getenv("STRATA_FLASH_VARIANT");
   const std::string forced = std::string(",") + (e ? e : "");
@@ -24,12 +24,12 @@ inline bool flash_variant_forced(const std::string& prefix) {
 
 // The bf16/f16 tensor-core route for head dims up to D (64 or 128): wgmma in
 // an sm_90a build, unless STRATA_FLASH_VARIANT names an mma.sync
-// configuration of that head dim ("d64.", "d128."; the wgmma ones are
-// "wg.d64." ...); mma.sync otherwise.
+// configuration of that head dim ("mma.d64.", "mma.d128."; the wgmma ones
+// are "wgmma.d64." ...); mma.sync otherwise.
 inline std::string tile_route(strata::DType dt, int D) {
   std::string kind = "mma_";
 #if defined(STRATA_CUDA_WGMMA)
-  if (!flash_variant_forced("d" + std::to_string(D) + ".")) kind = "wgmma_";
+  if (!flash_variant_forced("mma.d" + std::to_string(D) + ".")) kind = "wgmma_";
 #endif
   return "cuda.attention." + kind + half_name(dt) + "_d" + std::to_string(D);
 }

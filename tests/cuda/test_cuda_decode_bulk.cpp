@@ -48,7 +48,7 @@ const Device kGpu = Device::cuda(0);
 // The bulk-copy configurations forced through the decode suites and the
 // cases below.
 const std::vector<std::string>& bulk_configs() {
-  static const std::vector<std::string> c = {"bf16.decode.d128.tma8.xr", "f16.decode.d128.tma8.xr"};
+  static const std::vector<std::string> c = {"bf16.decode.d128.bulk", "f16.decode.d128.bulk"};
   return c;
 }
 
@@ -58,7 +58,7 @@ std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
 std::string forced_for(DType dt) {
   const char* e = std::getenv("STRATA_CUDA_VARIANT");
   const std::string f = e ? e : "";
-  return f.rfind(dt_name(dt) + ".decode.d128.tma", 0) == 0 ? f : "";
+  return f.rfind(dt_name(dt) + ".decode.d128.bulk", 0) == 0 ? f : "";
 }
 
 // The launcher's plan for contiguous q [batch, Hq, M, d], k [batch, Hkv, N,

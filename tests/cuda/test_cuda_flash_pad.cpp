@@ -198,9 +198,9 @@ TEST_CASE("cuda flash pad: grids that fill the GPU", "[cuda][attention][flash_pa
 
 // [flash_pad] under each switch, one child process each: the pad pass on
 // for every call (by default it takes calls of 2^30 scores and more, larger
-// than these cases); off (d 100 on the 8-byte-piece ".p8.k112"); on with P V
-// over all 128 columns (".k112" forced); the 8-byte-piece reader forced
-// (".p8.k112": a forced piece reader keeps 8-byte rows, and reads 16-byte
+// than these cases); off (d 100 on ".8_byte_loads.qk_cols112"); on with P V
+// over all 128 columns (".qk_cols112" forced); the 8-byte-piece reader
+// forced (a forced piece reader keeps 8-byte rows, and reads 16-byte
 // ones in pieces too); and the keys of every call split in 5 (calls with
 // fewer key tiles leave some splits empty), with the default and the
 // 8-byte-piece reader.
@@ -212,10 +212,10 @@ TEST_CASE("cuda flash pad: the suite under each switch", "[.][flash_pad_ab]") {
   const std::vector<std::string> envs = {
       "STRATA_FLASH_PAD=1",
       "STRATA_FLASH_PAD=0",
-      "STRATA_FLASH_PAD=1 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.k112",
-      "STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112",
+      "STRATA_FLASH_PAD=1 STRATA_FLASH_VARIANT=wgmma.d128.128x128.qk_cols112",
+      "STRATA_FLASH_VARIANT=wgmma.d128.128x128.8_byte_loads.qk_cols112",
       "STRATA_FLASH_PAD=1 STRATA_FLASH_SPLITS=5",
-      "STRATA_FLASH_SPLITS=5 STRATA_FLASH_VARIANT=wg.d128.128x128.ov.p8.k112",
+      "STRATA_FLASH_SPLITS=5 STRATA_FLASH_VARIANT=wgmma.d128.128x128.8_byte_loads.qk_cols112",
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

@@ -29,7 +29,7 @@ namespace {
 std::string dt_name(DType dt) { return dt == DType::bf16 ? "bf16" : "f16"; }
 
 // The registry kernel a call of head dims d, dv (M > 8) reaches: d <= 128
-// the wgmma d 128 entry (sm_90a builds; a ".k<n>" configuration takes
+// the wgmma d 128 entry (sm_90a builds; a ".qk_cols<n>" configuration takes
 // d <= n under the same name), up to 256 the d 256 entry (d 192 and d 256
 // tiles), else the f32 route.
 std::string want_kernel(DType dt, std::int64_t d, std::int64_t dv) {
@@ -100,7 +100,7 @@ TEST_CASE("cuda wgmma head dims: head dims, tiles, bands, full grids",
 }
 
 // Every configuration, forced, through the cases above, the d 128 ones also through the
-// [mma] suite (their head dims: d <= n takes ".k<n>", the rest the default;
+// [mma] suite (their head dims: d <= n takes ".qk_cols<n>", the rest the default;
 // the d 192 / d 256 ones take only the cases, which reach their head dims).
 TEST_CASE("cuda wgmma head dims: each through the suite", "[.][wgmma_head_dims]") {
   if (std::getenv("STRATA_FLASH_VARIANT")) return;  // a child run: nothing to spawn
@@ -108,13 +108,13 @@ TEST_CASE("cuda wgmma head dims: each through the suite", "[.][wgmma_head_dims]"
   const std::string kCases = "[wgmma_head_dim_cases]";
   const std::string kSuite = "[mma]~[decode]~[errors_table]," + kCases;
   const std::vector<std::array<std::string, 2>> runs = {
-      {"wg.d128.128x128.ov.p8.k112", kSuite},
-      {"wg.d128.128x128.ov.k112", kSuite},
-      {"wg.d128.128x128.ov.k96", kSuite},
-      {"wg.d128.128x128.ov.k80", kSuite},
-      {"wg.d192.128x96.ov", kCases},
-      {"wg.d256.128x64.ov", kCases},
-      {"wg.d192.128x96.ov,wg.d256.128x64.ov", kCases},
+      {"wgmma.d128.128x128.8_byte_loads.qk_cols112", kSuite},
+      {"wgmma.d128.128x128.qk_cols112", kSuite},
+      {"wgmma.d128.128x128.qk_cols96", kSuite},
+      {"wgmma.d128.128x128.qk_cols80", kSuite},
+      {"wgmma.d192.128x96", kCases},
+      {"wgmma.d256.128x64", kCases},
+      {"wgmma.d192.128x96,wgmma.d256.128x64", kCases},
   };
   // This binary's path (std::system's shell would see its own /proc/self).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();

@@ -36,8 +36,8 @@ const std::vector<Variant>& variants_16bit() {
       // consumer warps x 8 keys in flight (128 KB at d 128, one block per
       // SM); the consumers reduce their 8 scores by the transposed
       // butterfly (23 shuffles per 8 keys instead of 40).
-      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>>("bf16.decode.d128.tma8.xr", 1),
-      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H, true>>("f16.decode.d128.tma8.xr", 1),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, B, true>>("bf16.decode.d128.bulk", 1),
+      decode_bulk<DecodeBulkConfig<float, 8, 1, 1, 8, 4, H, true>>("f16.decode.d128.bulk", 1),
   };
   return v;
 }

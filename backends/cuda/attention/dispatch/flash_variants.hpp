@@ -24,7 +24,7 @@ inline constexpr bool kTf32x3 = true, kTf32 = false;
 inline constexpr bool kQInRegisters = true, kQInShared = false;
 
 struct FlashVariant {
-  const char* name;  // e.g. "bf16.d128.128x64.s2"
+  const char* name;  // e.g. "mma.d128.64x64.2_stages"
   DType dtype;
   int D;             // head dim the kernel is compiled for (d and dv <= D)
   int bm, bn;        // query rows per CTA, keys per tile

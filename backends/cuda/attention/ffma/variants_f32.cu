@@ -15,7 +15,7 @@ const std::vector<Variant>& variants_f32() {
       // d, dv <= 64 above the pipelined kernel's small calls: three blocks
       // per SM, spilling, beat two without spills (the kernel waits on
       // latency, not on shared memory).
-      tiled<TiledConfig<float, 64, 64, 64, 64, 16, 8, 3>>("f32.tiled.64x64.d64.m3", 64, 64),
+      tiled<TiledConfig<float, 64, 64, 64, 64, 16, 8, 3>>("f32.tiled.64x64.d64.3_per_sm", 64, 64),
       // Any head dim, in chunks of 32 columns.
       tiled<TiledConfig<float, 64, 32, 32, 64, 16, 8>>("f32.tiled.64x32.any", 0, 0),
   };

@@ -37,8 +37,8 @@ template <class T>
 std::vector<FlashVariant> mma_configs(DType dt) {
   // <T, D, BM, BN, STAGES, MT (16-row blocks per warp), Q fragments, MIN_BLOCKS>
   return {
-      make_flash_variant<T, 64, 64, 64, 3, 1, kQInRegisters, 2>("d64.64x64.s3", dt),
-      make_flash_variant<T, 128, 64, 64, 2, 1, kQInRegisters, 2>("d128.64x64.s2", dt),
+      make_flash_variant<T, 64, 64, 64, 3, 1, kQInRegisters, 2>("mma.d64.64x64.3_stages", dt),
+      make_flash_variant<T, 128, 64, 64, 2, 1, kQInRegisters, 2>("mma.d128.64x64.2_stages", dt),
   };
 }
 

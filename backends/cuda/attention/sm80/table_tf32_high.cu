@@ -13,9 +13,9 @@ const std::vector<FlashVariant>& flash_variants_tf32x3() {
   // <D, BM, BN, STAGES, precision, Q fragments, MIN_BLOCKS, GS, GP>
   static const std::vector<FlashVariant> v = {
       make_tf32_variant<64, 64, 32, 3, kTf32x3, kQInShared, 2, 2, 4>(
-          "tf32x3.d64.64x32.s3.qs.g2.pvt"),
+          "mma.tf32x3.d64.64x32.3_stages.q_shared.grouped_sums"),
       make_tf32_variant<128, 64, 32, 2, kTf32x3, kQInShared, 2, 2, 4>(
-          "tf32x3.d128.64x32.s2.qs.g2.pvt"),
+          "mma.tf32x3.d128.64x32.2_stages.q_shared.grouped_sums"),
   };
   return v;
 }

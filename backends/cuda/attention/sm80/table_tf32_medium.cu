@@ -8,8 +8,8 @@ namespace strata::cuda {
 const std::vector<FlashVariant>& flash_variants_tf32() {
   // <D, BM, BN, STAGES, precision, Q fragments, MIN_BLOCKS>
   static const std::vector<FlashVariant> v = {
-      make_tf32_variant<64, 64, 64, 2, kTf32, kQInRegisters, 2>("tf32.d64.64x64.s2"),
-      make_tf32_variant<128, 64, 32, 2, kTf32, kQInRegisters, 2>("tf32.d128.64x32.s2"),
+      make_tf32_variant<64, 64, 64, 2, kTf32, kQInRegisters, 2>("mma.tf32.d64.64x64.2_stages"),
+      make_tf32_variant<128, 64, 32, 2, kTf32, kQInRegisters, 2>("mma.tf32.d128.64x32.2_stages"),
   };
   return v;
 }

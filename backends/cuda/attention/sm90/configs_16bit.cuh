@@ -48,11 +48,11 @@ inline FlashVariant for_small_grid(FlashVariant v) {
 // The wgmma configurations for T (bf16 or f16); names leave the dtype out
 // so STRATA_FLASH_VARIANT=<name> forces one for both. The launcher takes,
 // among those of the call's D and flags, the narrowest S that covers d:
-// ".k<n>" computes S = Q K^T over n columns only (KQ = n / 16; P V still
+// ".qk_cols<n>" computes S = Q K^T over n columns only (KQ = n / 16; P V still
 // over all D, V's panels are whole). Flags: a grid of fewer CTAs than SMs
 // that split-KV cannot fill takes 64-row tiles (for_small_grid), rows only
 // 8-byte aligned a configuration that reads 8-byte pieces. Every one keeps
-// the P V of a tile in flight with the next tile's S (".ov"). The
+// the P V of a tile in flight with the next tile's S. The
 // configurations these won against: docs/log/cuda-tuning.md, "bf16/f16 on
 // wgmma" and the sections after it. Empty without sm_90a
 // (STRATA_CUDA_WGMMA).
@@ -64,24 +64,25 @@ std::vector<FlashVariant> wgmma_configs(DType dt) {
   return {
       // d 64: one warpgroup per CTA at two CTAs per SM, whose warpgroups are
       // not in lockstep (one's softmax hides the other's MMAs).
-      make_wgmma_variant<T, 64, 1, 128, 2, kRawScores>("wg.d64.64x128.ov.b2.raw", dt),
-      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores>("wg.d128.128x128.ov", dt),
+      make_wgmma_variant<T, 64, 1, 128, 2, kRawScores>("wgmma.d64.64x128.2_per_sm.raw_scores", dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores>("wgmma.d128.128x128", dt),
       for_small_grid(
-          make_wgmma_variant<T, 128, 1, 64, 2, kScaledScores>("wg.d128.64x64.ov.b2", dt)),
+          make_wgmma_variant<T, 128, 1, 64, 2, kScaledScores>("wgmma.d128.64x64.2_per_sm", dt)),
       // d 80, 96 and 112 on the d 128 tiles, S over fewer columns.
-      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 5>("wg.d128.128x128.ov.k80",
-                                                                         dt),
-      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 6>("wg.d128.128x128.ov.k96",
-                                                                         dt),
-      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 7>("wg.d128.128x128.ov.k112",
-                                                                         dt),
-      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kPieces8>("wg.d128.128x128.ov.p8", dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 5>(
+          "wgmma.d128.128x128.qk_cols80", dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 6>(
+          "wgmma.d128.128x128.qk_cols96", dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 7>(
+          "wgmma.d128.128x128.qk_cols112", dt),
+      make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kPieces8>(
+          "wgmma.d128.128x128.8_byte_loads", dt),
       make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kPieces8, 7>(
-          "wg.d128.128x128.ov.p8.k112", dt),
+          "wgmma.d128.128x128.8_byte_loads.qk_cols112", dt),
       // d 129-192 and 193-256: the largest BN without spills under ptxas
       // (FlashAttention-3's 128x112 and, at d 256, 128x80 spill).
-      make_wgmma_variant<T, 192, 2, 96, 1, kScaledScores>("wg.d192.128x96.ov", dt),
-      make_wgmma_variant<T, 256, 2, 64, 1, kScaledScores>("wg.d256.128x64.ov", dt),
+      make_wgmma_variant<T, 192, 2, 96, 1, kScaledScores>("wgmma.d192.128x96", dt),
+      make_wgmma_variant<T, 256, 2, 64, 1, kScaledScores>("wgmma.d256.128x64", dt),
   };
 #else
   (void)dt;
@@ -90,17 +91,17 @@ std::vector<FlashVariant> wgmma_configs(DType dt) {
 }
 
 // The configuration whose P V covers only kWgmmaNarrowV value columns (NV
-// in sm90/kernel_16bit.cuh; ".v<n>"): a call with dv <= kWgmmaNarrowV takes
+// in sm90/kernel_16bit.cuh; ".v_cols<n>"): a call with dv <= kWgmmaNarrowV takes
 // it ahead of wgmma_configs' (the launcher's wgmma_table), the default of
 // d 97-104 on 16-byte rows (rows only 8-byte aligned reach it through the
-// pad pass, dispatch/pad_rows.cu, or take ".p8.k112").
+// pad pass, dispatch/pad_rows.cu, or take ".8_byte_loads.qk_cols112").
 template <class T>
 std::vector<FlashVariant> wgmma_narrow_v_configs(DType dt) {
 #if defined(STRATA_CUDA_WGMMA)
   static_assert(kWgmmaNarrowV == 104, "the name below says v104");
   return {
       make_wgmma_variant<T, 128, 2, 128, 1, kScaledScores, kChunks16, 7, kWgmmaNarrowV>(
-          "wg.d128.128x128.ov.k112.v104", dt),
+          "wgmma.d128.128x128.qk_cols112.v_cols104", dt),
   };
 #else
   (void)dt;

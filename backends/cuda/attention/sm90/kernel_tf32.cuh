@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
   const std::int64_t i0 = m0 + wrow + g;  // this thread's rows: i0 and i0 + 8
 
   // The scores of tile it (complete in s) to probabilities in base 2, as
-  // sm90/kernel_16bit.cuh's softmax without .raw: scale, masks where the tile
+  // sm90/kernel_16bit.cuh's softmax without raw scores: scale, masks where the tile
   // needs them, online softmax for rows g (r = 0) and g + 8 (r = 1).
   // alpha: the factor O must take; returns whether any of this warp's
   // alphas is not 1.

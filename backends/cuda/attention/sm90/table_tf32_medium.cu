@@ -11,8 +11,8 @@ const std::vector<FlashVariant>& wgmma_variants_tf32() {
   // must allow>
   static const std::vector<FlashVariant> v = {
 #if defined(STRATA_CUDA_WGMMA)
-    make_wgmma_tf32_variant<128, 2, 64, kTf32, 1>("wg.tf32.d128.128x64"),
-    make_wgmma_tf32_variant<64, 2, 64, kTf32, 1>("wg.tf32.d64.128x64"),
+    make_wgmma_tf32_variant<128, 2, 64, kTf32, 1>("wgmma.tf32.d128.128x64"),
+    make_wgmma_tf32_variant<64, 2, 64, kTf32, 1>("wgmma.tf32.d64.128x64"),
 #endif
   };
   return v;
