@@ -59,7 +59,7 @@ fi
 
 # Correctness of non-default kernel variants: the CUDA attention tests with
 # STRATA_CUDA_VARIANT forced (it applies wherever the variant serves a call).
-for v in ${VTEST-f32.tiled.64x64.d64.m3}; do
+for v in ${VTEST-f32.tiled.64x64.d64.3_per_sm}; do
   STRATA_CUDA_VARIANT=$v timeout 120 "$BUILD/tests/strata_cuda_tests" "[attention]" \
     > "$LOGS/vtest_$v.log" 2>&1
   say "vtest $v rc=$? : $(grep -E 'test cases|All tests passed' "$LOGS/vtest_$v.log" | tail -1)"

@@ -4,12 +4,18 @@
 // naming it (the switches are read once per process), against the f64
 // reference as the suites check every kernel. Only a tuning build
 // (cmake -DSTRATA_TUNING=ON) compiles the candidates; in any other the case
-// says so and passes. Hidden, as it takes minutes: strata_cuda_tests
+// says so and passes; there, a candidate's name is refused with an error
+// that says how to build them, and in either build a name no table holds is
+// refused too. Hidden, as it takes minutes: strata_cuda_tests
 // "[attention_lab]"; each child's output goes to <tmp>/strata_lab_<name>.log.
+#include <cstdlib>
 #include <string>
 
 #include "catch.hpp"
 #include "cuda/child_rerun.hpp"
+#include "strata/attention.hpp"
+#include "strata/error.hpp"
+#include "strata/tensor.hpp"
 
 namespace strata::cuda {
 // Testing hook (backends/cuda/tuning_build.cpp): whether this build has the

@@ -21,6 +21,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
+#include "cuda/tuning_build.hpp"
 #include "strata/attention_args.hpp"
 #include "strata/error.hpp"
 #include "strata/tuning.hpp"
@@ -204,9 +205,37 @@ inline std::vector<FlashVariant> joined(const std::vector<FlashVariant>& table,
   return all;
 }
 
+// Whether a configuration of this build's tables carries the name: the
+// bf16/f16 ones (dispatch/launch_16bit.cu) and the TF32 ones
+// (dispatch/launch_tf32.cu), a tuning build's candidates included.
+bool table_16bit_has(const std::string& name);
+bool table_tf32_has(const std::string& name);
+
+// The names STRATA_FLASH_VARIANT lists must be configurations of this
+// build: in a build without the lab's candidates, a name no table holds is
+// taken for one of them, an error that says how to build them
+// (tuning_build.hpp); in a tuning build, for a name that does not exist.
+// wgmma names pass in builds without sm_90a, whose wgmma tables are empty.
+inline void check_forced_names() {
+  static const bool checked = [] {
+    for (const std::string& n : tuning().flash_variants) {
+      if (table_16bit_has(n) || table_tf32_has(n)) continue;
+#if !defined(STRATA_CUDA_WGMMA)
+      if (n.rfind("wgmma.", 0) == 0) continue;
+#endif
+      require_tuning_build("STRATA_FLASH_VARIANT", n);
+      fail(kOp, "cuda: STRATA_FLASH_VARIANT names ", n,
+           ", which is no tensor-core attention configuration");
+    }
+    return true;
+  }();
+  (void)checked;
+}
+
 // STRATA_FLASH_VARIANT=<name>[,<name>...] (tuning runs) forces the listed
 // configurations; otherwise each launcher takes its default.
 inline bool forced(const char* name) {
+  check_forced_names();
   for (const std::string& n : tuning().flash_variants)
     if (n == name) return true;
   return false;

@@ -342,6 +342,18 @@ std::string supports_wg_d256(const AttentionArgs& a) {
 
 }  // namespace
 
+namespace flash_host {
+
+bool table_16bit_has(const std::string& name) {
+  for (const DType dt : {DType::bf16, DType::f16})
+    for (const auto* table : {&mma_table(dt), &wgmma_table(dt, kWgmmaNarrowV)})
+      for (const FlashVariant& v : *table)
+        if (name == v.name) return true;
+  return false;
+}
+
+}  // namespace flash_host
+
 void register_cuda_flash_mma(Registry& r) {
   // First: the registry takes the first kernel whose supports() accepts.
   r.add_kernel<AttentionArgs>(kOp, "cuda", DType::bf16, "cuda.attention.decode_bf16",

@@ -26,6 +26,7 @@
 #include "cuda/attention/dispatch/streaming_variants.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/strided_copy.hpp"
+#include "cuda/tuning_build.hpp"
 #include "strata/tuning.hpp"
 #if STRATA_TUNING
 #include "cuda/lab/attention/candidates.hpp"
@@ -69,6 +70,22 @@ std::int64_t reach(const Variant& v) {
   return (v.max_d ? v.max_d : any) + (v.max_dv ? v.max_dv : any);
 }
 
+// The variant STRATA_CUDA_VARIANT names must be one of this build's: in a
+// build without the lab's candidates, a name no table holds is taken for
+// one of them, an error that says how to build them (tuning_build.hpp); in
+// a tuning build, for a name that does not exist.
+void check_forced_name(const std::string& forced) {
+  static const bool known = [&] {
+    for (const Variant& v : variants())
+      if (forced == v.name) return true;
+    return false;
+  }();
+  if (known) return;
+  require_tuning_build("STRATA_CUDA_VARIANT", forced);
+  fail("softmax_attention", "cuda: STRATA_CUDA_VARIANT=", forced,
+       " names no attention kernel variant");
+}
+
 // STRATA_CUDA_VARIANT=<name> forces a variant wherever it serves (tuning and
 // tests); otherwise: decode when it serves (M <= 8), then the default variant
 // with the smallest head-dim bounds, and among those a small-problem variant
@@ -76,6 +93,7 @@ std::int64_t reach(const Variant& v) {
 const Variant& pick(const AttentionArgs& a) {
   const std::string& forced = tuning().cuda_variant;
   if (!forced.empty()) {
+    check_forced_name(forced);
     for (const Variant& v : variants())
       if (serves(v, a) && forced == v.name) return v;
   }

@@ -116,6 +116,18 @@ void add_kernel(Registry& r) {
 
 }  // namespace
 
+namespace flash_host {
+
+bool table_tf32_has(const std::string& name) {
+  for (const bool wg : {false, true})
+    for (const bool x3 : {false, true})
+      for (const FlashVariant& v : table(wg, x3))
+        if (name == v.name) return true;
+  return false;
+}
+
+}  // namespace flash_host
+
 void register_cuda_flash_tf32(Registry& r) {
   // Ahead of cuda.attention.streaming: the registry takes the first kernel
   // whose supports() accepts, and these accept only their own precision;
