@@ -30,11 +30,13 @@ std::string attention_plan(const AttentionArgs& a);
 
 // Registers softmax_attention for bf16 and f16 on "cuda", in this order:
 // "cuda.attention.decode_<dt>" (M <= 8 query rows, d, dv <= 256: the
-// split-KV decode kernel on the narrow inputs, launch_streaming.cu),
-// "cuda.attention.mma_<dt>_d64" (d, dv <= 64), "..._d128" (<= 128), and
-// "cuda.attention.mma_<dt>_via_f32" for larger head dims and for decode-like
-// calls too small to fill the GPU (the inputs are converted to f32 on the
-// device and the f32 kernel, which splits the keys, runs).
+// split-KV decode kernel on the narrow inputs, launch_streaming.cu), the
+// wgmma routes "cuda.attention.wgmma_<dt>_d64" and "..._d128" (sm_90a
+// builds), the mma.sync ones "cuda.attention.mma_<dt>_d64" (d, dv <= 64) and
+// "..._d128" (<= 128), "cuda.attention.wgmma_<dt>_d256" (<= 256, sm_90a),
+// and "cuda.attention.mma_<dt>_via_f32" for larger head dims and for
+// decode-like calls too small to fill the GPU (the inputs are converted to
+// f32 on the device and the f32 kernel, which splits the keys, runs).
 void register_cuda_flash_mma(Registry& r);
 
 // ---- f32 on the tensor cores, TF32 and 3xTF32 (launch_tf32.cu) ----
