@@ -143,6 +143,39 @@ TEST_CASE("cuda block cache: dependent allocating ops reuse freed blocks and sta
   }
 }
 
+// Two streams of the caller's are each ordered with the default stream but
+// not with each other. A block read by queued work on one must not be handed
+// to work on the other: while two streams are alive the cache stands aside
+// (its free goes to the pool, ordered after both streams' earlier work).
+// With the cache handing x's block to y, the fill on s1 overwrites x before
+// the queued add on s2 reads it, and z comes out -7.
+TEST_CASE("cuda block cache: a block used on one stream is not handed to another stream's work",
+          "[cuda][block_cache]") {
+  const Tensor big = Tensor::zeros({std::int64_t(1) << 26}, DType::f32, kGpu);
+  Stream s1(kGpu), s2(kGpu);
+  OpOptions o1, o2;
+  o1.stream = s1.handle();
+  o2.stream = s2.handle();
+  for (std::int64_t n : {std::int64_t(4), std::int64_t(1000), std::int64_t(1) << 18}) {
+    INFO("n = " << n);
+    Tensor x =
+        Tensor::arange(n, DType::f32, kGpu);  // queued on the default stream: s2 waits for it
+    keep_gpu_busy(big, o2);
+    const Tensor z = add(x, 0.0, o2);  // reads x once the busy work on s2 is done
+    void* const px = x.data_ptr();
+    x = Tensor();
+    const Tensor y = Tensor::empty({n}, DType::f32, kGpu);
+    BlockCacheStats s;
+    if (cache_stats(&s)) CHECK(y.data_ptr() != px);  // the cache stood aside
+    fill_(y, -7.0, o1);
+    s1.synchronize();
+    s2.synchronize();
+    const std::vector<double> got = z.to_vector<double>();
+    REQUIRE(got.size() == static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) REQUIRE(got[static_cast<std::size_t>(k)] == double(k));
+  }
+}
+
 TEST_CASE("cuda block cache: two threads allocating on the default stream stay right",
           "[cuda][block_cache]") {
   const Tensor big = Tensor::zeros({std::int64_t(1) << 24}, DType::f32, kGpu);

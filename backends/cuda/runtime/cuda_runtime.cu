@@ -73,6 +73,12 @@ bool any_capture_open() noexcept {
   return t_open_captures > 0 || g_open_captures.load(std::memory_order_relaxed) > 0;
 }
 
+namespace {
+std::atomic<int> g_streams_alive{0};
+}  // namespace
+
+int streams_alive() noexcept { return g_streams_alive.load(std::memory_order_acquire); }
+
 // ---- the runtime ------------------------------------------------------------------------
 namespace {
 
@@ -174,6 +180,7 @@ class CudaRuntime final : public DeviceRuntime {
     DeviceGuard guard(index);
     cudaStream_t s = nullptr;
     CUDA_CHECK(cudaStreamCreate(&s));  // blocking: ordered with the legacy default stream
+    g_streams_alive.fetch_add(1, std::memory_order_acq_rel);
     return s;
   }
   void destroy_stream(void* s, int index) noexcept override {
@@ -183,6 +190,7 @@ class CudaRuntime final : public DeviceRuntime {
     if (previous != index) (void)cudaSetDevice(index);
     (void)cudaStreamSynchronize(static_cast<cudaStream_t>(s));
     (void)cudaStreamDestroy(static_cast<cudaStream_t>(s));
+    g_streams_alive.fetch_sub(1, std::memory_order_acq_rel);
     if (previous != index) (void)cudaSetDevice(previous);
   }
   void synchronize_stream(void* s, int index) override {

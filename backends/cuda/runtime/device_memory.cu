@@ -23,12 +23,13 @@
 // its size class takes it back at once. Its previous owner's kernels and
 // the next owner's are then ordered only by their streams: both on the
 // legacy stream, both on one stream, or one on the legacy stream and the
-// other on a blocking stream. Two different streams of the caller's own
-// are not ordered with each other: a tensor used on one is synchronised
-// before its last reference goes, if another stream may allocate next
-// (PyTorch asks the same of a tensor used off its allocation stream:
-// record_stream). While any thread captures a graph the cache stands
-// aside both ways (cache_bypass).
+// other on a blocking stream. Two streams of the caller's are each ordered
+// with the legacy stream but not with each other, so while two or more
+// strata::Streams are alive the cache stands aside both ways, and frees go
+// to the pool, ordered on the legacy stream after every blocking stream's
+// earlier work (PyTorch's allocator records the streams a block was used
+// on instead: record_stream). It stands aside too while any thread
+// captures a graph (cache_bypass).
 // Devices without memory-pool support fall back to cudaMalloc / cudaFree
 // (and no cache: cudaFree synchronises, which the cache would remove).
 #include <cuda_runtime_api.h>
@@ -54,7 +55,7 @@ namespace {
 // stream's own capture status (cudaStreamIsCapturing) is not asked:
 // allocations carry no stream, and asking would be a CUDA call per
 // allocation, the cost the cache removes.
-bool cache_bypass() noexcept { return any_capture_open(); }
+bool cache_bypass() noexcept { return any_capture_open() || streams_alive() >= 2; }
 
 }  // namespace
 
