@@ -38,6 +38,20 @@ if [ "$PHASE" = test ]; then
   timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 \
     build-new/tests/strata_cuda_tests '[racecheck]' > "$L/racecheck.log" 2>&1
   say "racecheck rc=$? : $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L/racecheck.log" | tail -1)"
+  # The two-stream block-cache test must fail when the cache does not stand
+  # aside for two streams (the behaviour before it did): plant that, rebuild
+  # the CUDA tests, run the case with the cache on, restore.
+  f=backends/cuda/runtime/device_memory.cu
+  cp "$f" "$f.orig"
+  sed -i 's/return any_capture_open() || streams_alive() >= 2;/return any_capture_open();/' "$f"
+  if ! cmp -s "$f" "$f.orig" && timeout 200 ninja -C build-new strata_cuda_tests > "$L/mutant_build.log" 2>&1; then
+    STRATA_CUDA_BLOCK_CACHE=1 timeout 60 build-new/tests/strata_cuda_tests \
+      'cuda block cache: a block used on one stream is not handed to another stream*' > "$L/mutant.log" 2>&1
+    say "planted fault (cache ignores streams): test rc=$? (nonzero expected): $(grep -E 'test cases' "$L/mutant.log" | tail -1)"
+  else
+    say "planted fault: not built"
+  fi
+  mv "$f.orig" "$f"
   pack
   exit 0
 fi
