@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_test_util.hpp"
 #include "strata/elementwise.hpp"
 #include "test_core_util.hpp"
 
@@ -17,11 +18,7 @@ namespace {
 
 const char* const kHostBackends[] = {"reference", "cpu"};
 
-OpOptions on(const char* backend) {
-  OpOptions o;
-  o.backend = backend;
-  return o;
-}
+using ops_test::on;
 
 // Every element of got against f(index) with a relative tolerance.
 template <class F>

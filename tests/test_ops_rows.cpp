@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_test_util.hpp"
 #include "strata/concat.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
@@ -35,11 +36,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSentinel = 7.25;  // what a caller's out holds before a bad call
 
-OpOptions on(const char* backend) {
-  OpOptions o;
-  o.backend = backend;
-  return o;
-}
+using ops_test::on;
 
 // Tolerance of a result stored as dt, against an exact (or f64) expectation.
 // Both backends compute in f32 (f64 for f64) or f64 and round once to dt, so
@@ -48,20 +45,7 @@ OpOptions on(const char* backend) {
 // ulps are allowed. For f32 the cpu's pairwise f32 sums err by about
 // (32 + log2 n) 2^-24 ~ 3e-6 of sum |x| on the rows used here (n <= 64),
 // and exp/log by an ulp or two: 2e-5. f64: 1e-12 (sums of <= 64 terms).
-double tol(DType dt) {
-  switch (dt) {
-    case DType::f64:
-      return 1e-12;
-    case DType::f32:
-      return 2e-5;
-    case DType::f16:
-      return 2e-3;
-    case DType::bf16:
-      return 1.6e-2;
-    default:
-      return 0;
-  }
-}
+double tol(DType dt) { return ops_test::per_dtype(dt, 1e-12, 2e-5, 2e-3, 1.6e-2, 0); }
 
 // got ~ want elementwise: |g - w| <= atol + rtol |w|; NaN only where NaN
 // is expected; infinities equal.

@@ -9,6 +9,7 @@
 
 #include "address_limit.hpp"
 #include "catch.hpp"
+#include "ops_test_util.hpp"
 #include "strata/attention.hpp"
 #include "strata/matmul.hpp"
 #include "strata/reduce.hpp"
@@ -29,11 +30,7 @@ std::string error_of(F&& f) {
   return "";
 }
 
-OpOptions on(const char* backend) {
-  OpOptions o;
-  o.backend = backend;
-  return o;
-}
+using ops_test::on;
 
 // Small sums, softmaxes and a matmul on cpu agree with the reference.
 void next_calls_work() {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_test_util.hpp"
 #include "strata/attention.hpp"
 #include "strata/detail/attention_plan.hpp"
 #include "strata/elementwise.hpp"
@@ -127,18 +128,7 @@ bool bit_equal(const Tensor& a, const Tensor& b) {
 
 // out's tolerance against the f64 reference, for values of a few units:
 // the dtype's rounding of out (bf16/f16 round once at the end).
-double tolerance(DType dt) {
-  switch (dt) {
-    case DType::f64:
-      return 1e-12;
-    case DType::f32:
-      return 2e-5;
-    case DType::f16:
-      return 4e-3;
-    default:
-      return 2e-2;  // bf16
-  }
-}
+double tolerance(DType dt) { return ops_test::per_dtype(dt, 1e-12, 2e-5, 4e-3, 2e-2, 2e-2); }
 
 // One decode-shaped problem on the GPU: q [1, 8, M, 64], k, v [1, 2, N, 64],
 // a bool mask over the keys (the decode step's cache mask), and its f64

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_test_util.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
 #include "strata/index_copy.hpp"
@@ -28,11 +29,7 @@ constexpr double kSentinel = 7.25;
 constexpr DType kEvery[] = {DType::f32,     DType::f64, DType::f16, DType::bf16,
                             DType::boolean, DType::i32, DType::i64};
 
-OpOptions on(const char* backend) {
-  OpOptions o;
-  o.backend = backend;
-  return o;
-}
+using ops_test::on;
 
 // Seeded values exact in every dtype: small integers (bool: their parity).
 Tensor values(const Shape& s, std::uint64_t seed, DType dt) {

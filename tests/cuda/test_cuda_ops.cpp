@@ -15,6 +15,7 @@
 
 #include "catch.hpp"
 #include "cuda_compare.hpp"
+#include "ops_test_util.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
 #include "strata/norm.hpp"
@@ -30,31 +31,14 @@ namespace {
 const Device kGpu = Device::cuda(0);
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 
-OpOptions on(const char* backend) {
-  OpOptions o;
-  o.backend = backend;
-  return o;
-}
+using ops_test::on;
 const OpOptions kRef = on("reference");
 const OpOptions kCuda = on("cuda");
 
 // Relative tolerance of a result stored as dt against the f64 reference
 // rounded to dt: two ulps of dt, or for f32 the error of f32 maths (sums of
 // up to ~10^4 terms in f32, expf/erff within a few ulps).
-double tol(DType dt) {
-  switch (dt) {
-    case DType::f64:
-      return 1e-12;
-    case DType::f32:
-      return 3e-5;
-    case DType::f16:
-      return 2e-3;
-    case DType::bf16:
-      return 1.6e-2;
-    default:
-      return 0;
-  }
-}
+double tol(DType dt) { return ops_test::per_dtype(dt, 1e-12, 3e-5, 2e-3, 1.6e-2, 0); }
 
 // One assertion per compare (cuda_compare.hpp), and the result on the GPU.
 void require_close(const Tensor& got, const Tensor& want, double atol, double rtol) {

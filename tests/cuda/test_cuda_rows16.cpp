@@ -12,6 +12,7 @@
 
 #include "catch.hpp"
 #include "cuda_compare.hpp"
+#include "ops_test_util.hpp"
 #include "special_rows.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/norm.hpp"
@@ -29,11 +30,7 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-OpOptions on(const char* backend) {
-  OpOptions o;
-  o.backend = backend;
-  return o;
-}
+using ops_test::on;
 const OpOptions kRef = on("reference");
 const OpOptions kCuda = on("cuda");
 

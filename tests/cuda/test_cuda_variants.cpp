@@ -24,6 +24,7 @@
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
 #include "strata/tensor.hpp"
+#include "test_core_util.hpp"
 
 namespace strata::cuda {
 // Testing hooks (rows_variant.cpp, ew_variant.cpp, tuning_build.cpp).
@@ -208,23 +209,13 @@ TEST_CASE("cuda variants: each candidate through the suites", "[.][cuda_variants
 
 TEST_CASE("cuda variants: an unknown variant name", "[.][variant_bad_name]") {
   const Tensor x = Tensor::zeros({4, 64}, DType::bf16, kGpu);
-  std::string what;
-  try {
-    (void)softmax(x, 1, kCuda);
-  } catch (const Error& e) {
-    what = e.what();
-  }
+  const std::string what = core_test::error_of([&] { (void)softmax(x, 1, kCuda); });
   CHECK(what.find("STRATA_ROWS_VARIANT is 'fastest'") != std::string::npos);
 }
 
 TEST_CASE("cuda variants: a candidate's name without the lab", "[.][variant_lab_only]") {
   const Tensor x = Tensor::zeros({4, 64}, DType::bf16, kGpu);
-  std::string what;
-  try {
-    (void)softmax(x, 1, kCuda);
-  } catch (const Error& e) {
-    what = e.what();
-  }
+  const std::string what = core_test::error_of([&] { (void)softmax(x, 1, kCuda); });
   CHECK(what.find("STRATA_ROWS_VARIANT=reg selects a kernel candidate kept for tuning") !=
         std::string::npos);
 }
