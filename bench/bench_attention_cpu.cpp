@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "strata/attention.hpp"
 #include "strata/registry.hpp"
 #include "strata/tensor.hpp"
@@ -286,12 +287,4 @@ int register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_all();
-  // Wall time: the work runs on OpenMP threads, not the benchmark's thread.
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return strata_bench::run_benchmarks(argc, argv, register_all); }

@@ -25,16 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "launch_mode.hpp"
 #include "strata/matmul.hpp"
 #include "strata/tensor.hpp"
-
-// The cuda backend's launch switch (backends/cuda/launch_mode.cuh; that
-// header needs nvcc): 0 pdl, 1 ex, 2 plain, 3 graph.
-namespace strata::cuda {
-enum class LaunchMode : int;
-LaunchMode launch_mode();
-void set_launch_mode(LaunchMode m);
-}  // namespace strata::cuda
 
 namespace {
 

@@ -17,20 +17,13 @@
 #include <functional>
 #include <string>
 
+#include "launch_mode.hpp"
 #include "strata/detail/iter.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
 #include "strata/registry.hpp"
 #include "strata/tensor.hpp"
-
-// The cuda backend's launch switch (backends/cuda/launch_mode.cuh; that
-// header needs nvcc): 0 pdl, 1 ex, 2 plain, 3 graph.
-namespace strata::cuda {
-enum class LaunchMode : int;
-LaunchMode launch_mode();
-void set_launch_mode(LaunchMode m);
-}  // namespace strata::cuda
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "bench_main.hpp"
 #include "strata/norm.hpp"
 #include "strata/reduce.hpp"
 #include "strata/tensor.hpp"
@@ -73,12 +74,4 @@ void register_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_all();
-  // Wall time: the work runs on OpenMP threads, not the benchmark's thread.
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return strata_bench::run_benchmarks(argc, argv, register_all); }
