@@ -35,4 +35,12 @@ inline void require_cuda_attention_pass(
   CHECK(saw_cuda);
 }
 
+// The same, with the kernel that ran required to have a registry name that
+// starts with prefix.
+inline void require_cuda_attention_pass_on(const strata::harness::AttentionCase& c,
+                                           const std::string& prefix) {
+  require_cuda_attention_pass(c,
+                              [&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
+}
+
 }  // namespace strata_test

@@ -2,11 +2,12 @@
 // The case sweeps that the cuda attention tests share: every harness layout
 // with masks and bands (sweep_layouts), bands over several key tiles
 // (sweep_bands), head dims at the tile edges (head_dim_case), grids too small
-// for the GPU (small_grid_case), and GQA with broadcast batch dims
-// (gqa_broadcast_cases).
+// for the GPU (small_grid_case) or that fill it (full_grid_case), and GQA
+// with broadcast batch dims (gqa_broadcast_case, gqa_broadcast_cases).
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -172,6 +173,55 @@ void sweep_bands(strata::DType dt, const std::vector<std::array<std::int64_t, 2>
   }
 }
 
+// Runs run(case) for a batched [M x N] case with one kv head for each head
+// dim pair (d, dv), in dtype dt, seed advanced once per case; label starts
+// each case's INFO line.
+template <class Run>
+void sweep_dv(strata::DType dt, const std::vector<std::array<std::int64_t, 2>>& d_dv,
+              std::int64_t M, std::int64_t N, const std::string& label, std::uint64_t& seed,
+              const Run& run) {
+  for (auto [d, dv] : d_dv) {
+    strata::harness::AttentionCase c = strata::harness::batched_case(M, N, d, dv, dt, ++seed);
+    c.Hkv = 1;
+    INFO(label << "d " << d << " dv " << dv);
+    run(c);
+  }
+}
+
+// The first of gqa_broadcast_cases at head dim (= dv) d: 8 query heads on 2
+// kv heads, [150 x 170] for 2 x 3 broadcast batch items, bottom-right causal
+// with a bool mask.
+inline strata::harness::AttentionCase gqa_broadcast_case(strata::DType dt, std::int64_t d,
+                                                         std::uint64_t seed) {
+  strata::harness::AttentionCase c;
+  c.dtype = dt;
+  c.batch = {2, 3};
+  c.Hq = 8;
+  c.Hkv = 2;
+  c.M = 150;
+  c.N = 170;
+  c.d = d;
+  c.dv = d;
+  c.layout = strata::harness::Layout::broadcast;
+  c.causal = strata::Causal::bottom_right;
+  c.mask = strata::harness::MaskKind::bool_full;
+  c.seed = seed;
+  return c;
+}
+
+// A grid that fills the GPU (at least as many CTAs as SMs): [M x N] at head
+// dims d and dv for 9 batch items, 8 query heads on 2 kv heads.
+inline strata::harness::AttentionCase full_grid_case(std::int64_t M, std::int64_t N, std::int64_t d,
+                                                     std::int64_t dv, strata::DType dt,
+                                                     std::uint64_t seed, strata::Causal causal) {
+  strata::harness::AttentionCase c = strata::harness::batched_case(M, N, d, dv, dt, seed);
+  c.batch = {9};
+  c.Hq = 8;
+  c.Hkv = 2;
+  c.causal = causal;
+  return c;
+}
+
 // GQA with broadcast batch dims: 8 query heads on 2, k and v stored once
 // for 2 x 3 batch items, bottom-right causal with a bool mask, d 64; then
 // one kv head, contiguous, d 128, large logits.
@@ -180,19 +230,7 @@ inline std::array<strata::harness::AttentionCase, 2> gqa_broadcast_cases(strata:
                                                                          std::uint64_t seed1) {
   using strata::harness::Layout;
   using strata::harness::MaskKind;
-  strata::harness::AttentionCase c;
-  c.dtype = dt;
-  c.batch = {2, 3};
-  c.Hq = 8;
-  c.Hkv = 2;
-  c.M = 150;
-  c.N = 170;
-  c.d = 64;
-  c.dv = 64;
-  c.layout = Layout::broadcast;
-  c.causal = strata::Causal::bottom_right;
-  c.mask = MaskKind::bool_full;
-  c.seed = seed0;
+  const strata::harness::AttentionCase c = gqa_broadcast_case(dt, 64, seed0);
   strata::harness::AttentionCase wide = c;
   wide.layout = Layout::contiguous;
   wide.Hkv = 1;

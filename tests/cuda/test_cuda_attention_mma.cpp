@@ -207,13 +207,8 @@ TEST_CASE("cuda decode attention: bf16/f16 layouts and head dims",
 
 TEST_CASE("cuda mma attention: dv differs from d", "[cuda][attention][mma]") {
   std::uint64_t seed = 7500;
-  for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
-           {64, 128}, {128, 64}, {16, 8}, {7, 129}, {32, 300}}) {
-    AttentionCase c = strata::harness::batched_case(70, 150, d, dv, DType::bf16, ++seed);
-    c.Hkv = 1;
-    INFO("d " << d << " dv " << dv);
-    require_mma_pass(c);
-  }
+  strata_test::sweep_dv(DType::bf16, {{64, 128}, {128, 64}, {16, 8}, {7, 129}, {32, 300}}, 70, 150,
+                        "", seed, [](const AttentionCase& c) { require_mma_pass(c); });
 }
 
 TEST_CASE("cuda mma attention: every layout, masks and bands", "[cuda][attention][mma][layout]") {
@@ -279,11 +274,7 @@ TEST_CASE("cuda mma attention: grids that fill the GPU", "[cuda][attention][mma]
   for (DType dt : {DType::bf16, DType::f16}) {
     for (std::int64_t d : {64, 100, 128}) {
       for (Causal causal : {Causal::none, Causal::bottom_right}) {
-        AttentionCase c = strata::harness::batched_case(260, 300, d, d, dt, ++seed);
-        c.batch = {9};
-        c.Hq = 8;
-        c.Hkv = 2;
-        c.causal = causal;
+        AttentionCase c = strata_test::full_grid_case(260, 300, d, d, dt, ++seed, causal);
         INFO(half_name(dt) << " d " << d << " causal " << int(causal));
         require_mma_pass(c, tile_route(dt, d <= 64 ? 64 : 128));
       }

@@ -202,13 +202,8 @@ TEST_CASE("cuda tf32 attention: head dims and tile edges", "[cuda][attention][tf
 
 TEST_CASE("cuda tf32 attention: dv differs from d", "[cuda][attention][tf32]") {
   std::uint64_t seed = 33000;
-  for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
-           {64, 128}, {128, 64}, {16, 8}, {7, 129}, {32, 300}, {5, 3}}) {
-    AttentionCase c = strata::harness::batched_case(70, 150, d, dv, DType::f32, ++seed);
-    c.Hkv = 1;
-    INFO("d " << d << " dv " << dv);
-    require_pass(c);
-  }
+  strata_test::sweep_dv(DType::f32, {{64, 128}, {128, 64}, {16, 8}, {7, 129}, {32, 300}, {5, 3}},
+                        70, 150, "", seed, [](const AttentionCase& c) { require_pass(c); });
 }
 
 TEST_CASE("cuda tf32 attention: every layout, masks and bands", "[cuda][attention][tf32][layout]") {

@@ -16,6 +16,7 @@
 
 #include "catch.hpp"
 #include "cuda/attention_pass.hpp"
+#include "cuda/attention_sweeps.hpp"
 #include "cuda/child_rerun.hpp"
 #include "cuda/flash_route.hpp"
 #include "strata/attention.hpp"
@@ -33,9 +34,7 @@ namespace {
 std::string d64_kernel(DType dt) { return strata_test::tile_route(dt, 64); }
 
 void require_d64_pass(const AttentionCase& c) {
-  const std::string want = d64_kernel(c.dtype);
-  strata_test::require_cuda_attention_pass(
-      c, [&](const std::string& name) { return name.rfind(want, 0) == 0; });
+  strata_test::require_cuda_attention_pass_on(c, d64_kernel(c.dtype));
 }
 
 }  // namespace
@@ -88,11 +87,7 @@ TEST_CASE("cuda attention d64: diagonal half tiles", "[cuda][attention][mma][dia
     }
     // At least as many CTAs as SMs (no split), GQA 4:1 and dv < d.
     for (Causal causal : {Causal::top_left, Causal::bottom_right}) {
-      AttentionCase c = strata::harness::batched_case(384, 448, 64, 40, dt, ++seed);
-      c.batch = {9};
-      c.Hq = 8;
-      c.Hkv = 2;
-      c.causal = causal;
+      AttentionCase c = strata_test::full_grid_case(384, 448, 64, 40, dt, ++seed, causal);
       INFO(strata_test::half_name(dt) << " full grid, causal " << int(causal));
       require_d64_pass(c);
     }

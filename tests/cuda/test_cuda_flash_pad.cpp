@@ -50,9 +50,7 @@ using strata_test::half_name;
 std::string d128_kernel(DType dt) { return strata_test::tile_route(dt, 128); }
 
 void require_pass(const AttentionCase& c) {
-  const std::string want = d128_kernel(c.dtype);
-  strata_test::require_cuda_attention_pass(
-      c, [&](const std::string& name) { return name.rfind(want, 0) == 0; });
+  strata_test::require_cuda_attention_pass_on(c, d128_kernel(c.dtype));
 }
 
 }  // namespace
@@ -71,13 +69,9 @@ TEST_CASE("cuda flash pad: head dims 97-112, tile edges", "[cuda][attention][fla
         require_pass(c);
       }
     }
-    for (auto [d, dv] : std::vector<std::array<std::int64_t, 2>>{
-             {100, 104}, {100, 105}, {100, 112}, {112, 100}, {97, 64}, {64, 100}, {100, 97}}) {
-      AttentionCase c = strata::harness::batched_case(150, 170, d, dv, dt, ++seed);
-      c.Hkv = 1;
-      INFO(half_name(dt) << " d " << d << " dv " << dv);
-      require_pass(c);
-    }
+    strata_test::sweep_dv(
+        dt, {{100, 104}, {100, 105}, {100, 112}, {112, 100}, {97, 64}, {64, 100}, {100, 97}}, 150,
+        170, half_name(dt) + " ", seed, [](const AttentionCase& c) { require_pass(c); });
   }
 }
 
@@ -107,19 +101,7 @@ TEST_CASE("cuda flash pad: GQA and batch broadcast", "[cuda][attention][flash_pa
   std::uint64_t seed = 23000;
   for (DType dt : {DType::bf16, DType::f16}) {
     for (std::int64_t d : {97, 100}) {
-      AttentionCase c;
-      c.dtype = dt;
-      c.batch = {2, 3};
-      c.Hq = 8;
-      c.Hkv = 2;
-      c.M = 150;
-      c.N = 170;
-      c.d = d;
-      c.dv = d;
-      c.layout = Layout::broadcast;
-      c.causal = Causal::bottom_right;
-      c.mask = MaskKind::bool_full;
-      c.seed = ++seed;
+      AttentionCase c = strata_test::gqa_broadcast_case(dt, d, ++seed);
       INFO(half_name(dt) << " d " << d << " broadcast, GQA 8:2, causal, bool mask");
       require_pass(c);
       c.layout = Layout::fused_qkv;  // needs M == N
@@ -183,11 +165,7 @@ TEST_CASE("cuda flash pad: grids that fill the GPU", "[cuda][attention][flash_pa
   for (DType dt : {DType::bf16, DType::f16}) {
     for (std::int64_t d : {97, 100, 104}) {
       for (Causal causal : {Causal::none, Causal::bottom_right}) {
-        AttentionCase c = strata::harness::batched_case(260, 260, d, d, dt, ++seed);
-        c.batch = {9};
-        c.Hq = 8;
-        c.Hkv = 2;
-        c.causal = causal;
+        AttentionCase c = strata_test::full_grid_case(260, 260, d, d, dt, ++seed, causal);
         c.layout = causal == Causal::none ? Layout::fused_qkv : Layout::contiguous;
         INFO(half_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
         require_pass(c);

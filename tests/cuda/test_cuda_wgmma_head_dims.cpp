@@ -44,9 +44,7 @@ std::string want_kernel(DType dt, std::int64_t d, std::int64_t dv) {
 }
 
 void require_pass(const AttentionCase& c) {
-  const std::string want = want_kernel(c.dtype, c.d, c.dv);
-  strata_test::require_cuda_attention_pass(
-      c, [&](const std::string& name) { return name.rfind(want, 0) == 0; });
+  strata_test::require_cuda_attention_pass_on(c, want_kernel(c.dtype, c.d, c.dv));
 }
 
 }  // namespace
@@ -87,11 +85,7 @@ TEST_CASE("cuda wgmma head dims: head dims, tiles, bands, full grids",
     // tiles, not a small-grid fallback.
     for (std::int64_t d : {80, 96, 100, 112, 192, 256}) {
       for (Causal causal : {Causal::none, Causal::bottom_right}) {
-        AttentionCase c = strata::harness::batched_case(260, 300, d, d, dt, ++seed);
-        c.batch = {9};
-        c.Hq = 8;
-        c.Hkv = 2;
-        c.causal = causal;
+        AttentionCase c = strata_test::full_grid_case(260, 300, d, d, dt, ++seed, causal);
         INFO(dt_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
         require_pass(c);
       }
