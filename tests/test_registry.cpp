@@ -18,8 +18,8 @@ struct ToyArgs {
 int g_ran = 0;
 void run_small(const ToyArgs&) { g_ran = 1; }
 void run_any(const ToyArgs&) { g_ran = 2; }
-std::string only_small(const ToyArgs& a) { return a.value < 10 ? "" : "value >= 10"; }
-std::string never(const ToyArgs&) { return "never fits"; }
+const char* only_small(const ToyArgs& a) { return a.value < 10 ? nullptr : "value >= 10"; }
+const char* never(const ToyArgs&) { return "never fits"; }
 
 // A registry built by hand, as register_backends() builds the real one.
 Registry toy_registry() {

@@ -359,13 +359,11 @@ void attention_cpu(const AttentionArgs& a) {
 template void attention_cpu<float>(const AttentionArgs&);
 template void attention_cpu<double>(const AttentionArgs&);
 
-std::string attention_cpu_supports(const AttentionArgs& a) {
-  if (a.dtype() != DType::f32 && a.dtype() != DType::f64)
-    return detail::concat("dtype ", dtype_name(a.dtype()), " is not f32 or f64");
+const char* attention_cpu_supports(const AttentionArgs& a) {
+  if (a.dtype() != DType::f32 && a.dtype() != DType::f64) return "only f32 and f64";
   if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != a.dtype())
-    return detail::concat("mask dtype ", dtype_name(a.mask.dtype), " is neither bool nor ",
-                          dtype_name(a.dtype()));
-  return {};
+    return "mask must be bool or of q's dtype";
+  return nullptr;
 }
 
 const char* isa_name() { return select_kernels().name; }

@@ -13,7 +13,7 @@ template <class T>
 void attention_cpu(const AttentionArgs& a);
 
 // "" when attention_cpu can run `a`, else the reason.
-std::string attention_cpu_supports(const AttentionArgs& a);
+const char* attention_cpu_supports(const AttentionArgs& a);
 
 // Instruction set the kernels use on this machine ("avx512", "avx2", "generic").
 const char* isa_name();

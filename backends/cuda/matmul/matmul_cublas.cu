@@ -192,11 +192,11 @@ void accumulate_bias(const MatmulArgs& args, const Operand& out, Scratch& scratc
 
 }  // namespace
 
-std::string matmul_cublas_supports(const MatmulArgs& a) {
+const char* matmul_cublas_supports(const MatmulArgs& a) {
   const Index batch = a.batch_count();
   if (a.M > INT_MAX || a.N > INT_MAX || a.K > INT_MAX || batch > INT_MAX)
     return "M, N, K and the batch count must fit cuBLAS's int (2^31 - 1)";
-  return "";
+  return nullptr;
 }
 
 void matmul_cublas(const MatmulArgs& args) {

@@ -12,7 +12,7 @@ namespace strata::cuda {
 // bf16 (the output's), arguments validated by the front end.
 void matmul_cublas(const MatmulArgs& a);
 // "" when matmul_cublas can run `a`, else the reason.
-std::string matmul_cublas_supports(const MatmulArgs& a);
+const char* matmul_cublas_supports(const MatmulArgs& a);
 
 // out [M, N] (+)= a [M, K] b [K, N] (+ bias) for M <= 8 (9-16 on the
 // rules of matmul_gemv.cu), K <= 16384, a's rows and b's columns
@@ -20,7 +20,7 @@ std::string matmul_cublas_supports(const MatmulArgs& a);
 void matmul_gemv(const MatmulArgs& a);
 // "" when matmul_gemv can run `a`, else the reason (STRATA_CUDA_GEMV=0:
 // never).
-std::string matmul_gemv_supports(const MatmulArgs& a);
+const char* matmul_gemv_supports(const MatmulArgs& a);
 
 // out [M, N] (+)= a [M, K] b [K, N] (+ bias) for M <= 16, b's rows
 // unit-stride and 16-byte aligned (row-major b), a any strides with
@@ -29,6 +29,6 @@ std::string matmul_gemv_supports(const MatmulArgs& a);
 void matmul_gemv_multirow(const MatmulArgs& a);
 // "" when matmul_gemv_multirow can run `a`, else the reason
 // (STRATA_CUDA_GEMV=0: never).
-std::string matmul_gemv_multirow_supports(const MatmulArgs& a);
+const char* matmul_gemv_multirow_supports(const MatmulArgs& a);
 
 }  // namespace strata::cuda

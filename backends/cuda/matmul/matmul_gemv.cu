@@ -260,7 +260,7 @@ void run(const MatmulArgs& g) {
 
 }  // namespace
 
-std::string matmul_gemv_supports(const MatmulArgs& g) {
+const char* matmul_gemv_supports(const MatmulArgs& g) {
   if (const char* why = gemv::refusal(g)) return why;
   if (g.M < 1 || g.M > kMaxRows16) return "more than 16 rows";
   if (g.M > max_rows() && (env_rows() > 0 || !takes_9_to_16(g)))
@@ -269,7 +269,7 @@ std::string matmul_gemv_supports(const MatmulArgs& g) {
   if (g.K < 1 || g.K > kMaxK) return "K outside [1, 16384]";
   if (g.K > 1 && (g.a.strides[1] != 1 || g.b.strides[0] != 1))
     return "a's rows or b's columns not unit-stride";
-  return "";
+  return nullptr;
 }
 
 // Testing hook (tests/cuda/test_cuda_gemv.cpp declares it): the most rows

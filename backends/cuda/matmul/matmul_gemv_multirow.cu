@@ -407,7 +407,7 @@ void run(const MatmulArgs& g) {
 
 }  // namespace
 
-std::string matmul_gemv_multirow_supports(const MatmulArgs& g) {
+const char* matmul_gemv_multirow_supports(const MatmulArgs& g) {
   if (const char* why = gemv::refusal(g)) return why;
   if (g.M < 1 || g.M > max_rows()) return "more rows than STRATA_GEMV_ROWS_MAX_M (default 16)";
   if (g.M > 1 && g.K * g.N > kMaxMultiRowB) return "more than one row and b over 4M elements";
@@ -417,7 +417,7 @@ std::string matmul_gemv_multirow_supports(const MatmulArgs& g) {
   const std::int64_t V = g.out.dtype == DType::f32 ? 4 : 8;
   if (reinterpret_cast<std::uintptr_t>(g.b.data) % 16 != 0 || (g.K > 1 && g.b.strides[0] % V != 0))
     return "b's rows not 16-byte aligned";
-  return "";
+  return nullptr;
 }
 
 // Testing hook (tests/cuda/test_cuda_gemv_multirow.cpp declares it): the most

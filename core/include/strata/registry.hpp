@@ -53,12 +53,13 @@ class Registry {
 
   // ---- registration (only from the filler) --------------------------------
   void add_backend(BackendInfo info);
-  // `supports` returns "" when the kernel can run `args`, else the reason.
-  // Several kernels may share (op, backend, dtype): the first whose
+  // `supports` returns nullptr when the kernel can run `args`, else the
+  // reason, a string with static storage: choosing a kernel builds no
+  // string. Several kernels may share (op, backend, dtype): the first whose
   // supports() accepts the call serves it.
   template <class Args>
   void add_kernel(std::string_view op, std::string_view backend, DType dt, std::string name,
-                  void (*run)(const Args&), std::string (*supports)(const Args&) = nullptr);
+                  void (*run)(const Args&), const char* (*supports)(const Args&) = nullptr);
 
   // ---- queries ------------------------------------------------------------
   const std::vector<BackendInfo>& backends() const { return backends_; }
@@ -107,7 +108,7 @@ class Registry {
     BackendId backend;
     std::type_index args_type;
     void* run;       // really void(*)(const Args&)
-    void* supports;  // really std::string(*)(const Args&), may be null
+    void* supports;  // really const char* (*)(const Args&), may be null
   };
   struct Span {
     std::int32_t first = 0, count = 0;  // into sorted_
@@ -134,7 +135,7 @@ class Registry {
 // ---- template definitions -------------------------------------------------
 template <class Args>
 void Registry::add_kernel(std::string_view op, std::string_view backend, DType dt, std::string name,
-                          void (*run)(const Args&), std::string (*supports)(const Args&)) {
+                          void (*run)(const Args&), const char* (*supports)(const Args&)) {
   add_entry(op, backend,
             Entry{KernelInfo{std::string(op), std::string(backend), dt, std::move(name)}, -1, -1,
                   std::type_index(typeid(Args)), reinterpret_cast<void*>(run),
@@ -147,15 +148,15 @@ Registry::Found<Args> Registry::find(OpId op, BackendId b, DType dt, const Args&
   for (std::int32_t i = 0; i < s.count; ++i) {
     const Entry* e = sorted_[s.first + i];
     if (e->args_type != std::type_index(typeid(Args))) fail_args_type(*e);
-    auto sup = reinterpret_cast<std::string (*)(const Args&)>(e->supports);
-    if (sup == nullptr || sup(args).empty())
+    auto sup = reinterpret_cast<const char* (*)(const Args&)>(e->supports);
+    if (sup == nullptr || sup(args) == nullptr)
       return {reinterpret_cast<void (*)(const Args&)>(e->run), &e->info};
   }
   // Failure path only: collect every candidate's reason.
   std::string reasons;
   for (std::int32_t i = 0; i < s.count; ++i) {
     const Entry* e = sorted_[s.first + i];
-    auto sup = reinterpret_cast<std::string (*)(const Args&)>(e->supports);
+    auto sup = reinterpret_cast<const char* (*)(const Args&)>(e->supports);
     reasons += (reasons.empty() ? "" : "; ") + e->info.name + ": " + sup(args);
   }
   fail_unsupported(op, b, dt, reasons);

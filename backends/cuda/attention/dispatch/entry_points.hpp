@@ -19,9 +19,9 @@ void attention_f64(const AttentionArgs& a);
 // says "" when it serves `a` (bf16/f16, M <= 8, d and dv <= 256).
 void attention_bf16_decode(const AttentionArgs& a);
 void attention_f16_decode(const AttentionArgs& a);
-std::string attention_decode_supports(const AttentionArgs& a);
+const char* attention_decode_supports(const AttentionArgs& a);
 // "" when the cuda kernels can run `a`, else the reason.
-std::string attention_supports(const AttentionArgs& a);
+const char* attention_supports(const AttentionArgs& a);
 // Kernel variant the launcher would pick (for docs/bench labels); bf16/f16
 // only for calls attention_decode_supports accepts.
 std::string attention_plan(const AttentionArgs& a);

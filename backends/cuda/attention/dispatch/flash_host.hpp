@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "cuda/attention/dispatch/flash_variants.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/runtime/kernel_occupancy.hpp"
 #include "cuda/strided_copy.hpp"
 #include "cuda/tuning_build.hpp"
 #include "strata/attention_args.hpp"
@@ -29,6 +29,21 @@
 namespace strata::cuda::flash_host {
 
 inline constexpr const char* kOp = "softmax_attention";
+
+// A supports() reason for head dims over a kernel's D (static strings: the
+// registry builds none while it picks a kernel).
+inline const char* head_dims_over(int D) {
+  switch (D) {
+    case 64:
+      return "head dims over 64";
+    case 128:
+      return "head dims over 128";
+    case 192:
+      return "head dims over 192";
+    default:
+      return "head dims over 256";
+  }
+}
 
 // The conversion from the front end's struct. q, k and v must already be
 // readable in 16-byte chunks (the launchers pack them first).
@@ -272,37 +287,15 @@ inline bool any_forced(const std::vector<FlashVariant>& table, int D) {
 }
 
 // Raises the dynamic shared-memory limit of `kernel` once per device.
-inline void prepare(const void* kernel, std::size_t smem, int dev) {
-  static std::mutex mu;
-  static std::vector<std::pair<const void*, int>> done;
-  std::lock_guard<std::mutex> lock(mu);
-  for (const auto& e : done)
-    if (e.first == kernel && e.second == dev) return;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  done.emplace_back(kernel, dev);
+inline void prepare(const void* kernel, int threads, std::size_t smem, int dev) {
+  (void)resident_blocks(kernel, threads, smem, dev);
 }
 
 // CTAs of v one SM holds at once (the occupancy calculator, once per
-// kernel and device); at least 1.
+// kernel and device, counting the opted-in shared memory); at least 1.
 inline int ctas_per_sm(const FlashVariant& v, int dev) {
-  static std::mutex mu;
-  struct Entry {
-    const void* kernel;
-    int dev, n;
-  };
-  static std::vector<Entry> done;
-  std::lock_guard<std::mutex> lock(mu);
-  for (const Entry& e : done)
-    if (e.kernel == v.kernel && e.dev == dev) return e.n;
-  prepare(v.kernel, v.smem, dev);  // the occupancy counts the opted-in shared memory
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, v.kernel, v.threads, v.smem) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    n = 1;
-  }
-  done.push_back({v.kernel, dev, n > 0 ? n : 1});
-  return done.back().n;
+  const int n = resident_blocks(v.kernel, v.threads, v.smem, dev);
+  return n > 0 ? n : 1;
 }
 
 // Scratch from the stream-ordered pool, freed (in stream order) on scope exit.

@@ -154,7 +154,7 @@ void run_tiles(const AttentionArgs& a, const std::vector<FlashVariant>& table, i
     if (small) found = small;
   }
   const FlashVariant& v = *found;
-  flash_host::prepare(v.kernel, v.smem, scope.dev);
+  flash_host::prepare(v.kernel, v.threads, v.smem, scope.dev);
 
   AttnParams merge;  // the split-KV partials and their merge
   merge.a = a;
@@ -316,28 +316,28 @@ void run_f32(const AttentionArgs& a) {
     run_via_f32<__half>(a);
 }
 
-std::string supports_tiles(const AttentionArgs& a, int D) {
+const char* supports_tiles(const AttentionArgs& a, int D) {
   if (too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
-  return a.d <= D && a.dv <= D ? "" : "head dims over " + std::to_string(D);
+  return a.d <= D && a.dv <= D ? nullptr : flash_host::head_dims_over(D);
 }
-std::string supports_d64(const AttentionArgs& a) { return supports_tiles(a, 64); }
-std::string supports_d128(const AttentionArgs& a) { return supports_tiles(a, 128); }
+const char* supports_d64(const AttentionArgs& a) { return supports_tiles(a, 64); }
+const char* supports_d128(const AttentionArgs& a) { return supports_tiles(a, 128); }
 
 // The wgmma kernel takes a call its head dim serves, unless this build has
 // none (not sm_90a) or STRATA_FLASH_VARIANT forces an mma.sync
 // configuration; it splits the keys of grids too small for the GPU itself.
-std::string supports_wgmma(const AttentionArgs& a, int D) {
+const char* supports_wgmma(const AttentionArgs& a, int D) {
   if (wgmma_table(a.dtype()).empty()) return "not built (needs sm_90a)";
-  if (a.d > D || a.dv > D) return "head dims over " + std::to_string(D);
+  if (a.d > D || a.dv > D) return flash_host::head_dims_over(D);
   if (any_forced(mma_table(a.dtype()), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
-  return "";
+  return nullptr;
 }
-std::string supports_wg_d64(const AttentionArgs& a) { return supports_wgmma(a, 64); }
-std::string supports_wg_d128(const AttentionArgs& a) { return supports_wgmma(a, 128); }
-std::string supports_wg_d256(const AttentionArgs& a) {
+const char* supports_wg_d64(const AttentionArgs& a) { return supports_wgmma(a, 64); }
+const char* supports_wg_d128(const AttentionArgs& a) { return supports_wgmma(a, 128); }
+const char* supports_wg_d256(const AttentionArgs& a) {
   if (wgmma_table(a.dtype()).empty()) return "not built (needs sm_90a)";
   if (wg_wide_dim(a) == 0) return "head dims over 256";
-  return "";
+  return nullptr;
 }
 
 }  // namespace
@@ -366,7 +366,7 @@ void register_cuda_flash_mma(Registry& r) {
     const char* kind;
     const char* dims;
     void (*run)(const AttentionArgs&);
-    std::string (*supports)(const AttentionArgs&);
+    const char* (*supports)(const AttentionArgs&);
   };
   static constexpr Route kRoutes[] = {
       {"wgmma", "d64", &run_wg_d64, &supports_wg_d64},

@@ -25,6 +25,7 @@
 #include "cuda/attention/dispatch/entry_points.hpp"
 #include "cuda/attention/dispatch/streaming_variants.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/runtime/kernel_occupancy.hpp"
 #include "cuda/strided_copy.hpp"
 #include "cuda/tuning_build.hpp"
 #include "strata/tuning.hpp"
@@ -115,13 +116,16 @@ struct DeviceInfo {
   int sms = 0;
   std::size_t smem_optin = 0;
 };
+// Asked once per device (std::call_once: after the first call a launch
+// reads a flag, takes no lock).
+constexpr int kMaxDevices = 64;
 const DeviceInfo& device_info(int dev) {
-  static std::mutex mu;
-  static std::vector<DeviceInfo> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() <= std::size_t(dev)) cache.resize(dev + 1);
-  DeviceInfo& di = cache[dev];
-  if (di.sms == 0) {
+  check(dev < kMaxDevices, "softmax_attention", "cuda: device ", dev, " is past the ", kMaxDevices,
+        " this build handles");
+  static DeviceInfo infos[kMaxDevices];
+  static std::once_flag once[kMaxDevices];
+  std::call_once(once[dev], [dev] {
+    DeviceInfo& di = infos[dev];
     CUDA_CHECK(cudaDeviceGetAttribute(&di.sms, cudaDevAttrMultiProcessorCount, dev));
     int optin = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
@@ -132,28 +136,16 @@ const DeviceInfo& device_info(int dev) {
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
     std::uint64_t threshold = UINT64_MAX;
     CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  }
-  return di;
+  });
+  return infos[dev];
 }
 
 // Per (variant, device): raises the dynamic shared-memory limit once and
 // returns resident blocks per SM.
 int prepare(const Variant& v, int dev) {
-  static std::mutex mu;
-  static std::vector<std::vector<int>> occ;  // [variant][device], 0 = not yet
-  const auto& all = variants();
-  const std::size_t vi = std::size_t(&v - all.data());
-  std::lock_guard<std::mutex> lock(mu);
-  if (occ.size() < all.size()) occ.resize(all.size());
-  if (occ[vi].size() <= std::size_t(dev)) occ[vi].resize(dev + 1, 0);
-  int& n = occ[vi][dev];
-  if (n == 0) {
-    CUDA_CHECK(
-        cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(v.smem)));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, v.kernel, v.threads, v.smem));
-    check(n > 0, "softmax_attention", "cuda: kernel ", v.name, " cannot be resident (", v.smem,
-          " bytes of shared memory)");
-  }
+  const int n = resident_blocks(v.kernel, v.threads, v.smem, dev);
+  check(n > 0, "softmax_attention", "cuda: kernel ", v.name, " cannot be resident (", v.smem,
+        " bytes of shared memory)");
   return n;
 }
 
@@ -414,21 +406,21 @@ void attention_f64(const AttentionArgs& a) { run<double>(a); }
 void attention_bf16_decode(const AttentionArgs& a) { run<float, __nv_bfloat16>(a); }
 void attention_f16_decode(const AttentionArgs& a) { run<float, __half>(a); }
 
-std::string attention_decode_supports(const AttentionArgs& a) {
+const char* attention_decode_supports(const AttentionArgs& a) {
   if (a.dtype() != DType::bf16 && a.dtype() != DType::f16) return "only bf16 and f16";
   if (a.M > kDecodeMaxRows) return "more than 8 query rows (the tensor-core kernel's)";
   if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != a.dtype())
     return "mask must be bool or of q's dtype";
   for (const Variant& v : variants())
-    if (v.decode && v.is_default && serves(v, a)) return "";
+    if (v.decode && v.is_default && serves(v, a)) return nullptr;
   return "head dims over the decode kernel's reach (256)";
 }
 
-std::string attention_supports(const AttentionArgs& a) {
+const char* attention_supports(const AttentionArgs& a) {
   if (a.dtype() != DType::f32 && a.dtype() != DType::f64) return "only f32 and f64";
   if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != a.dtype())
     return "mask must be bool or of q's dtype";
-  return "";
+  return nullptr;
 }
 
 std::string attention_plan(const AttentionArgs& a) {

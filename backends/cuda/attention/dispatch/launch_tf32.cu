@@ -47,7 +47,7 @@ void run(const AttentionArgs& a, bool wg, bool x3, int D) {
   const FlashVariant* found = flash_host::pick(table(wg, x3), D, a.d);
   check(found != nullptr, kOp, "cuda: no TF32 configuration for d = ", D);
   const FlashVariant& v = *found;
-  flash_host::prepare(v.kernel, v.smem, scope.dev);
+  flash_host::prepare(v.kernel, v.threads, v.smem, scope.dev);
   cudaStream_t st = static_cast<cudaStream_t>(a.stream);
 
   AttentionArgs w = a;
@@ -75,21 +75,21 @@ void run(const AttentionArgs& a, bool wg, bool x3, int D) {
   flash_host::launch_query_tiles(v, f, a, st);
 }
 
-// "" when the kernel for precision `p` and head dims <= D serves `a`.
-std::string supports(const AttentionArgs& a, Precision p, std::int64_t D) {
+// nullptr when the kernel for precision `p` and head dims <= D serves `a`.
+const char* supports(const AttentionArgs& a, Precision p, int D) {
   if (a.dtype() != DType::f32) return "only f32";
   if (a.precision != p) return "another precision was asked for";
   if (a.mask.data && a.mask.dtype != DType::boolean && a.mask.dtype != DType::f32)
     return "mask must be bool or f32";
   if (flash_host::too_few_ctas(a)) return "too few query tiles for the keys (no split-KV)";
-  if (a.d > D || a.dv > D) return "head dims over " + std::to_string(D);
-  return "";
+  if (a.d > D || a.dv > D) return flash_host::head_dims_over(D);
+  return nullptr;
 }
 // The wgmma kernel, faster than mma.sync at both precisions and head dims
 // (docs/log/cuda-tuning.md, "f32 on wgmma: TF32 and 3xTF32"), takes its
 // precision's calls unless this build has none (not sm_90a) or
 // STRATA_FLASH_VARIANT names an mma.sync configuration of that head dim.
-std::string supports_wg(const AttentionArgs& a, Precision p, int D) {
+const char* supports_wg(const AttentionArgs& a, Precision p, int D) {
   const bool x3 = p == Precision::high;
   if (table(true, x3).empty()) return "not built (needs sm_90a)";
   if (flash_host::any_forced(table(false, x3), D)) return "STRATA_FLASH_VARIANT forces mma.sync";
@@ -102,7 +102,7 @@ void run_kernel(const AttentionArgs& a) {
   run(a, WG, X3, D);
 }
 template <bool WG, bool X3, int D>
-std::string supports_kernel(const AttentionArgs& a) {
+const char* supports_kernel(const AttentionArgs& a) {
   const Precision p = X3 ? Precision::high : Precision::medium;
   return WG ? supports_wg(a, p, D) : supports(a, p, D);
 }
