@@ -1,6 +1,10 @@
 #pragma once
 // Helpers shared by the op tests (cpu and cuda): options naming a backend,
 // and a per-dtype value (a tolerance) picked from a small table.
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
 #include "strata/dtype.hpp"
 #include "strata/op_options.hpp"
 
@@ -28,6 +32,24 @@ inline double per_dtype(strata::DType dt, double f64, double f32, double f16, do
     default:
       return other;
   }
+}
+
+// The first i with g[i] not within atol + rtol |w[i]| of w[i] (a NaN wanted
+// must be a NaN, an infinity the same infinity), or g.size() if none is;
+// w holds at least g.size() values.
+inline std::size_t first_out_of_tolerance(const std::vector<double>& g,
+                                          const std::vector<double>& w, double atol, double rtol) {
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    bool ok;
+    if (std::isnan(w[i]))
+      ok = std::isnan(g[i]);
+    else if (std::isinf(w[i]))
+      ok = g[i] == w[i];
+    else
+      ok = std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
+    if (!ok) return i;
+  }
+  return g.size();
 }
 
 }  // namespace ops_test

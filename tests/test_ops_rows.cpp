@@ -54,17 +54,7 @@ void require_close(const Tensor& got, const std::vector<double>& want, double at
   REQUIRE(g.size() == want.size());
   // One assertion per call (the element loop is plain code): the first
   // element out of tolerance is reported.
-  std::size_t bad = g.size();
-  for (std::size_t i = 0; i < g.size() && bad == g.size(); ++i) {
-    bool ok;
-    if (std::isnan(want[i]))
-      ok = std::isnan(g[i]);
-    else if (std::isinf(want[i]))
-      ok = g[i] == want[i];
-    else
-      ok = std::abs(g[i] - want[i]) <= atol + rtol * std::abs(want[i]);
-    if (!ok) bad = i;
-  }
+  const std::size_t bad = ops_test::first_out_of_tolerance(g, want, atol, rtol);
   INFO("first bad element " << bad << ": got " << (bad < g.size() ? g[bad] : 0.0) << " want "
                             << (bad < g.size() ? want[bad] : 0.0) << " (atol " << atol << ", rtol "
                             << rtol << ")");

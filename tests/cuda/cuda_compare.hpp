@@ -3,11 +3,11 @@
 // comparison of a GPU result with the reference backend's (the first
 // element out of tolerance is reported, one assertion per compare; a NaN
 // wanted must be a NaN, an infinity the same infinity).
-#include <cmath>
 #include <cstddef>
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_test_util.hpp"
 #include "strata/op_options.hpp"
 #include "strata/tensor.hpp"
 
@@ -15,11 +15,7 @@ namespace cuda_test {
 
 inline const strata::Device kGpu = strata::Device::cuda(0);
 
-inline strata::OpOptions on(const char* backend) {
-  strata::OpOptions o;
-  o.backend = backend;
-  return o;
-}
+using ops_test::on;
 inline const strata::OpOptions kRef = on("reference");
 inline const strata::OpOptions kCuda = on("cuda");
 
@@ -33,17 +29,7 @@ inline void require_close(const strata::Tensor& got, const strata::Tensor& want,
   REQUIRE(got.shape() == want.shape());
   const std::vector<double> g = got.to(strata::Device::cpu()).to_vector<double>();
   const std::vector<double> w = want.to(strata::Device::cpu()).to_vector<double>();
-  std::size_t bad = g.size();
-  for (std::size_t i = 0; i < g.size() && bad == g.size(); ++i) {
-    bool ok;
-    if (std::isnan(w[i]))
-      ok = std::isnan(g[i]);
-    else if (std::isinf(w[i]))
-      ok = g[i] == w[i];
-    else
-      ok = std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]);
-    if (!ok) bad = i;
-  }
+  const std::size_t bad = ops_test::first_out_of_tolerance(g, w, atol, rtol);
   INFO("first bad element " << bad << " of " << g.size() << ": got "
                             << (bad < g.size() ? g[bad] : 0.0) << " want "
                             << (bad < g.size() ? w[bad] : 0.0));
