@@ -193,4 +193,36 @@ inline strata::MatmulOptions on(const char* backend,
   return o;
 }
 
+// The layout sweeps both suites run, each case handed to
+// check(batch, M, K, N, la, lb, lo, dtype, seed) (a backend vs reference),
+// seed advanced by 2 per case.
+//
+// Every pair of input layouts: [3] x [5, 7] @ [7, 6], f32, seeds from 102.
+template <class Check>
+void sweep_input_layouts(const Check& check) {
+  std::uint64_t seed = 100;
+  for (Layout la : kAllLayouts)
+    for (Layout lb : kAllLayouts)
+      check(strata::Shape{3}, 5, 7, 6, la, lb, Layout::contiguous, strata::DType::f32, seed += 2);
+}
+
+// Output layouts against a few layouts of a: [2] x [6, 9] @ [9, 5], f32,
+// seeds from 302.
+template <class Check>
+void sweep_output_layouts(const Check& check) {
+  std::uint64_t seed = 300;
+  for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_rows,
+                    Layout::neg_cols, Layout::inner_step})
+    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::inner_step})
+      check(strata::Shape{2}, 6, 9, 5, la, Layout::contiguous, lo, strata::DType::f32, seed += 2);
+}
+
+// Row and column orders of a and b in dtype dt: [2] x [9, 33] @ [33, 7].
+template <class Check>
+void sweep_dtype_layouts(strata::DType dt, std::uint64_t& seed, const Check& check) {
+  for (Layout la : {Layout::contiguous, Layout::transposed, Layout::neg_rows})
+    for (Layout lb : {Layout::contiguous, Layout::transposed, Layout::inner_step})
+      check(strata::Shape{2}, 9, 33, 7, la, lb, Layout::contiguous, dt, seed += 2);
+}
+
 }  // namespace matmul_test

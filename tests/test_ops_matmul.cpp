@@ -94,27 +94,18 @@ TEST_CASE("matmul reference: closed forms", "[ops][matmul]") {
 }
 
 TEST_CASE("matmul cpu vs reference: every layout of a and b", "[ops][matmul]") {
-  std::uint64_t seed = 100;
-  for (Layout la : matmul_test::kAllLayouts)
-    for (Layout lb : matmul_test::kAllLayouts)
-      cpu_vs_reference({3}, 5, 7, 6, la, lb, Layout::contiguous, DType::f32, seed += 2);
+  matmul_test::sweep_input_layouts(cpu_vs_reference);
 }
 
 TEST_CASE("matmul cpu vs reference: output layouts", "[ops][matmul]") {
-  std::uint64_t seed = 300;
-  for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_rows,
-                    Layout::neg_cols, Layout::inner_step})
-    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::inner_step})
-      cpu_vs_reference({2}, 6, 9, 5, la, Layout::contiguous, lo, DType::f32, seed += 2);
+  matmul_test::sweep_output_layouts(cpu_vs_reference);
 }
 
 TEST_CASE("matmul cpu vs reference: dtypes and sizes (GEMM, GEMV, batch-parallel)",
           "[ops][matmul]") {
   std::uint64_t seed = 500;
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::neg_rows})
-      for (Layout lb : {Layout::contiguous, Layout::transposed, Layout::inner_step})
-        cpu_vs_reference({2}, 9, 33, 7, la, lb, Layout::contiguous, dt, seed += 2);
+    matmul_test::sweep_dtype_layouts(dt, seed, cpu_vs_reference);
     cpu_vs_reference({}, 70, 130, 90, Layout::contiguous, Layout::transposed, Layout::contiguous,
                      dt, seed += 2);  // Eigen's blocked GEMM
     cpu_vs_reference({}, 1, 300, 200, Layout::contiguous, Layout::contiguous, Layout::contiguous,

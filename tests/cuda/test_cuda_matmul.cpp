@@ -57,21 +57,21 @@ void cuda_vs_reference(const Shape& batch, std::int64_t M, std::int64_t K, std::
   require_close(out, want, K, p);
 }
 
+// cuda_vs_reference at its default precision, without a bias: the shared
+// sweeps' check.
+const auto kCudaVsReference = [](const Shape& batch, std::int64_t M, std::int64_t K, std::int64_t N,
+                                 Layout la, Layout lb, Layout lo, DType dt, std::uint64_t seed) {
+  cuda_vs_reference(batch, M, K, N, la, lb, lo, dt, seed);
+};
+
 }  // namespace
 
 TEST_CASE("cuda matmul vs reference: every layout of a and b", "[cuda][matmul]") {
-  std::uint64_t seed = 100;
-  for (Layout la : matmul_test::kAllLayouts)
-    for (Layout lb : matmul_test::kAllLayouts)
-      cuda_vs_reference({3}, 5, 7, 6, la, lb, Layout::contiguous, DType::f32, seed += 2);
+  matmul_test::sweep_input_layouts(kCudaVsReference);
 }
 
 TEST_CASE("cuda matmul vs reference: output layouts and batches", "[cuda][matmul]") {
-  std::uint64_t seed = 300;
-  for (Layout lo : {Layout::contiguous, Layout::transposed, Layout::sliced, Layout::neg_rows,
-                    Layout::neg_cols, Layout::inner_step})
-    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::inner_step})
-      cuda_vs_reference({2}, 6, 9, 5, la, Layout::contiguous, lo, DType::f32, seed += 2);
+  matmul_test::sweep_output_layouts(kCudaVsReference);
   // Two batch dims that do not merge (b broadcast over the first): the
   // pointer-array path; and a broadcast b over one dim (stride 0, uniform).
   cuda_vs_reference({4, 3}, 6, 5, 7, Layout::contiguous, Layout::bcast_batch, Layout::contiguous,
@@ -102,9 +102,7 @@ TEST_CASE("cuda matmul vs reference: output layouts and batches", "[cuda][matmul
 TEST_CASE("cuda matmul vs reference: dtypes, sizes, precision medium (TF32)", "[cuda][matmul]") {
   std::uint64_t seed = 500;
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-    for (Layout la : {Layout::contiguous, Layout::transposed, Layout::neg_rows})
-      for (Layout lb : {Layout::contiguous, Layout::transposed, Layout::inner_step})
-        cuda_vs_reference({2}, 9, 33, 7, la, lb, Layout::contiguous, dt, seed += 2);
+    matmul_test::sweep_dtype_layouts(dt, seed, kCudaVsReference);
     cuda_vs_reference({}, 130, 257, 90, Layout::contiguous, Layout::transposed, Layout::contiguous,
                       dt, seed += 2);
     cuda_vs_reference({}, 1, 512, 300, Layout::contiguous, Layout::contiguous, Layout::contiguous,
