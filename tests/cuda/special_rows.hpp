@@ -5,10 +5,12 @@
 // v % period == 5 -inf (for a kernel that gives thread t the vectors t,
 // t + period, ...: a thread whose elements are all -inf); 4 those elements
 // NaN; 5 one +inf at column inf_col; 6 constant (variance 0); 7 ordinary.
+// for_16bit_rows runs a check on such rows in both 16-bit dtypes.
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "catch.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata_test {
@@ -26,6 +28,18 @@ inline strata::Tensor special_rows(std::int64_t n, std::int64_t period, std::int
   v[2 * n + 77] = -INFINITY;
   v[5 * n + inf_col] = INFINITY;
   return strata::Tensor::from_vector<double>(v, {8, n});
+}
+
+// Runs check(dt, h, d, b) for dt bf16 then f16: h the rows x (rank 2) in
+// dt, d a copy of h on the GPU, b a bias of 0.5 for a row, in dt on the host.
+template <class Check>
+void for_16bit_rows(const strata::Tensor& x, const Check& check) {
+  for (strata::DType dt : {strata::DType::bf16, strata::DType::f16}) {
+    INFO("dtype " << strata::dtype_name(dt));
+    const strata::Tensor h = x.to(dt), d = h.to(strata::Device::cuda(0));
+    const strata::Tensor b = strata::Tensor::full({x.shape()[1]}, 0.5, dt);
+    check(dt, h, d, b);
+  }
 }
 
 }  // namespace strata_test

@@ -12,7 +12,6 @@
 
 #include "catch.hpp"
 #include "cuda_compare.hpp"
-#include "ops_test_util.hpp"
 #include "special_rows.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/norm.hpp"
@@ -28,12 +27,9 @@ using namespace strata;
 
 namespace {
 
-const Device kGpu = Device::cuda(0);
-
-using ops_test::on;
-const OpOptions kRef = on("reference");
-const OpOptions kCuda = on("cuda");
-
+using cuda_test::kCuda;
+using cuda_test::kGpu;
+using cuda_test::kRef;
 using cuda_test::require_close;
 using cuda_test::tol;  // two ulps of a 16-bit dtype
 
@@ -206,12 +202,9 @@ TEST_CASE("cuda rows16: NaN, infinities and constant rows of 2048 16-bit element
   // 32 for reg8: thread 5 then holds vectors 5 + 32i, finite ones too).
   constexpr std::int64_t n = 2048;
   const Tensor x = strata_test::special_rows(n, 128, 2000);
-  for (DType dt : {DType::bf16, DType::f16}) {
-    INFO("dtype " << dtype_name(dt));
-    const Tensor h = x.to(dt), d = h.to(kGpu);
-    const Tensor b = Tensor::full({n}, 0.5, dt);
+  strata_test::for_16bit_rows(x, [](DType dt, const Tensor& h, const Tensor& d, const Tensor& b) {
     require_close(softmax(d, 1, kCuda), softmax(h, 1, kRef), 1e-7, tol(dt));
     require_close(layer_norm(d, Tensor(), b.to(kGpu), 1e-5, kCuda),
                   layer_norm(h, Tensor(), b, 1e-5, kRef), tol(dt), tol(dt));
-  }
+  });
 }

@@ -116,17 +116,14 @@ TEST_CASE("cuda variants: NaN, infinities and constant rows of 4096 16-bit eleme
   // +inf; 6 constant (variance 0); 7 ordinary.
   constexpr std::int64_t n = 4096;
   const Tensor x = strata_test::special_rows(n, 32, 4000);
-  for (DType dt : {DType::bf16, DType::f16}) {
-    INFO("dtype " << dtype_name(dt));
-    const Tensor h = x.to(dt), d = h.to(kGpu);
-    const Tensor b = Tensor::full({n}, 0.5, dt);
+  strata_test::for_16bit_rows(x, [](DType dt, const Tensor& h, const Tensor& d, const Tensor& b) {
     require_close(softmax(d, 1, kCuda), softmax(h, 1, kRef), 1e-7, tol(dt));
     require_close(log_softmax(d, 1, kCuda), log_softmax(h, 1, kRef), tol(dt), tol(dt));
     require_close(layer_norm(d, Tensor(), b.to(kGpu), 1e-5, kCuda),
                   layer_norm(h, Tensor(), b, 1e-5, kRef), tol(dt), tol(dt));
     require_close(rms_norm(d, Tensor(), 1e-6, kCuda), rms_norm(h, Tensor(), 1e-6, kRef), tol(dt),
                   tol(dt));
-  }
+  });
 }
 
 TEST_CASE("cuda variants: transposed 16-bit elementwise inputs",
