@@ -5,9 +5,20 @@
 // stream is still writing, eagerly or replayed from a graph.
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
+#include "strata/matmul.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata_test {
+
+// Options for the cuda backend on st's stream (precision highest),
+// accumulating into out or not.
+inline strata::MatmulOptions cuda_on_stream(const strata::Stream& st, bool accumulate) {
+  strata::MatmulOptions o;
+  o.backend = "cuda";
+  o.stream = st.handle();
+  o.accumulate = accumulate;
+  return o;
+}
 
 // Runs `step` 4 times eagerly, then captures it once and replays it 6 times.
 // Before each run set(dv, sv) queues new input values on st; after it

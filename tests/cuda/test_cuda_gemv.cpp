@@ -262,10 +262,8 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
     const Tensor y = Tensor::zeros({M, N}, dt, kGpu);
     CHECK(kernel_for(x, w, y) == kGemv);
     Stream st(kGpu);
-    MatmulOptions opt = on("cuda");
-    opt.stream = st.handle();
-    MatmulOptions acc = opt;
-    acc.accumulate = true;
+    const MatmulOptions opt = strata_test::cuda_on_stream(st, false);
+    const MatmulOptions acc = strata_test::cuda_on_stream(st, true);
     auto step = [&] {
       add_out(xa, x0, d, opt);
       rms_norm_out(x, xa, ones, 1e-6, opt);

@@ -292,10 +292,8 @@ TEST_CASE("cuda gemv_multirow: inputs written by the kernels just before it, eag
   const Tensor y = Tensor::zeros({M, N}, DType::f32, kGpu);
   CHECK(kernel_for(a, b, y) == kMultirow);
   Stream st(kGpu);
-  MatmulOptions opt = on("cuda");
-  opt.stream = st.handle();
-  MatmulOptions acc = opt;
-  acc.accumulate = true;
+  const MatmulOptions opt = strata_test::cuda_on_stream(st, false);
+  const MatmulOptions acc = strata_test::cuda_on_stream(st, true);
   auto step = [&] {
     add_out(a, a0, d, opt);
     mul_out(b, b0, s, opt);
