@@ -127,21 +127,34 @@ void bm_strata(benchmark::State& st, Shape s, Mode m) {
   time_loop(st, s, [&] { strata::matmul_out(b.out, b.a, b.b, o); });
 }
 
+// cublasGemmEx's arguments for shape s in mode m: the data type, the compute
+// type (TF32 for Precision::medium), the sizes.
+struct GemmArgs {
+  cudaDataType_t t;
+  cublasComputeType_t ct;
+  int M, N, K;
+  float alpha = 1, beta = 0;
+};
+GemmArgs gemm_args(const Shape& s, const Mode& m) {
+  return {m.dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F,
+          m.p == Precision::medium ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, int(s.M),
+          int(s.N), int(s.K)};
+}
+
+// b.out = b.a b.b (row-major: cuBLAS's column-major b^T a^T) on h.
+void gemm_ab(cublasHandle_t h, const GemmArgs& g, const Buffers& b) {
+  blas_ok(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, g.N, g.M, g.K, &g.alpha, b.b.data_ptr(), g.t,
+                       g.N, b.a.data_ptr(), g.t, g.K, &g.beta, b.out.data_ptr(), g.t, g.N, g.ct,
+                       CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+}
+
 void bm_cublas(benchmark::State& st, Shape s, Mode m) {
   Buffers b = make(s, m.dt);
   cublasHandle_t h;
   blas_ok(cublasCreate(&h), "cublasCreate");
-  const cudaDataType_t t = m.dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  const cublasComputeType_t ct =
-      m.p == Precision::medium ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const float alpha = 1, beta = 0;
-  const int M = int(s.M), N = int(s.N), K = int(s.K);
-  time_loop(st, s, [&] {
-    blas_ok(
-        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b.b.data_ptr(), t, N,
-                     b.a.data_ptr(), t, K, &beta, b.out.data_ptr(), t, N, ct, CUBLAS_GEMM_DEFAULT),
-        "cublasGemmEx");
-  });
+  const GemmArgs g = gemm_args(s, m);
+  time_loop(st, s, [&] { gemm_ab(h, g, b); });
   blas_ok(cublasDestroy(h), "cublasDestroy");
 }
 
@@ -173,22 +186,15 @@ void bm_cublas_like_strata(benchmark::State& st, Shape s, Mode m, bool weight) {
   cuda_ok(cudaMalloc(&ws, std::size_t(32) << 20), "workspace");
   blas_ok(cublasSetStream(h, nullptr), "stream");
   blas_ok(cublasSetWorkspace(h, ws, std::size_t(32) << 20), "workspace");
-  const cudaDataType_t t = m.dt == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  const cublasComputeType_t ct =
-      m.p == Precision::medium ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const float alpha = 1, beta = 0;
-  const int M = int(s.M), N = int(s.N), K = int(s.K);
+  const GemmArgs g = gemm_args(s, m);
   time_loop(st, s, [&] {
     if (weight)
-      blas_ok(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, w.data_ptr(), t, K,
-                           b.a.data_ptr(), t, K, &beta, b.out.data_ptr(), t, N, ct,
+      blas_ok(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, g.N, g.M, g.K, &g.alpha, w.data_ptr(), g.t,
+                           g.K, b.a.data_ptr(), g.t, g.K, &g.beta, b.out.data_ptr(), g.t, g.N, g.ct,
                            CUBLAS_GEMM_DEFAULT),
               "cublasGemmEx");
     else
-      blas_ok(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, b.b.data_ptr(), t, N,
-                           b.a.data_ptr(), t, K, &beta, b.out.data_ptr(), t, N, ct,
-                           CUBLAS_GEMM_DEFAULT),
-              "cublasGemmEx");
+      gemm_ab(h, g, b);
   });
   blas_ok(cublasDestroy(h), "cublasDestroy");
   cuda_ok(cudaFree(ws), "free");
