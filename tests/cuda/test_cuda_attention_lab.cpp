@@ -70,3 +70,39 @@ TEST_CASE("cuda attention lab: each candidate through its kernel's suites", "[.]
     strata_test::rerun_with_env(r.var, r.name, r.spec,
                                 std::string("strata_lab_") + r.name + ".log");
 }
+
+// A forced name that this build's tables do not hold is refused with an
+// error, never a silent run of the defaults: a candidate's name without the
+// lab says how to build it; an unknown name in a tuning build says so.
+// Run in children (the switches are read once per process).
+TEST_CASE("cuda attention: a forced variant name this build lacks is an error",
+          "[cuda][attention_variant_refused]") {
+  const bool tuning = strata::cuda::tuning_build_for_test();
+  strata_test::rerun_with_env("STRATA_CUDA_VARIANT",
+                              tuning ? "f32.tiled.no_such" : "f64.tiled.64x32.d64",
+                              "[attention_refused_child]", "strata_refused_streaming.log");
+  strata_test::rerun_with_env("STRATA_FLASH_VARIANT",
+                              tuning ? "mma.no_such" : "mma.tf32.d64.64x32.3_stages",
+                              "[attention_refused_child]", "strata_refused_flash.log");
+}
+
+// The child: one f32 or bf16 call with the forced name must throw.
+TEST_CASE("cuda attention: child of the refusal case", "[.][attention_refused_child]") {
+  using namespace strata;
+  const Device gpu = Device::cuda(0);
+  const bool flash = std::getenv("STRATA_FLASH_VARIANT") != nullptr;
+  const Tensor q = Tensor::randn({1, 2, 64, 64}, 1).to(gpu);
+  AttentionOptions opt;
+  if (flash) opt.precision = Precision::medium;  // the mma.sync TF32 configurations' calls
+  std::string what = "<no error>";
+  try {
+    (void)softmax_attention(q, q, q, opt);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  INFO("message: " << what);
+  const bool tuning = strata::cuda::tuning_build_for_test();
+  CHECK(what.find(flash ? "STRATA_FLASH_VARIANT" : "STRATA_CUDA_VARIANT") != std::string::npos);
+  CHECK(what.find(tuning ? "no" : "selects a kernel candidate kept for tuning") !=
+        std::string::npos);
+}
