@@ -11,6 +11,7 @@
 #include <set>
 
 #include "check_sweep.hpp"
+#include "check_tally.hpp"
 #include "commands.hpp"
 #include "strata/op_harness.hpp"
 #include "strata/registry.hpp"
@@ -18,11 +19,6 @@
 
 namespace strata::cli {
 namespace {
-
-struct Tally {
-  int run = 0, passed = 0, not_checked = 0;
-  double worst_ratio = 0;  // max over cases of the worst element's err/bound
-};
 
 std::string group_of(const harness::OpDescriptor& d) { return "ops:" + d.family; }
 
@@ -32,15 +28,13 @@ int run_op_checks(const std::string& only) {
   std::vector<const harness::OpDescriptor*> ds;
   for (const harness::OpDescriptor& d : harness::op_catalog())
     if (group_of(d).find(only) != std::string::npos) ds.push_back(&d);
-  std::vector<std::string> backends;
-  for (const BackendInfo& b : Registry::get().backends())
-    if (b.compiled && b.available) backends.push_back(b.name);
+  const std::vector<std::string> backends = available_backends();
   std::cout << "\nstrata check: " << ds.size() << " op descriptors (each over its dtypes and "
             << harness::all_op_layouts().size() << " layouts) on " << backends.size()
             << " backends, against the reference in float64\n";
 
   std::vector<std::string> groups;
-  std::map<std::string, std::map<std::string, Tally>> tally;  // group -> backend -> tally
+  Tallies tally;
   std::set<std::string> not_landed;
   std::map<std::string, std::set<std::string>> partial;  // backend -> ops it has no kernel for
   std::vector<std::string> failures;
@@ -73,21 +67,7 @@ int run_op_checks(const std::string& only) {
   }
   progress("");
 
-  std::vector<std::string> header{"group"};
-  for (const std::string& b : backends) header.push_back(b + " passed");
-  for (const std::string& b : backends) header.push_back(b + " worst err/bound");
-  Table table(header);
-  for (const std::string& g : groups) {
-    std::vector<std::string> row{g};
-    for (const std::string& b : backends) {
-      const Tally& t = tally[g][b];
-      std::string cell = std::to_string(t.passed) + "/" + std::to_string(t.run);
-      if (t.not_checked) cell += " (+" + std::to_string(t.not_checked) + " not checked)";
-      row.push_back(cell);
-    }
-    for (const std::string& b : backends) row.push_back(fmt("%.3f", tally[g][b].worst_ratio));
-    table.add(row);
-  }
+  Table table = tally_table(groups, backends, tally, "worst err/bound");
   std::cout << '\n';
   table.print(std::cout);
   std::cout << "\nerr/bound: the worst element's error over its bound (a few ulp of the dtype "

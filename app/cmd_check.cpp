@@ -7,17 +7,13 @@
 
 #include "check_ops.hpp"
 #include "check_sweep.hpp"
+#include "check_tally.hpp"
 #include "commands.hpp"
 #include "strata/registry.hpp"
 #include "table.hpp"
 
 namespace strata::cli {
 namespace {
-
-struct Tally {
-  int run = 0, passed = 0;
-  double worst_ratio = 0;  // max over cases of rel_fro_err / tol_rel_fro
-};
 
 double ratio(const harness::BackendResult& r) {
   return r.tol_rel_fro > 0 ? r.rel_fro_err / r.tol_rel_fro : r.rel_fro_err;
@@ -30,14 +26,12 @@ int run_check(bool full, const std::string& only) {
                   [&](const SweepCase& c) { return c.group.find(only) == std::string::npos; });
     if (cases.empty()) throw UsageError("check: no group matches --group '" + only + "'");
   }
-  std::vector<std::string> backends;
-  for (const BackendInfo& b : Registry::get().backends())
-    if (b.compiled && b.available) backends.push_back(b.name);
+  const std::vector<std::string> backends = available_backends();
 
   std::cout << "strata check: " << cases.size() << (full ? " cases (full sweep)" : " cases")
             << " on " << backends.size() << " backends, against the reference in float64\n";
   std::vector<std::string> groups;
-  std::map<std::string, std::map<std::string, Tally>> tally;  // group -> backend -> tally
+  Tallies tally;
   std::vector<std::string> failures;
   const std::size_t step = std::max<std::size_t>(1, cases.size() / 10);
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -66,19 +60,7 @@ int run_check(bool full, const std::string& only) {
   }
   progress("");
 
-  std::vector<std::string> header{"group"};
-  for (const std::string& b : backends) header.push_back(b + " passed");
-  for (const std::string& b : backends) header.push_back(b + " worst err/tol");
-  Table table(header);
-  for (const std::string& g : groups) {
-    std::vector<std::string> row{g};
-    for (const std::string& b : backends) {
-      const Tally& t = tally[g][b];
-      row.push_back(std::to_string(t.passed) + "/" + std::to_string(t.run));
-    }
-    for (const std::string& b : backends) row.push_back(fmt("%.3f", tally[g][b].worst_ratio));
-    table.add(row);
-  }
+  Table table = tally_table(groups, backends, tally, "worst err/tol");
   std::cout << '\n';
   table.print(std::cout);
   std::cout << "\nerr/tol: relative Frobenius error over the case's own bound (the harness derives "
