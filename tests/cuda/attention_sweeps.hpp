@@ -119,15 +119,8 @@ inline strata::harness::AttentionCase small_grid_case(int step, std::int64_t d, 
 inline strata::harness::AttentionCase head_dim_case(strata::DType dt, std::int64_t d,
                                                     std::int64_t M, std::int64_t N,
                                                     std::uint64_t seed) {
-  strata::harness::AttentionCase c;
-  c.dtype = dt;
-  c.Hq = 2;
-  c.Hkv = 2;
-  c.M = M;
-  c.N = N;
-  c.d = d;
-  c.dv = d;
-  c.seed = seed;
+  strata::harness::AttentionCase c = strata::harness::batched_case(M, N, d, d, dt, seed);
+  c.batch = {};
   return c;
 }
 
