@@ -157,20 +157,29 @@ def check_case(tmp, name, q, k, v, mask=None, causal="none", window=None, align=
     print("  ok: out rel err %.2e" % e)
 
 
-def check_error(tmp, name, args, expect_code=None):
-    """The command must fail: non-zero exit, one stderr line, no output file."""
-    out_path = os.path.join(tmp, "err_%s_out.npy" % name)
-    lse_path = os.path.join(tmp, "err_%s_lse.npy" % name)
-    full = [a.replace("@OUT", out_path).replace("@LSE", lse_path) for a in args]
-    r = run(full)
+def one_error_line(name, r, expect_code=None, expect_text=None, kind="target"):
+    """r failed with exactly one 'strata: error:' line (and the given code / text)."""
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    print("error case %s: exit %d, stderr: %s" % (name, r.returncode, r.stderr.strip()))
+    print("%s case %s: exit %d, stderr: %s" % (kind, name, r.returncode, r.stderr.strip()))
     if r.returncode == 0:
         return fail(name, "exit 0, expected failure")
     if expect_code is not None and r.returncode != expect_code:
         return fail(name, "exit %d, expected %d" % (r.returncode, expect_code))
     if len(lines) != 1 or not lines[0].startswith("strata: error: "):
         return fail(name, "stderr is not one 'strata: error:' line: %r" % r.stderr)
+    if expect_text is not None and expect_text not in lines[0]:
+        return fail(name, "message lacks %r: %s" % (expect_text, lines[0]))
+    return True
+
+
+def check_error(tmp, name, args, expect_code=None):
+    """The command must fail: non-zero exit, one stderr line, no output file."""
+    out_path = os.path.join(tmp, "err_%s_out.npy" % name)
+    lse_path = os.path.join(tmp, "err_%s_lse.npy" % name)
+    full = [a.replace("@OUT", out_path).replace("@LSE", lse_path) for a in args]
+    r = run(full)
+    if not one_error_line(name, r, expect_code, kind="error"):
+        return
     for p in (out_path, lse_path):
         if os.path.exists(p):
             return fail(name, "created %s" % p)
@@ -332,20 +341,6 @@ def error_cases(tmp):
 
 
 # ---- output targets behave like np.save's -----------------------------------------------
-def one_error_line(name, r, expect_code=None, expect_text=None):
-    """r failed with exactly one 'strata: error:' line (and the given code / text)."""
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    print("target case %s: exit %d, stderr: %s" % (name, r.returncode, r.stderr.strip()))
-    if r.returncode == 0:
-        return fail(name, "exit 0, expected failure")
-    if expect_code is not None and r.returncode != expect_code:
-        return fail(name, "exit %d, expected %d" % (r.returncode, expect_code))
-    if len(lines) != 1 or not lines[0].startswith("strata: error: "):
-        return fail(name, "stderr is not one 'strata: error:' line: %r" % r.stderr)
-    if expect_text is not None and expect_text not in lines[0]:
-        return fail(name, "message lacks %r: %s" % (expect_text, lines[0]))
-    return True
-
 
 def as_nobody():
     os.setgid(65534)
