@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cuda_compare.hpp"
+#include "strata/norm.hpp"
+#include "strata/reduce.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata_test {
@@ -40,6 +43,29 @@ void for_16bit_rows(const strata::Tensor& x, const Check& check) {
     const strata::Tensor b = strata::Tensor::full({x.shape()[1]}, 0.5, dt);
     check(dt, h, d, b);
   }
+}
+
+// The row ops of rows xh (on the host, in dt) with weight w and bias b on
+// the GPU against the reference: layer_norm with and without weight and
+// bias, rms_norm with weight (and without, with rms_unweighted), softmax,
+// log_softmax; within two of cuda_test::tol(dt) relative, one absolute.
+inline void require_row_ops_close(const strata::Tensor& xh, const strata::Tensor& w,
+                                  const strata::Tensor& b, strata::DType dt, bool rms_unweighted) {
+  using cuda_test::kCuda;
+  using cuda_test::kGpu;
+  using cuda_test::kRef;
+  using cuda_test::require_close;
+  using strata::Tensor;
+  const Tensor xd = xh.to(kGpu), wd = w.to(kGpu), bd = b.to(kGpu);
+  const double t = cuda_test::tol(dt) * 2, atol = cuda_test::tol(dt);
+  require_close(layer_norm(xd, wd, bd, 1e-5, kCuda), layer_norm(xh, w, b, 1e-5, kRef), atol, t);
+  require_close(layer_norm(xd, Tensor(), Tensor(), 1e-5, kCuda),
+                layer_norm(xh, Tensor(), Tensor(), 1e-5, kRef), atol, t);
+  require_close(rms_norm(xd, wd, 1e-6, kCuda), rms_norm(xh, w, 1e-6, kRef), atol, t);
+  if (rms_unweighted)
+    require_close(rms_norm(xd, Tensor(), 1e-6, kCuda), rms_norm(xh, Tensor(), 1e-6, kRef), atol, t);
+  require_close(softmax(xd, 1, kCuda), softmax(xh, 1, kRef), 1e-7, t);
+  require_close(log_softmax(xd, 1, kCuda), log_softmax(xh, 1, kRef), t, t);
 }
 
 }  // namespace strata_test

@@ -49,16 +49,7 @@ TEST_CASE("cuda rows16: 16-bit row kernels vs reference", "[cuda][ops][rows][row
       const Tensor xh = Tensor::randn({c.rows, c.n}, 101, DType::f64).to(dt);
       const Tensor w = Tensor::randn({c.n}, 102, DType::f64).to(dt);
       const Tensor b = Tensor::randn({c.n}, 103, DType::f64).to(dt);
-      const Tensor xd = xh.to(kGpu), wd = w.to(kGpu), bd = b.to(kGpu);
-      const double t = tol(dt) * 2, atol = tol(dt);
-      require_close(layer_norm(xd, wd, bd, 1e-5, kCuda), layer_norm(xh, w, b, 1e-5, kRef), atol, t);
-      require_close(layer_norm(xd, Tensor(), Tensor(), 1e-5, kCuda),
-                    layer_norm(xh, Tensor(), Tensor(), 1e-5, kRef), atol, t);
-      require_close(rms_norm(xd, wd, 1e-6, kCuda), rms_norm(xh, w, 1e-6, kRef), atol, t);
-      require_close(rms_norm(xd, Tensor(), 1e-6, kCuda), rms_norm(xh, Tensor(), 1e-6, kRef), atol,
-                    t);
-      require_close(softmax(xd, 1, kCuda), softmax(xh, 1, kRef), 1e-7, t);
-      require_close(log_softmax(xd, 1, kCuda), log_softmax(xh, 1, kRef), t, t);
+      strata_test::require_row_ops_close(xh, w, b, dt, true);
     }
 }
 
@@ -200,11 +191,10 @@ TEST_CASE("cuda rows16: NaN, infinities and constant rows of 2048 16-bit element
   // +inf; 6 constant (variance 0); 7 ordinary. 2048 columns: the reg
   // kernels' 128-thread blocks under STRATA_ROWS_VARIANT=reg (64 for reg4,
   // 32 for reg8: thread 5 then holds vectors 5 + 32i, finite ones too).
-  constexpr std::int64_t n = 2048;
-  const Tensor x = strata_test::special_rows(n, 128, 2000);
-  strata_test::for_16bit_rows(x, [](DType dt, const Tensor& h, const Tensor& d, const Tensor& b) {
+  const auto check = [](DType dt, const Tensor& h, const Tensor& d, const Tensor& b) {
     require_close(softmax(d, 1, kCuda), softmax(h, 1, kRef), 1e-7, tol(dt));
     require_close(layer_norm(d, Tensor(), b.to(kGpu), 1e-5, kCuda),
                   layer_norm(h, Tensor(), b, 1e-5, kRef), tol(dt), tol(dt));
-  });
+  };
+  strata_test::for_16bit_rows(strata_test::special_rows(2048, 128, 2000), check);
 }

@@ -68,14 +68,7 @@ void check_rows(const Tensor& xf64, DType dt) {
   const Tensor xh = xf64.to(dt);
   const Tensor w = Tensor::randn({n}, 7, DType::f64).to(dt);
   const Tensor b = Tensor::randn({n}, 8, DType::f64).to(dt);
-  const Tensor xd = xh.to(kGpu), wd = w.to(kGpu), bd = b.to(kGpu);
-  const double t = tol(dt) * 2, atol = tol(dt);
-  require_close(layer_norm(xd, wd, bd, 1e-5, kCuda), layer_norm(xh, w, b, 1e-5, kRef), atol, t);
-  require_close(layer_norm(xd, Tensor(), Tensor(), 1e-5, kCuda),
-                layer_norm(xh, Tensor(), Tensor(), 1e-5, kRef), atol, t);
-  require_close(rms_norm(xd, wd, 1e-6, kCuda), rms_norm(xh, w, 1e-6, kRef), atol, t);
-  require_close(softmax(xd, 1, kCuda), softmax(xh, 1, kRef), 1e-7, t);
-  require_close(log_softmax(xd, 1, kCuda), log_softmax(xh, 1, kRef), t, t);
+  strata_test::require_row_ops_close(xh, w, b, dt, false);
 }
 
 }  // namespace
@@ -114,16 +107,15 @@ TEST_CASE("cuda variants: NaN, infinities and constant rows of 4096 16-bit eleme
   // v % 32 == 5 -inf (a whole lane of the warp geometry, and of every other
   // one: a thread whose elements are all -inf); 4 those elements NaN; 5 one
   // +inf; 6 constant (variance 0); 7 ordinary.
-  constexpr std::int64_t n = 4096;
-  const Tensor x = strata_test::special_rows(n, 32, 4000);
-  strata_test::for_16bit_rows(x, [](DType dt, const Tensor& h, const Tensor& d, const Tensor& b) {
+  const auto check = [](DType dt, const Tensor& h, const Tensor& d, const Tensor& b) {
     require_close(softmax(d, 1, kCuda), softmax(h, 1, kRef), 1e-7, tol(dt));
     require_close(log_softmax(d, 1, kCuda), log_softmax(h, 1, kRef), tol(dt), tol(dt));
     require_close(layer_norm(d, Tensor(), b.to(kGpu), 1e-5, kCuda),
                   layer_norm(h, Tensor(), b, 1e-5, kRef), tol(dt), tol(dt));
     require_close(rms_norm(d, Tensor(), 1e-6, kCuda), rms_norm(h, Tensor(), 1e-6, kRef), tol(dt),
                   tol(dt));
-  });
+  };
+  strata_test::for_16bit_rows(strata_test::special_rows(4096, 32, 4000), check);
 }
 
 TEST_CASE("cuda variants: transposed 16-bit elementwise inputs",
