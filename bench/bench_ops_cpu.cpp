@@ -20,13 +20,21 @@ void set_bytes(benchmark::State& st, double bytes) {
   st.counters["bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// op(out, a) on a contiguous f32 a [n] into out [n] of dtype out_dt, which
+// moves bytes_per_element bytes an element.
+template <class Op>
+void bm_one_input(benchmark::State& st, DType out_dt, double bytes_per_element, const Op& op) {
+  const i64 n = st.range(0);
+  const Tensor a = Tensor::randn({n}, 1), out = Tensor::empty({n}, out_dt);
+  for (auto _ : st) op(out, a);
+  set_bytes(st, bytes_per_element * double(n));
+}
+
 // Ceiling: read n floats and write n floats with the cpu backend's own
 // threads (a contiguous copy_ is exactly that).
 void bm_copy(benchmark::State& st) {
-  const i64 n = st.range(0);
-  const Tensor a = Tensor::randn({n}, 1), out = Tensor::empty({n});
-  for (auto _ : st) strata::copy_(out, a);
-  set_bytes(st, 8.0 * double(n));
+  bm_one_input(st, DType::f32, 8.0,
+               [](const Tensor& out, const Tensor& a) { strata::copy_(out, a); });
 }
 
 void bm_add(benchmark::State& st) {
@@ -37,17 +45,13 @@ void bm_add(benchmark::State& st) {
 }
 
 void bm_gelu(benchmark::State& st) {
-  const i64 n = st.range(0);
-  const Tensor a = Tensor::randn({n}, 1), out = Tensor::empty({n});
-  for (auto _ : st) strata::gelu_out(out, a);
-  set_bytes(st, 8.0 * double(n));
+  bm_one_input(st, DType::f32, 8.0,
+               [](const Tensor& out, const Tensor& a) { strata::gelu_out(out, a); });
 }
 
 void bm_cast_bf16(benchmark::State& st) {
-  const i64 n = st.range(0);
-  const Tensor a = Tensor::randn({n}, 1), out = Tensor::empty({n}, DType::bf16);
-  for (auto _ : st) strata::copy_(out, a);
-  set_bytes(st, 6.0 * double(n));
+  bm_one_input(st, DType::bf16, 6.0,
+               [](const Tensor& out, const Tensor& a) { strata::copy_(out, a); });
 }
 
 // [rows, 4096] + [4096]: the bias add of a linear layer.
