@@ -33,6 +33,20 @@ double seconds_of(const std::chrono::steady_clock::time_point& t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// warmup untimed calls of run, then one a benchmark iteration, each timed
+// until the GPU has finished it.
+template <class Run>
+void time_on_gpu(benchmark::State& st, int warmup, const Run& run) {
+  for (int i = 0; i < warmup; ++i) run();
+  sync();
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    sync();
+    st.SetIterationTime(seconds_of(t0));
+  }
+}
+
 // args: arch (0 llama, 1 gpt2), dtype (0 f32, 1 bf16), batch, graph (1:
 // replayed CUDA graph, the default; 0: every op launched eagerly). The ids
 // of a step come from the host, as a sampler's do.
@@ -52,14 +66,7 @@ void BM_decode(benchmark::State& st) {
     cache.advance(pos);
     m.forward_out(logits, ids, &cache);
   };
-  for (int i = 0; i < 5; ++i) step();
-  sync();
-  for (auto _ : st) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step();
-    sync();
-    st.SetIterationTime(seconds_of(t0));
-  }
+  time_on_gpu(st, 5, step);
   st.counters["graphs_recorded"] = static_cast<double>(m.graph_captures());
   st.counters["params_M"] = static_cast<double>(m.num_parameters()) / 1e6;
 }
@@ -77,14 +84,7 @@ void BM_prefill(benchmark::State& st) {
     cache.reset();
     m.forward_out(logits, ids, &cache);
   };
-  for (int i = 0; i < 3; ++i) run();
-  sync();
-  for (auto _ : st) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    sync();
-    st.SetIterationTime(seconds_of(t0));
-  }
+  time_on_gpu(st, 3, run);
   st.counters["tok_per_s"] =
       benchmark::Counter(static_cast<double>(T), benchmark::Counter::kIsIterationInvariantRate);
 }
