@@ -1,6 +1,8 @@
 #pragma once
 // Internal to the harness: the families of op descriptors that make up
 // op_catalog(), one function per op family (op_catalog_*.cpp).
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/op_harness.hpp"
@@ -12,6 +14,13 @@ void add_row_descriptors(std::vector<OpDescriptor>& out);
 void add_matmul_descriptors(std::vector<OpDescriptor>& out);
 
 // Shorthands for the descriptor files.
+inline OpDescriptor descriptor(std::string name, std::string family, std::string registry_op) {
+  OpDescriptor d;
+  d.name = std::move(name);
+  d.family = std::move(family);
+  d.registry_ops = {std::move(registry_op)};
+  return d;
+}
 inline InputSpec input(std::string name, Shape shape, Fill fill = Fill::normal) {
   InputSpec s;
   s.name = std::move(name);

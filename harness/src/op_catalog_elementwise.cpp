@@ -35,10 +35,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
   for (const auto& b : binaries) {
     const Fill bf = std::string(b.name) == "div" ? Fill::nonzero : Fill::normal;
     const BinaryOut fn = b.fn;
-    OpDescriptor same;
-    same.name = std::string(b.name);
-    same.family = "binary";
-    same.registry_ops = {b.name};
+    OpDescriptor same = descriptor(b.name, "binary", b.name);
     same.inputs = {input("a", {5, 9}), input("b", {5, 9}, bf)};
     same.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
       fn(out, in[0], in[1], o);
@@ -52,10 +49,8 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
   }
 
   {
-    OpDescriptor d;  // empty tensors: nothing to write, nothing may be written
-    d.name = "add (empty)";
-    d.family = "binary";
-    d.registry_ops = {"add"};
+    // empty tensors: nothing to write, nothing may be written
+    OpDescriptor d = descriptor("add (empty)", "binary", "add");
     d.inputs = {input("a", {4, 0, 3}), input("b", {1, 3})};
     d.output = broadcast_out;
     d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
@@ -77,10 +72,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
                  {"rdiv_scalar", "rdiv_scalar", &rdiv_out, Fill::nonzero}};
   for (const auto& s : scalars) {
     const ScalarOut fn = s.fn;
-    OpDescriptor d;
-    d.name = s.name;
-    d.family = "scalar";
-    d.registry_ops = {s.reg};
+    OpDescriptor d = descriptor(s.name, "scalar", s.reg);
     d.inputs = {input("a", {3, 5, 7}, s.fill)};
     d.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
       fn(out, in[0], 1.75, o);
@@ -101,10 +93,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
       {"silu", &silu_out, Fill::normal}};
   for (const auto& u : unaries) {
     const UnaryOut fn = u.fn;
-    OpDescriptor d;
-    d.name = u.name;
-    d.family = "unary";
-    d.registry_ops = {u.name};
+    OpDescriptor d = descriptor(u.name, "unary", u.name);
     d.inputs = {input("x", {3, 5, 7}, u.fill)};
     d.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
       fn(out, in[0], o);
@@ -113,10 +102,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
   }
 
   {
-    OpDescriptor d;
-    d.name = "where (broadcast)";
-    d.family = "where";
-    d.registry_ops = {"where"};
+    OpDescriptor d = descriptor("where (broadcast)", "where", "where");
     d.dtypes = every_dtype();
     d.inputs = {input_of("cond", {5, 7}, DType::boolean, Fill::boolean), input("a", {3, 5, 7}),
                 input("b", {3, 1, 7})};
@@ -129,29 +115,20 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
 
   // cast: every floating dtype to every dtype, and i32/i64/bool to every floating dtype.
   for (const DType to : every_dtype()) {
-    OpDescriptor d;
-    d.name = "cast to " + std::string(dtype_name(to));
-    d.family = "cast";
-    d.registry_ops = {"cast"};
+    OpDescriptor d = descriptor("cast to " + std::string(dtype_name(to)), "cast", "cast");
     d.inputs = {input("x", {4, 9})};
     d.output = [to](const std::vector<Tensor>& in, DType) { return OpOutput{in[0].shape(), to}; };
     d.run = run_copy;
     v.push_back(d);
   }
   for (const DType from : {DType::i32, DType::i64, DType::boolean}) {
-    OpDescriptor d;
-    d.name = "cast from " + std::string(dtype_name(from));
-    d.family = "cast";
-    d.registry_ops = {"cast"};
+    OpDescriptor d = descriptor("cast from " + std::string(dtype_name(from)), "cast", "cast");
     d.inputs = {input_of("x", {4, 9}, from, from == DType::boolean ? Fill::boolean : Fill::normal)};
     d.run = run_copy;
     v.push_back(d);
   }
   {
-    OpDescriptor d;
-    d.name = "copy_ (broadcast src)";
-    d.family = "cast";
-    d.registry_ops = {"cast"};
+    OpDescriptor d = descriptor("copy_ (broadcast src)", "cast", "cast");
     d.dtypes = every_dtype();
     d.inputs = {input("src", {5, 1})};
     d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{3, 5, 7}, dt}; };
@@ -159,10 +136,7 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(d);
   }
   {
-    OpDescriptor d;
-    d.name = "fill_";
-    d.family = "fill";
-    d.registry_ops = {"fill"};
+    OpDescriptor d = descriptor("fill_", "fill", "fill");
     d.dtypes = every_dtype();
     d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{3, 5, 7}, dt}; };
     d.run = [](const Tensor& out, const std::vector<Tensor>&, const OpOptions& o) {

@@ -20,10 +20,7 @@ MatmulOptions mm(const OpOptions& o, bool accumulate = false) {
 }
 
 OpDescriptor matmul_desc(std::string name, Shape a, Shape b, Shape out, std::int64_t K) {
-  OpDescriptor d;
-  d.name = std::move(name);
-  d.family = "matmul";
-  d.registry_ops = {"matmul"};
+  OpDescriptor d = descriptor(std::move(name), "matmul", "matmul");
   d.inputs = {input("a", std::move(a)), input("b", std::move(b))};
   d.output = [out](const std::vector<Tensor>&, DType dt) { return OpOutput{out, dt}; };
   d.run = [](const Tensor& o, const std::vector<Tensor>& in, const OpOptions& opt) {
@@ -41,10 +38,7 @@ void add_matmul_descriptors(std::vector<OpDescriptor>& v) {
   v.push_back(matmul_desc("matmul (1-D a)", {17}, {2, 17, 6}, {2, 6}, 17));
   v.push_back(matmul_desc("matmul (1-D b)", {3, 5, 17}, {17}, {3, 5}, 17));
   for (const bool bias : {true, false}) {
-    OpDescriptor d;
-    d.name = bias ? "linear" : "linear (no bias)";
-    d.family = "matmul";
-    d.registry_ops = {"matmul"};
+    OpDescriptor d = descriptor(bias ? "linear" : "linear (no bias)", "matmul", "matmul");
     d.inputs = {input("x", {2, 5, 24}), input("weight", {10, 24})};
     if (bias) d.inputs.push_back(input("bias", {10}));
     d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{2, 5, 10}, dt}; };
@@ -64,10 +58,7 @@ void add_matmul_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(d);
   }
   {
-    OpDescriptor d;
-    d.name = "linear (accumulate, bias)";
-    d.family = "matmul";
-    d.registry_ops = {"matmul"};
+    OpDescriptor d = descriptor("linear (accumulate, bias)", "matmul", "matmul");
     d.inputs = {input("x", {2, 5, 24}), input("weight", {10, 24}), input("bias", {10}),
                 input("c", {2, 5, 10})};
     d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{2, 5, 10}, dt}; };

@@ -46,10 +46,9 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
       const bool keepdim = dim == 1;  // one of each
       const ReduceOut fn = r.fn;
       const bool is_argmax = std::string(r.name) == "argmax";
-      OpDescriptor d;
-      d.name = std::string(r.name) + " dim=" + std::to_string(dim) + (keepdim ? " keepdim" : "");
-      d.family = "reduce";
-      d.registry_ops = {r.name};
+      OpDescriptor d = descriptor(
+          std::string(r.name) + " dim=" + std::to_string(dim) + (keepdim ? " keepdim" : ""),
+          "reduce", r.name);
       d.inputs = {input("x", xs)};
       d.output = [dim, keepdim, is_argmax](const std::vector<Tensor>& in, DType dt) {
         Shape s = in[0].shape();
@@ -72,10 +71,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
   for (const auto& r : {std::pair<const char*, ReduceOut>{"sum", &sum_out},
                         std::pair<const char*, ReduceOut>{"mean", &mean_out}}) {
     const ReduceOut fn = r.second;
-    OpDescriptor d;
-    d.name = std::string(r.first) + " over an empty dim";
-    d.family = "reduce";
-    d.registry_ops = {r.first};
+    OpDescriptor d = descriptor(std::string(r.first) + " over an empty dim", "reduce", r.first);
     d.inputs = {input("x", {3, 0, 4})};
     d.output = [](const std::vector<Tensor>&, DType dt) { return OpOutput{{3, 4}, dt}; };
     d.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
@@ -86,10 +82,8 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
 
   // Tied maxima: argmax must return the first index of the maximum.
   for (const int dim : {1, -1}) {
-    OpDescriptor d;
-    d.name = "argmax dim=" + std::to_string(dim) + " (ties)";
-    d.family = "reduce";
-    d.registry_ops = {"argmax"};
+    OpDescriptor d =
+        descriptor("argmax dim=" + std::to_string(dim) + " (ties)", "reduce", "argmax");
     d.inputs = {input("x", xs, Fill::ties)};
     d.output = [dim](const std::vector<Tensor>& in, DType) {
       Shape s = in[0].shape();
@@ -109,10 +103,8 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
   for (const auto& s : softmaxes) {
     for (const int dim : {1, -1}) {
       const SoftmaxOut fn = s.fn;
-      OpDescriptor d;
-      d.name = std::string(s.name) + " dim=" + std::to_string(dim);
-      d.family = "softmax";
-      d.registry_ops = {s.name};
+      OpDescriptor d =
+          descriptor(std::string(s.name) + " dim=" + std::to_string(dim), "softmax", s.name);
       d.inputs = {input("x", xs)};
       d.run = [fn, dim](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
         fn(out, in[0], dim, o);
@@ -124,10 +116,8 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
 
   const std::int64_t n = 48;
   for (const bool affine : {true, false}) {
-    OpDescriptor d;
-    d.name = affine ? "layer_norm" : "layer_norm (no weight, no bias)";
-    d.family = "norm";
-    d.registry_ops = {"layer_norm"};
+    OpDescriptor d =
+        descriptor(affine ? "layer_norm" : "layer_norm (no weight, no bias)", "norm", "layer_norm");
     d.inputs = {input("x", {4, 5, n})};
     if (affine) d.inputs.push_back(input("weight", {n}));
     if (affine) d.inputs.push_back(input("bias", {n}));
@@ -137,10 +127,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     d.tolerance = row_growth(static_cast<double>(n));
     v.push_back(d);
 
-    OpDescriptor r;
-    r.name = affine ? "rms_norm" : "rms_norm (no weight)";
-    r.family = "norm";
-    r.registry_ops = {"rms_norm"};
+    OpDescriptor r = descriptor(affine ? "rms_norm" : "rms_norm (no weight)", "norm", "rms_norm");
     r.inputs = {input("x", {4, 5, n})};
     if (affine) r.inputs.push_back(input("weight", {n}));
     r.run = [affine](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
@@ -151,10 +138,9 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
   }
 
   for (const DType id_dt : {DType::i32, DType::i64}) {
-    OpDescriptor d;
-    d.name = std::string("embedding (") + std::string(dtype_name(id_dt)) + " ids)";
-    d.family = "embedding";
-    d.registry_ops = {"embedding"};
+    OpDescriptor d =
+        descriptor(std::string("embedding (") + std::string(dtype_name(id_dt)) + " ids)",
+                   "embedding", "embedding");
     d.inputs = {input_of("ids", {3, 7}, id_dt, Fill::ids, 50), input("table", {50, 24})};
     d.output = [](const std::vector<Tensor>& in, DType dt) {
       Shape s = in[0].shape();
@@ -225,10 +211,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     RotaryOptions ro;
     ro.style = r.style;
     ro.rotary_dims = r.dims;
-    OpDescriptor d;
-    d.name = r.name;
-    d.family = "rotary";
-    d.registry_ops = {"rotary"};
+    OpDescriptor d = descriptor(r.name, "rotary", "rotary");
     d.inputs = {input("x", {2, 3, 9, 16}),
                 input_of("positions", r.pos_shape, r.pos_dt, Fill::positions, kPos)};
     d.run = [ro](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
@@ -277,10 +260,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
   // Long rows (several warps or blocks per row on cuda, vector tails on the cpu).
   {
     const std::int64_t L = 4099;
-    OpDescriptor s;
-    s.name = "softmax dim=-1 (long rows)";
-    s.family = "long rows";
-    s.registry_ops = {"softmax"};
+    OpDescriptor s = descriptor("softmax dim=-1 (long rows)", "long rows", "softmax");
     s.inputs = {input("x", {3, L})};
     s.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
       softmax_out(out, in[0], -1, o);
@@ -313,10 +293,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
       rms_norm_out(out, in[0], in[1], 1e-6, o);
     };
     v.push_back(rn);
-    OpDescriptor ad;
-    ad.name = "add (long rows)";
-    ad.family = "long rows";
-    ad.registry_ops = {"add"};
+    OpDescriptor ad = descriptor("add (long rows)", "long rows", "add");
     ad.inputs = {input("a", {3, L}), input("b", {3, L})};
     ad.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
       add_out(out, in[0], in[1], o);
@@ -325,10 +302,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
   }
 
   for (const int dim : {1, -1}) {
-    OpDescriptor d;
-    d.name = "concat dim=" + std::to_string(dim);
-    d.family = "concat";
-    d.registry_ops = {"cast"};
+    OpDescriptor d = descriptor("concat dim=" + std::to_string(dim), "concat", "cast");
     if (dim == 1) {
       d.inputs = {input("a", {3, 4, 5}), input("b", {3, 2, 5}), input("c", {3, 7, 5})};
     } else {
