@@ -13,18 +13,10 @@ using namespace strata::harness;
 namespace {
 
 AttentionCase small_case(Layout layout, DType dt) {
-  AttentionCase c;
-  c.batch = {2};
+  AttentionCase c = batched_case(9, 9, 8, 8, dt, 5);
   c.Hq = 4;
-  c.Hkv = 2;
-  c.M = 9;
-  c.N = 9;
-  c.d = 8;
-  c.dv = 8;
-  c.dtype = dt;
   c.layout = layout;
   c.mask = MaskKind::bool_bcast;
-  c.seed = 5;
   return c;
 }
 

@@ -31,18 +31,11 @@ inline strata::nn::ModelConfig tiny_llama(std::int64_t kv_heads = 2) {
   return c;
 }
 
+// tiny_llama's sizes (4 kv heads, a wider MLP) as a GPT-2.
 inline strata::nn::ModelConfig tiny_gpt2() {
-  strata::nn::ModelConfig c;
+  strata::nn::ModelConfig c = tiny_llama(4);
   c.arch = strata::nn::Arch::gpt2;
-  c.vocab_size = 64;
-  c.hidden_size = 32;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 4;
-  c.head_dim = 8;
   c.intermediate_size = 128;
-  c.max_position_embeddings = 64;
-  c.norm_eps = 1e-5;
   c.tie_word_embeddings = true;
   c.attention_bias = true;
   c.mlp_bias = true;
