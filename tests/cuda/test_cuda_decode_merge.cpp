@@ -179,6 +179,25 @@ void check_against_reference(const Problem& p) {
   CHECK(max_abs_diff(p.lse, p.ref_lse) <= (dt == DType::f64 ? 1e-12 : 2e-5));
 }
 
+// Three replays of g on s, each on a new q (seeds seed0, seed0 + 1, ...)
+// and a poisoned out, checked against the reference; then after(), still
+// under the replay's INFO.
+template <class After>
+void replays_match_reference(Problem& p, Graph& g, Stream& s, std::uint64_t seed0,
+                             const After& after) {
+  const DType dt = p.out.dtype();
+  for (int replay = 0; replay < 3; ++replay) {
+    INFO("replay " << replay);
+    p.q.copy_from(Tensor::randn(p.q.shape(), seed0 + replay, dt));
+    reference(p);
+    poison(p, s.handle());
+    g.replay(s);
+    s.synchronize();
+    check_against_reference(p);
+    after();
+  }
+}
+
 }  // namespace
 
 // Splits 1, 2, 7 and the most, with the harness's own checks (f64
@@ -265,18 +284,11 @@ TEST_CASE("cuda decode merge: a captured call replays three times",
     REQUIRE(g.defined());
     const Tensor eager_out = Tensor::empty(p.out.shape(), dt, kGpu);
     const Tensor eager_lse = Tensor::empty(p.lse.shape(), p.lse.dtype(), kGpu);
-    for (int replay = 0; replay < 3; ++replay) {
-      INFO("replay " << replay);
-      p.q.copy_from(Tensor::randn(p.q.shape(), 7800 + replay, dt));
-      reference(p);
-      poison(p, s.handle());
-      g.replay(s);
-      s.synchronize();
-      check_against_reference(p);
+    replays_match_reference(p, g, s, 7800, [&] {
       softmax_attention_out(eager_out, p.q, p.k, p.v, p.opt, eager_lse);
       CHECK(bit_equal(p.out, eager_out));
       CHECK(bit_equal(p.lse, eager_lse));
-    }
+    });
   }
 }
 
@@ -295,14 +307,6 @@ TEST_CASE("cuda decode merge: a capture on a stream without counters",
     AttentionOptions so = p.opt;
     so.stream = s.handle();
     Graph g = Graph::capture(s, [&] { softmax_attention_out(p.out, p.q, p.k, p.v, so, p.lse); });
-    for (int replay = 0; replay < 3; ++replay) {
-      INFO("replay " << replay);
-      p.q.copy_from(Tensor::randn(p.q.shape(), 7950 + replay, dt));
-      reference(p);
-      poison(p, s.handle());
-      g.replay(s);
-      s.synchronize();
-      check_against_reference(p);
-    }
+    replays_match_reference(p, g, s, 7950, [] {});
   }
 }
