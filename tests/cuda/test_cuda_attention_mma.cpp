@@ -127,16 +127,9 @@ TEST_CASE("cuda decode attention: bf16/f16 shapes, masks and bands",
         for (std::int64_t d : {64, 80, 128, 100}) {
           if (d == 100 && N != 520) continue;
           if (N == 20000 && !decode_long_case(dt, M, d)) continue;
-          AttentionCase c;
-          c.dtype = dt;
-          if (N < 520) c.batch = {2};  // longer calls in one batch item (reference time)
+          AttentionCase c = strata::harness::batched_case(M, N, d, d, dt, ++seed);
+          if (N >= 520) c.batch = {};  // longer calls in one batch item (reference time)
           c.Hq = 8;
-          c.Hkv = 2;
-          c.M = M;
-          c.N = N;
-          c.d = d;
-          c.dv = d;
-          c.seed = ++seed;
           INFO(half_name(dt) << " M " << M << " N " << N << " d " << d);
           require_mma_pass(c, "cuda.attention.decode_" + half_name(dt));
           c.causal = Causal::bottom_right;

@@ -29,12 +29,10 @@ using strata::harness::MaskKind;
 
 namespace {
 
-// The d 64 tensor-core kernel: wgmma in an sm_90a build unless
+// A pass on the d 64 tensor-core kernel: wgmma in an sm_90a build unless
 // STRATA_FLASH_VARIANT names an mma.sync d 64 configuration.
-std::string d64_kernel(DType dt) { return strata_test::tile_route(dt, 64); }
-
 void require_d64_pass(const AttentionCase& c) {
-  strata_test::require_cuda_attention_pass_on(c, d64_kernel(c.dtype));
+  strata_test::require_cuda_attention_pass_on(c, strata_test::tile_route(c.dtype, 64));
 }
 
 }  // namespace

@@ -46,11 +46,9 @@ namespace {
 
 using strata_test::half_name;
 
-// The registry kernel of a call with head dims up to 128 and M > 8.
-std::string d128_kernel(DType dt) { return strata_test::tile_route(dt, 128); }
-
+// A pass on the registry kernel of a call with head dims up to 128 and M > 8.
 void require_pass(const AttentionCase& c) {
-  strata_test::require_cuda_attention_pass_on(c, d128_kernel(c.dtype));
+  strata_test::require_cuda_attention_pass_on(c, strata_test::tile_route(c.dtype, 128));
 }
 
 }  // namespace
