@@ -90,15 +90,8 @@ TEST_CASE("cuda attention: dv differs from d", "[cuda][attention]") {
                                                                    {300, 32}, {7, 129},  {64, 1}};
   for (auto [d, dv] : dims) {
     for (std::int64_t M : {2, 70}) {
-      AttentionCase c;
-      c.batch = {2};
-      c.Hq = 2;
+      AttentionCase c = strata::harness::batched_case(M, 100, d, dv, DType::f32, ++seed);
       c.Hkv = 1;
-      c.M = M;
-      c.N = 100;
-      c.d = d;
-      c.dv = dv;
-      c.seed = ++seed;
       require_cuda_pass(c);
     }
   }
