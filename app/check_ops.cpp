@@ -57,19 +57,14 @@ int run_op_checks(const std::string& only) {
           partial[r.backend].insert(d.name);
           continue;
         }
-        ++t.run;
-        t.passed += r.pass ? 1 : 0;
-        if (r.error.empty() && std::isfinite(r.worst_ratio))
-          t.worst_ratio = std::max(t.worst_ratio, r.worst_ratio);
+        t.add_run(r.pass, r.error.empty() && std::isfinite(r.worst_ratio), r.worst_ratio);
       }
       if (!rep.all_pass()) failures.push_back(rep.summary());
     }
   }
   progress("");
 
-  Table table = tally_table(groups, backends, tally, "worst err/bound");
-  std::cout << '\n';
-  table.print(std::cout);
+  print_tally_table(std::cout, groups, backends, tally, "worst err/bound");
   std::cout << "\nerr/bound: the worst element's error over its bound (a few ulp of the dtype "
                "relative, plus a floor that grows with a row op's row or a matmul's K); pass "
                "needs every element within it, no NaN/inf mismatch, every output element "
@@ -84,16 +79,9 @@ int run_op_checks(const std::string& only) {
     for (const std::string& s : names) std::cout << " '" << s << "'";
     std::cout << '\n';
   }
-  if (failures.empty()) {
-    std::cout << "all " << cases << " op cases pass on every backend\n";
-    return kExitOk;
-  }
-  std::cout << "\n" << failures.size() << " FAILING OP CASES";
-  const std::size_t shown = std::min<std::size_t>(failures.size(), 20);
-  if (shown < failures.size()) std::cout << " (first " << shown << ")";
-  std::cout << ":\n";
-  for (std::size_t i = 0; i < shown; ++i) std::cout << failures[i] << "\n";
-  return kExitMismatch;
+  return report_failures(std::cout, failures,
+                         "all " + std::to_string(cases) + " op cases pass on every backend\n",
+                         "FAILING OP CASES");
 }
 
 int run_check_with_ops(bool full, const std::string& only, const std::function<int()>& attention) {

@@ -51,31 +51,19 @@ int run_check(bool full, const std::string& only) {
       continue;
     }
     for (const harness::BackendResult& r : rep.results) {
-      Tally& t = tally[sc.group][r.backend];
-      ++t.run;
-      t.passed += r.pass ? 1 : 0;
-      if (r.error.empty()) t.worst_ratio = std::max(t.worst_ratio, ratio(r));
+      tally[sc.group][r.backend].add_run(r.pass, r.error.empty(), ratio(r));
     }
     if (!rep.all_pass()) failures.push_back(rep.summary());
   }
   progress("");
 
-  Table table = tally_table(groups, backends, tally, "worst err/tol");
-  std::cout << '\n';
-  table.print(std::cout);
+  print_tally_table(std::cout, groups, backends, tally, "worst err/tol");
   std::cout << "\nerr/tol: relative Frobenius error over the case's own bound (the harness derives "
                "it from a naive computation in the case's dtype); pass needs <= 1, no NaN/inf "
                "mismatch, every output written and every guard intact\n";
-  if (failures.empty()) {
-    std::cout << "all " << cases.size() << " cases pass on every backend\n";
-    return kExitOk;
-  }
-  std::cout << "\n" << failures.size() << " FAILING CASES";
-  const std::size_t shown = std::min<std::size_t>(failures.size(), 20);
-  if (shown < failures.size()) std::cout << " (first " << shown << ")";
-  std::cout << ":\n";
-  for (std::size_t i = 0; i < shown; ++i) std::cout << failures[i] << "\n";
-  return kExitMismatch;
+  return report_failures(std::cout, failures,
+                         "all " + std::to_string(cases.size()) + " cases pass on every backend\n",
+                         "FAILING CASES");
 }
 
 }  // namespace
