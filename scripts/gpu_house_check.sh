@@ -60,8 +60,8 @@ fi
 targets=(bench_attention_cuda bench_model_cuda bench_ops_cuda)
 (cmake -S "$BASE" -B build-base "${cfg[@]}" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_APP=OFF > "$L/configure_base.log" 2>&1 &&
    timeout 400 ninja -C build-base -j$((J / 2)) "${targets[@]}" > "$L/build_base.log" 2>&1) &
-(cmake -S . -B build-new "${cfg[@]}" -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_APP=OFF > "$L/configure_new.log" 2>&1 &&
-   timeout 400 ninja -C build-new -j$((J / 2)) "${targets[@]}" > "$L/build_new.log" 2>&1)
+(cmake -S . -B build-new "${cfg[@]}" > "$L/configure_new.log" 2>&1 &&
+   timeout 400 ninja -C build-new -j$((J / 2)) > "$L/build_new.log" 2>&1)
 rc_new=$?
 wait $!
 rc_base=$?
@@ -109,6 +109,12 @@ for kind in ("attn", "model", "tiny"):
     only = sorted(set(base) ^ set(new))
     if only: print(f"   in one tree only: {only[:12]}")
 PY
+# The CUDA tests with each case's duration (DURATIONS=1), after the timings.
+if [ -n "${DURATIONS:-}" ]; then
+  timeout ${DURATIONS_TIMEOUT:-150} build-new/tests/strata_cuda_tests --durations yes > "$L/durations.log" 2>&1
+  say "cuda tests rc=$? : $(grep -E 'test cases' "$L/durations.log" | tail -1)"
+  grep -E '^[0-9.]+ s: ' "$L/durations.log" | sort -rn | head -12 | tee -a "$S"
+fi
 [ -n "${PEER:-}" ] && PYTHONUNBUFFERED=1 timeout 150 python3 bench/peer_attention.py --strata "$L/attn_new_2.json" \
   --out "$L/peer_table.md" > "$L/peer.txt" 2> "$L/peer_err.txt"
 say "peer rc=$?"
