@@ -15,12 +15,15 @@ cd "$root"
 status=0
 
 echo "== clang-format"
-mapfile -t cxx < <(git ls-files -- core ops harness backends app tests bench examples |
+mapfile -t cxx < <(git ls-files -- core ops nn harness backends app tests bench examples fuzz |
                    grep -E '\.(cpp|hpp|h|cc|cu|cuh)$')
 if ! clang-format --dry-run -Werror "${cxx[@]}"; then
   echo "clang-format: findings above; fix with: clang-format -i FILE..."
   status=1
 fi
+
+echo "== pointers from code into docs/ (scripts/check_doc_refs.py)"
+python3 scripts/check_doc_refs.py || status=1
 
 if [[ "${LINT_TIDY:-1}" == 0 ]]; then
   exit $status

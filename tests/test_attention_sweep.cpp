@@ -1,8 +1,8 @@
-// The cross-backend sweep (docs/guide/attention.md, "Cross-backend harness"): every case runs on every
-// available backend (reference and cpu here; cuda too on the GPU machine)
-// and is compared with the reference in f64. Tolerances are derived per case
-// from a naive same-dtype computation (harness/src/run_case.cpp says why).
-// The default sweep stays at a few seconds; "[attention_slow]" (hidden, tag
+// The cross-backend sweep (docs/guide/attention.md, "Cross-backend harness"): every case runs on
+// every available backend (reference and cpu here; cuda too on the GPU machine) and is compared
+// with the reference in f64. Tolerances are derived per case from a naive same-dtype computation
+// (harness/src/run_case.cpp says why). The default sweep stays at a few seconds; "[attention_slow]"
+// (hidden, tag
 // [.slow]) runs a larger product.
 #include <vector>
 

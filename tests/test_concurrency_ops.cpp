@@ -1,7 +1,7 @@
 // Any number of threads may run ops and models at once, each on its own
 // tensors and its own model (a DecoderLM keeps per-call workspaces and is
-// not shared between threads; docs/guide/architecture.md, "What may run at once"). Eight std::threads run the
-// ops of a transformer block, and a model's forward and greedy generation,
+// not shared between threads; docs/guide/architecture.md, "What may run at once"). Eight
+// std::threads run the ops of a transformer block, and a model's forward and greedy generation,
 // several rounds at once on the cpu and reference backends; every result
 // must be bit-identical to the same call made serially. scripts/tsan.sh
 // runs this under ThreadSanitizer with the attention cases.

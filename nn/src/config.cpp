@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "strata/detail/checked_math.hpp"
 #include "file_io.hpp"
 #include "json_brief.hpp"
+#include "strata/detail/checked_math.hpp"
 #include "strata/error.hpp"
 
 namespace strata::nn {

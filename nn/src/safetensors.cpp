@@ -19,9 +19,9 @@
 #include <tuple>
 #include <vector>
 
-#include "strata/detail/checked_math.hpp"
 #include "file_io.hpp"
 #include "json_brief.hpp"
+#include "strata/detail/checked_math.hpp"
 
 namespace strata::nn {
 namespace {
