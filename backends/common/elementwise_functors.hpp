@@ -185,6 +185,55 @@ struct Silu {
   }
 };
 
+// ---- backward of the activations: (grad, x) -> grad * f'(x) ---------------------------
+// (sigmoid and tanh take their output y, from which f' is cheaper.)
+struct ReluBackward {
+  template <class C>
+  STRATA_HD C operator()(C g, C x) const {
+    return x > C(0) ? g : C(0);
+  }
+};
+struct GeluBackward {
+  // d/dx x/2 erfc(-x/sqrt 2) = erfc(-x/sqrt 2)/2 + x exp(-x^2/2)/sqrt(2 pi)
+  template <class C>
+  STRATA_HD C operator()(C g, C x) const {
+    const C cdf = C(0.5) * m_erfc(x * C(-0.70710678118654752440));
+    const C pdf = C(0.39894228040143267794) * m_exp(C(-0.5) * x * x);
+    return g * (cdf + x * pdf);
+  }
+};
+struct GeluTanhBackward {
+  // y = x/2 (1 + t), t = tanh(u), u = k (x + 0.044715 x^3), k = sqrt(2/pi):
+  // dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3 * 0.044715 x^2)
+  template <class C>
+  STRATA_HD C operator()(C g, C x) const {
+    const C k = C(0.79788456080286535588);
+    const C t = m_tanh(k * (x + C(0.044715) * x * x * x));
+    const C du = k * (C(1) + C(0.134145) * x * x);
+    return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du);
+  }
+};
+struct SiluBackward {
+  // d/dx x s(x) = s (1 + x (1 - s)), s the sigmoid
+  template <class C>
+  STRATA_HD C operator()(C g, C x) const {
+    const C s = C(1) / (C(1) + m_exp(-x));
+    return g * s * (C(1) + x * (C(1) - s));
+  }
+};
+struct SigmoidBackward {
+  template <class C>
+  STRATA_HD C operator()(C g, C y) const {
+    return g * y * (C(1) - y);
+  }
+};
+struct TanhBackward {
+  template <class C>
+  STRATA_HD C operator()(C g, C y) const {
+    return g * (C(1) - y * y);
+  }
+};
+
 // ---- ternary ------------------------------------------------------------------------
 // where(cond, a, b): the engine passes cond as bool and a, b as stored (no
 // arithmetic, so any dtype works unconverted).

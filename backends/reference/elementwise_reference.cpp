@@ -89,6 +89,24 @@ double f_gelu_tanh(double x, double) {
   return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
 double f_silu(double x, double) { return x / (1.0 + std::exp(-x)); }
+// Backward of the activations, (grad, x or y) -> grad * f'(x): here written
+// from the derivative's textbook form, apart from the cpu/cuda functors.
+double f_relu_bw(double g, double x) { return x > 0.0 ? g : 0.0; }
+double f_gelu_bw(double g, double x) {
+  const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+  return g * (0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * phi);
+}
+double f_gelu_tanh_bw(double g, double x) {
+  const double k = std::sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
+  const double sech2 = 1.0 / (std::cosh(u) * std::cosh(u));
+  return g * (0.5 * (1.0 + std::tanh(u)) + 0.5 * x * sech2 * k * (1.0 + 3 * 0.044715 * x * x));
+}
+double f_silu_bw(double g, double x) {
+  const double s = 1.0 / (1.0 + std::exp(-x));
+  return g * (s + x * s * (1.0 - s));
+}
+double f_sigmoid_bw(double g, double y) { return g * y * (1.0 - y); }
+double f_tanh_bw(double g, double y) { return g * (1.0 - y * y); }
 
 constexpr DType kFloat[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr DType kAll[] = {DType::f32,     DType::f64, DType::f16, DType::bf16,
@@ -125,6 +143,12 @@ void register_reference_elementwise(Registry& r) {
   add(r, "gelu", &unary<f_gelu>, kFloat);
   add(r, "gelu_tanh", &unary<f_gelu_tanh>, kFloat);
   add(r, "silu", &unary<f_silu>, kFloat);
+  add(r, "relu_backward", &binary<f_relu_bw>, kFloat);
+  add(r, "gelu_backward", &binary<f_gelu_bw>, kFloat);
+  add(r, "gelu_tanh_backward", &binary<f_gelu_tanh_bw>, kFloat);
+  add(r, "silu_backward", &binary<f_silu_bw>, kFloat);
+  add(r, "sigmoid_backward", &binary<f_sigmoid_bw>, kFloat);
+  add(r, "tanh_backward", &binary<f_tanh_bw>, kFloat);
   add(r, "where", &where, kAll);
   add(r, "cast", &cast, kAll);
   add(r, "fill", &fill, kAll);

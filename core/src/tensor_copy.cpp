@@ -4,11 +4,39 @@
 // copies within one device).
 #include <cstring>
 
+#include "strata/detail/copy_observer.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata {
 
+namespace detail {
 namespace {
+thread_local CopyObserver* t_copy_observer = nullptr;
+}  // namespace
+CopyObserver* copy_observer() noexcept { return t_copy_observer; }
+CopyObserver* set_copy_observer(CopyObserver* o) noexcept {
+  CopyObserver* old = t_copy_observer;
+  t_copy_observer = o;
+  return old;
+}
+}  // namespace detail
+
+namespace {
+
+// Copies nest (copy_from packs through clone, to(DType) through to(Device)):
+// only the outermost one is reported to the observer.
+thread_local int t_copy_depth = 0;
+class ObservedCopy {
+ public:
+  ObservedCopy() { ++t_copy_depth; }
+  ~ObservedCopy() { --t_copy_depth; }
+  ObservedCopy(const ObservedCopy&) = delete;
+  ObservedCopy& operator=(const ObservedCopy&) = delete;
+  void done(const Tensor& dst, const Tensor& src) const {
+    if (t_copy_depth != 1) return;
+    if (detail::CopyObserver* o = detail::copy_observer()) o->copied(dst, src);
+  }
+};
 
 DeviceRuntime& runtime_of(Device dev, const char* op) {
   DeviceRuntime* rt = device_runtime(dev.type);
@@ -92,6 +120,13 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 const Tensor& Tensor::copy_from(const Tensor& source) const {
+  const ObservedCopy observed;
+  copy_unobserved(source);
+  observed.done(*this, source);
+  return *this;
+}
+
+void Tensor::copy_unobserved(const Tensor& source) const {
   const char* op = "Tensor::copy_from";
   STRATA_CHECK(defined(), op, "destination is undefined");
   STRATA_CHECK(source.defined(), op, "source is undefined");
@@ -105,14 +140,14 @@ const Tensor& Tensor::copy_from(const Tensor& source) const {
     fail(op, "cannot broadcast source shape ", shape_str(source.shape()), " to destination shape ",
          shape_str(shape_));
   }
-  if (numel() == 0 || same_layout(*this, src)) return *this;
+  if (numel() == 0 || same_layout(*this, src)) return;
   // A source that shares bytes with us could be overwritten before it is read.
   if (may_overlap(*this, src)) src = src.clone();
 
   const Device dd = device(), sd = src.device();
   if (dd.is_cpu() && sd.is_cpu()) {
     host_copy(*this, src);
-    return *this;
+    return;
   }
   if (dd == sd) {
     DeviceRuntime& rt = runtime_of(dd, op);
@@ -122,21 +157,20 @@ const Tensor& Tensor::copy_from(const Tensor& source) const {
     } else {
       rt.copy_strided(operand(), src.operand(), dtype_, dd);
     }
-    return *this;
+    return;
   }
   // Across devices: make the source contiguous where it lives, move the bytes,
   // then scatter into our layout on our own device.
   const Tensor packed = src.contiguous();
   if (!dd.is_cpu() && !sd.is_cpu() && dd.type != sd.type) {  // no runtime spans two kinds
     copy_from(packed.to(Device::cpu()));
-    return *this;
+    return;
   }
   const Tensor target = is_contiguous() ? *this : Tensor::empty(shape_, dtype_, dd);
   DeviceRuntime& rt = runtime_of(dd.is_cpu() ? sd : dd, op);
   rt.copy_bytes(target.data_ptr(), dd, packed.data_ptr(), sd,
                 static_cast<std::size_t>(numel()) * itemsize(dtype_));
   if (!is_contiguous()) copy_from(target);
-  return *this;
 }
 
 Tensor Tensor::contiguous() const {
@@ -162,6 +196,7 @@ Tensor Tensor::to(Device dev) const {
 Tensor Tensor::to(DType dt) const {
   STRATA_CHECK(defined(), "Tensor::to", "tensor is undefined");
   if (dt == dtype_) return *this;
+  const ObservedCopy observed;
   const Tensor src = to(Device::cpu()).contiguous();
   Tensor out = empty(shape_, dt, Device::cpu());
   const char* s = static_cast<const char*>(src.data_ptr());
@@ -170,7 +205,9 @@ Tensor Tensor::to(DType dt) const {
   const auto n = static_cast<std::size_t>(numel());
   for (std::size_t i = 0; i < n; ++i)
     store_from_double(d + i * di, dt, load_as_double(s + i * si, dtype_));
-  return out.to(device());
+  Tensor result = out.to(device());
+  observed.done(result, *this);
+  return result;
 }
 
 void Tensor::fill(double value) const {

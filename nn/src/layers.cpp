@@ -1,5 +1,6 @@
 #include "strata/nn/layers.hpp"
 
+#include "strata/detail/autograd_record.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
 #include "strata/norm.hpp"
@@ -119,8 +120,13 @@ Tensor MLP::forward(const Tensor& x, const MatmulOptions& opt) const {
 void MLP::forward_out(const Tensor& out, const Tensor& x, const Tensor& hidden,
                       const MatmulOptions& opt) const {
   fc.forward_out(hidden, x, overwrite(opt));
-  activation_out(act, hidden, hidden, opt);
-  proj.forward_out(out, hidden, opt);  // accumulates into out when asked (a residual)
+  // In place for inference; a fresh tensor under a tape, whose backward
+  // reads the activation's input.
+  const Tensor activated = autograd::detail::recording_tape() != nullptr
+                               ? Tensor::empty(hidden.shape(), hidden.dtype(), hidden.device())
+                               : hidden;
+  activation_out(act, activated, hidden, opt);
+  proj.forward_out(out, activated, opt);  // accumulates into out when asked (a residual)
 }
 
 void MLP::visit_parameters(const std::string& prefix, const ParamVisitor& fn) {
@@ -150,8 +156,11 @@ void GatedMLP::forward_out(const Tensor& out, const Tensor& x, const Tensor& gat
   if (act == Activation::silu) {
     silu_mul_out(act_buf, gate, up, opt);  // SwiGLU: one op instead of two
   } else {
-    activation_out(act, act_buf, gate, opt);
-    mul_out(act_buf, act_buf, up, opt);
+    const Tensor activated = autograd::detail::recording_tape() != nullptr
+                                 ? Tensor::empty(act_buf.shape(), act_buf.dtype(), act_buf.device())
+                                 : act_buf;  // as in MLP::forward_out
+    activation_out(act, activated, gate, opt);
+    mul_out(act_buf, activated, up, opt);
   }
   down.forward_out(out, act_buf, opt);  // accumulates into out when asked (a residual)
 }

@@ -31,6 +31,39 @@ void Module::to(DType dt) {
   });
 }
 
+Tensor& Module::grad_for(const std::string& name, const Tensor& param) {
+  Tensor& g = grads_[name];
+  if (!g.defined() || g.shape() != param.shape() || g.dtype() != param.dtype() ||
+      g.device() != param.device())
+    g = Tensor::zeros(param.shape(), param.dtype(), param.device());
+  return g;
+}
+
+void Module::watch(autograd::Tape& tape) {
+  visit_parameters("",
+                   [&](const std::string& name, Tensor& p) { tape.watch(p, grad_for(name, p)); });
+}
+
+void Module::zero_grad() {
+  visit_parameters("", [&](const std::string& name, Tensor& p) { fill_(grad_for(name, p), 0.0); });
+}
+
+const Tensor& Module::grad(const std::string& name) {
+  const Tensor* found = nullptr;
+  visit_parameters("", [&](const std::string& n, Tensor& p) {
+    if (n == name) found = &grad_for(n, p);
+  });
+  check(found != nullptr, "Module::grad", "no parameter is named '", name, "'");
+  return *found;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_gradients() {
+  std::vector<std::pair<std::string, Tensor>> out;
+  visit_parameters("",
+                   [&](const std::string& n, Tensor& p) { out.emplace_back(n, grad_for(n, p)); });
+  return out;
+}
+
 namespace {
 bool is_norm_weight(const std::string& name) {
   const auto dot = name.rfind('.');

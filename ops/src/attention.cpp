@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "strata/detail/attention_plan.hpp"
+#include "strata/detail/autograd_record.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/registry.hpp"
 
@@ -81,6 +82,7 @@ void dispatch(const detail::AttentionPlan& p, const Tensor& out, const Tensor& l
 Tensor softmax_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                          const AttentionOptions& opt) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
+  autograd::detail::refuse_gradient(kOp, {&q, &k, &v});  // no backward yet
   Tensor out = Tensor::empty(p.out_shape, q.dtype(), q.device());
   dispatch(p, out, Tensor(), q, k, v, opt);
   return out;
@@ -90,6 +92,7 @@ Tensor softmax_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 AttentionResult softmax_attention_lse(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionOptions& opt) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
+  autograd::detail::refuse_gradient(kOp, {&q, &k, &v});  // no backward yet
   AttentionResult r{Tensor::empty(p.out_shape, q.dtype(), q.device()),
                     Tensor::empty(p.lse_shape, detail::lse_dtype(q.dtype()), q.device())};
   dispatch(p, r.out, r.lse, q, k, v, opt);
@@ -101,6 +104,7 @@ void softmax_attention_out(const Tensor& out, const Tensor& q, const Tensor& k, 
                            const AttentionOptions& opt, const Tensor& lse) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
   detail::check_attention_outputs(kOp, p, out, lse, q, k, v, opt.mask);
+  autograd::detail::refuse_gradient(kOp, {&q, &k, &v});  // no backward yet
   dispatch(p, out, lse, q, k, v, opt);
 }
 

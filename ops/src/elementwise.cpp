@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "elementwise_grad.hpp"
 #include "strata/detail/iter.hpp"
 #include "strata/detail/op_checks.hpp"
 
@@ -83,7 +84,10 @@ void ew_out(const Call& c, OpId id, const Tensor& out, std::initializer_list<Nam
     detail::check_output(c.op, out, "out", shape, dt, dev);
   }
   detail::check_no_overlap(c.op, out, "out", ins, /*allow_same=*/true);
+  autograd::TapeState* tape = autograd::detail::recording_tape();
+  if (tape != nullptr) detail::check_elementwise_in_place(c.op, out, ins);
   run(c, id, detail::resolve_backend(c.op, opt.backend, dev), out, ins, opt);
+  if (tape != nullptr) detail::record_elementwise(*tape, c.op, c.scalar, out, ins, opt);
 }
 
 // The allocating form: validation first, so nothing is allocated on bad input.
@@ -94,6 +98,8 @@ Tensor ew_new(const Call& c, OpId id, std::initializer_list<Named> ins, const Op
   const BackendId be = detail::resolve_backend(c.op, opt.backend, dev);
   Tensor out = Tensor::empty(shape, dt, dev);
   run(c, id, be, out, ins, opt);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_elementwise(*tape, c.op, c.scalar, out, ins, opt);
   return out;
 }
 
@@ -115,6 +121,24 @@ STRATA_BINARY(mul)
 STRATA_BINARY(div)
 STRATA_BINARY(silu_mul)
 #undef STRATA_BINARY
+
+// The activations' backward: (grad, x or y) -> dx.
+#define STRATA_ACTIVATION_BACKWARD(name, second)                                                  \
+  Tensor name(const Tensor& grad, const Tensor& v, const OpOptions& opt) {                        \
+    static const OpId id = op_id_of(#name);                                                       \
+    return ew_new({#name}, id, {{&grad, "grad"}, {&v, second}}, opt);                             \
+  }                                                                                               \
+  void name##_out(const Tensor& out, const Tensor& grad, const Tensor& v, const OpOptions& opt) { \
+    static const OpId id = op_id_of(#name);                                                       \
+    ew_out({#name}, id, out, {{&grad, "grad"}, {&v, second}}, opt);                               \
+  }
+STRATA_ACTIVATION_BACKWARD(relu_backward, "x")
+STRATA_ACTIVATION_BACKWARD(gelu_backward, "x")
+STRATA_ACTIVATION_BACKWARD(gelu_tanh_backward, "x")
+STRATA_ACTIVATION_BACKWARD(silu_backward, "x")
+STRATA_ACTIVATION_BACKWARD(sigmoid_backward, "y")
+STRATA_ACTIVATION_BACKWARD(tanh_backward, "y")
+#undef STRATA_ACTIVATION_BACKWARD
 
 #define STRATA_SCALAR(name)                                                             \
   Tensor name(const Tensor& a, double s, const OpOptions& opt) {                        \

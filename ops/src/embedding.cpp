@@ -5,6 +5,7 @@
 #include "strata/embedding.hpp"
 
 #include "row_common.hpp"
+#include "strata/detail/autograd_record.hpp"
 
 namespace strata {
 namespace {
@@ -28,6 +29,7 @@ Shape check_inputs(const Tensor& ids, const Tensor& table) {
 
 void run(OpId id, const Tensor& out, const Tensor& ids, const Tensor& table, const OpOptions& opt) {
   const BackendId be = detail::resolve_backend(kOp, opt.backend, table.device());
+  autograd::detail::refuse_gradient(kOp, {&table});  // no backward yet
   const Tensor idv = ids.unsqueeze(ids.dim()).expand(out.shape());
   IterArgs it = detail::make_row_iter(out, {&idv});
   it.side = table.operand();

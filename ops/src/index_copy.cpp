@@ -21,6 +21,7 @@
 #include "strata/index_copy.hpp"
 
 #include "row_common.hpp"
+#include "strata/detail/autograd_record.hpp"
 
 namespace strata {
 namespace {
@@ -58,6 +59,7 @@ void index_copy_(const Tensor& dst, int dim, const Tensor& index, const Tensor& 
   STRATA_CHECK(t == 0 || dst.size(d) > 0, kOp, "index has length ", t,
                " but dst has size 0 at dim ", d, " (no index is in range)");
   const BackendId be = detail::resolve_backend(kOp, opt.backend, dst.device());
+  autograd::detail::refuse_gradient(kOp, {&dst, &src});  // no backward yet
 
   // dst.size(d) is 0 only when T is too (src then has dst's shape).
   const Tensor dview = dst.size(d) > 0 ? dst.narrow(d, 0, 1).expand(src.shape()) : dst;

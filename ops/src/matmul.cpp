@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "matmul_grad.hpp"
 #include "strata/detail/op_checks.hpp"
 #include "strata/matmul_args.hpp"
 
@@ -175,6 +176,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& opt) {
   const BackendId be = detail::resolve_backend("matmul", opt.backend, a.device());
   Tensor out = Tensor::empty(p.out_shape, a.dtype(), a.device());
   run(p, out, Tensor(), opt, be);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_matmul(*tape, out, a, b, opt);
   return out;
 }
 
@@ -184,6 +187,8 @@ void matmul_out(const Tensor& out, const Tensor& a, const Tensor& b, const Matmu
   detail::check_no_overlap("matmul", out, "out", {{&a, "a"}, {&b, "b"}});
   const BackendId be = detail::resolve_backend("matmul", opt.backend, a.device());
   run(p, out, Tensor(), opt, be);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_matmul(*tape, out, a, b, opt);
 }
 
 namespace {
@@ -212,6 +217,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const M
   const BackendId be = detail::resolve_backend("linear", opt.backend, x.device());
   Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());
   run(p, out, bias, opt, be);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_linear(*tape, out, x, weight, bias, opt);
   return out;
 }
 
@@ -222,6 +229,8 @@ void linear_out(const Tensor& y, const Tensor& x, const Tensor& weight, const Te
   detail::check_no_overlap("linear", y, "y", {{&x, "x"}, {&weight, "weight"}, {&bias, "bias"}});
   const BackendId be = detail::resolve_backend("linear", opt.backend, x.device());
   run(p, y, bias, opt, be);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_linear(*tape, y, x, weight, bias, opt);
 }
 
 }  // namespace strata

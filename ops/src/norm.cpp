@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "row_common.hpp"
+#include "row_grad.hpp"
 
 namespace strata {
 namespace {
@@ -48,6 +49,8 @@ void run(const char* op, OpId id, const Tensor& out, const Tensor& x, const Tens
                       : detail::make_row_iter(out, {&x, &weight});
   it.scalar[0] = eps;
   detail::run_row_kernel(id, be, x.dtype(), it, out, opt);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_norm(*tape, op, out, x, weight, bias, eps, opt);
 }
 
 void check_out(const char* op, const Tensor& out, const Tensor& x, const Tensor& weight,
@@ -55,6 +58,9 @@ void check_out(const char* op, const Tensor& out, const Tensor& x, const Tensor&
   detail::check_output(op, out, "out", x.shape(), x.dtype(), x.device(), "x");
   detail::check_no_overlap(op, out, "out", {{&x, "x"}}, /*allow_same=*/true);
   detail::check_no_overlap(op, out, "out", {{&weight, "weight"}, {&bias, "bias"}});
+  // The backward reads x: while a tape records, out may not overwrite it.
+  if (autograd::detail::recording_tape() != nullptr)
+    detail::check_no_overlap(op, out, "out (while a tape records)", {{&x, "x"}});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "row_common.hpp"
+#include "row_grad.hpp"
 #include "strata/elementwise.hpp"
 
 namespace strata {
@@ -56,6 +57,9 @@ void run_reduce(const Reduce& r, OpId id, const Tensor& out, const Tensor& x, in
     // that no kernel sees a row of length 0.
     if (out.numel() > 0)
       fill_(out, r.kind == Kind::sum ? 0.0 : std::numeric_limits<double>::quiet_NaN(), opt);
+    // Recorded still: x's (empty) gradient is then defined.
+    if (autograd::TapeState* tape = autograd::detail::recording_tape())
+      detail::record_reduce(*tape, r.op, out, x, d, keepdim, opt);
     return;
   }
   const Tensor xv = detail::dim_last(x, d);
@@ -65,6 +69,8 @@ void run_reduce(const Reduce& r, OpId id, const Tensor& out, const Tensor& x, in
   }
   IterArgs it = detail::make_row_iter(ov, {&xv});
   detail::run_row_kernel(id, be, x.dtype(), it, out, opt);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_reduce(*tape, r.op, out, x, d, keepdim, opt);
 }
 
 Tensor reduce_new(const Reduce& r, OpId id, const Tensor& x, int dim, bool keepdim,
@@ -100,6 +106,8 @@ void run_softmax(const char* op, OpId id, const Tensor& out, const Tensor& x, in
   const Tensor ov = detail::dim_last(out, d);
   IterArgs it = detail::make_row_iter(ov, {&xv});
   detail::run_row_kernel(id, be, x.dtype(), it, out, opt);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_softmax(*tape, op, out, x, d, opt);
 }
 
 Tensor softmax_new(const char* op, OpId id, const Tensor& x, int dim, const OpOptions& opt) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "row_common.hpp"
+#include "strata/detail/autograd_record.hpp"
 
 namespace strata {
 namespace {
@@ -41,6 +42,7 @@ void run(const Tensor& out, const Tensor& x, const Tensor& positions, std::int64
          const RotaryOptions& ro, const OpOptions& opt) {
   static const OpId id = Registry::get().op_id(kOp);
   const BackendId be = detail::resolve_backend(kOp, opt.backend, x.device());
+  autograd::detail::refuse_gradient(kOp, {&x});  // no backward yet
   const Shape lead(x.shape().begin(), x.shape().end() - 1);
   const Tensor pv =
       positions.expand(lead).unsqueeze(static_cast<int>(lead.size())).expand(x.shape());

@@ -114,6 +114,12 @@ void register_cpu_elementwise(Registry& r) {
   add_unary<fn::Gelu>(r, "gelu");
   add_unary<fn::GeluTanh>(r, "gelu_tanh");
   add_unary<fn::Silu>(r, "silu");
+  add_binary<fn::ReluBackward>(r, "relu_backward");
+  add_binary<fn::GeluBackward>(r, "gelu_backward");
+  add_binary<fn::GeluTanhBackward>(r, "gelu_tanh_backward");
+  add_binary<fn::SiluBackward>(r, "silu_backward");
+  add_binary<fn::SigmoidBackward>(r, "sigmoid_backward");
+  add_binary<fn::TanhBackward>(r, "tanh_backward");
   add_all_dtypes<Where>(r, "where", "cpu.elementwise.where");
   add_all_dtypes<Cast>(r, "cast", "cpu.elementwise.cast");
   add_all_dtypes<Fill>(r, "fill", "cpu.elementwise.fill");

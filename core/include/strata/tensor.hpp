@@ -124,6 +124,7 @@ class Tensor {
  private:
   Tensor(std::shared_ptr<Storage> s, Shape shape, Shape strides, std::int64_t offset, DType dt);
   void check_bounds(const char* op) const;
+  void copy_unobserved(const Tensor& src) const;  // copy_from without telling the observer
   Tensor with_layout(Shape shape, Shape strides, std::int64_t offset, const char* op) const;
 
   std::shared_ptr<Storage> storage_;

@@ -207,6 +207,26 @@ std::vector<OpCaseReport> run_op(const OpDescriptor& d, std::uint64_t seed,
 // Registry ops of `d` that no backend has a kernel for yet.
 std::vector<std::string> unlanded_registry_ops(const OpDescriptor& d);
 
+// ---- gradients ---------------------------------------------------------------------
+
+// The gradient case of a descriptor: the op run under an autograd tape and
+// sent back a seeded upstream gradient g (the gradient of sum(out * g)).
+// Every floating input's gradient, on every available backend in the
+// case's dtype and layout, is compared with the reference backend's in f64
+// on contiguous copies (a broadcast input's gradient is the sum over its
+// stride-0 dims). With `finite_differences`, the reference's own gradient
+// is checked against central differences in f64 first (small cases).
+struct GradCaseReport {
+  std::string op, description;
+  std::string skip_reason;            // not run: no floating input, no backward yet, ...
+  std::vector<std::string> failures;  // one line each
+  bool skipped() const { return !skip_reason.empty(); }
+  bool pass() const { return failures.empty(); }
+  std::string summary() const;
+};
+GradCaseReport run_grad_case(const OpDescriptor& d, DType dt, OpLayout layout, std::uint64_t seed,
+                             bool finite_differences = false);
+
 // The descriptors of every public op (harness/src/op_catalog*.cpp).
 const std::vector<OpDescriptor>& op_catalog();
 

@@ -62,6 +62,28 @@ void gelu_out(const Tensor& out, const Tensor& x, const OpOptions& opt = {});
 void gelu_tanh_out(const Tensor& out, const Tensor& x, const OpOptions& opt = {});
 void silu_out(const Tensor& out, const Tensor& x, const OpOptions& opt = {});
 
+// ---- backward of the activations: grad [...], x [...] broadcast -> dx ---------------
+// dx = grad * f'(x); sigmoid_backward and tanh_backward take the forward's
+// output y instead of x. What autograd runs; callable directly too.
+Tensor relu_backward(const Tensor& grad, const Tensor& x, const OpOptions& opt = {});
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, const OpOptions& opt = {});
+Tensor gelu_tanh_backward(const Tensor& grad, const Tensor& x, const OpOptions& opt = {});
+Tensor silu_backward(const Tensor& grad, const Tensor& x, const OpOptions& opt = {});
+Tensor sigmoid_backward(const Tensor& grad, const Tensor& y, const OpOptions& opt = {});
+Tensor tanh_backward(const Tensor& grad, const Tensor& y, const OpOptions& opt = {});
+void relu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                       const OpOptions& opt = {});
+void gelu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                       const OpOptions& opt = {});
+void gelu_tanh_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                            const OpOptions& opt = {});
+void silu_backward_out(const Tensor& out, const Tensor& grad, const Tensor& x,
+                       const OpOptions& opt = {});
+void sigmoid_backward_out(const Tensor& out, const Tensor& grad, const Tensor& y,
+                          const OpOptions& opt = {});
+void tanh_backward_out(const Tensor& out, const Tensor& grad, const Tensor& y,
+                       const OpOptions& opt = {});
+
 // ---- where(cond bool [...], a [...], b [...]) broadcast  ->  out ---------------------
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const OpOptions& opt = {});
 void where_out(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b,

@@ -5,10 +5,12 @@
 // ("blocks.0.attn.qkv.weight"). docs/guide/models.md.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "strata/autograd.hpp"
 #include "strata/device.hpp"
 #include "strata/dtype.hpp"
 #include "strata/tensor.hpp"
@@ -23,7 +25,13 @@ std::string join_name(const std::string& prefix, const std::string& name);
 
 class Module {
  public:
+  Module() = default;
   virtual ~Module() = default;
+  // Modules move (a model is returned by value) and copy (a block's init).
+  Module(const Module&) = default;
+  Module(Module&&) noexcept = default;
+  Module& operator=(const Module&) = default;
+  Module& operator=(Module&&) noexcept = default;
 
   // Calls fn once per defined parameter, in a fixed order, with its full name.
   virtual void visit_parameters(const std::string& prefix, const ParamVisitor& fn) = 0;
@@ -34,6 +42,23 @@ class Module {
   // Moves / casts every parameter (a fresh tensor where it changes).
   virtual void to(Device dev);
   virtual void to(DType dt);
+
+  // ---- gradients (docs/guide/autograd.md) -----------------------------------
+  // One gradient per parameter, kept with the module under the parameter's
+  // full name (PyTorch's .grad): same shape, dtype and device, made (zeros)
+  // on first use and made again when the parameter moved or changed dtype.
+  // watch() hands every parameter and its gradient to the tape, so that
+  // backward() adds into them; zero_grad() sets them to 0 between steps
+  // (gradient accumulation: call it once per optimizer step).
+  void watch(autograd::Tape& tape);
+  void zero_grad();
+  // The gradient of parameter `name` (as named_parameters() names it).
+  const Tensor& grad(const std::string& name);
+  std::vector<std::pair<std::string, Tensor>> named_gradients();
+
+ private:
+  Tensor& grad_for(const std::string& name, const Tensor& param);
+  std::map<std::string, Tensor> grads_;
 };
 
 // Fills every parameter with a seeded normal draw: std * N(0, 1), except the

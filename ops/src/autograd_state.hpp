@@ -1,0 +1,104 @@
+#pragma once
+// Internal to ops/src/autograd_*.cpp: the tape's state. Gradients live per
+// tracked storage (a Buffer): the gradient of any view is the same view of
+// its storage's gradient buffer, so views, aliases and in-place writes
+// need no special cases. docs/guide/autograd.md explains the rules.
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "strata/autograd.hpp"
+#include "strata/detail/autograd_record.hpp"
+#include "strata/detail/copy_observer.hpp"
+
+namespace strata::autograd {
+
+// A view of tracked memory, without holding the memory alive.
+struct Region {
+  int id = -1;  // Buffer index; -1: no gradient flows here
+  Shape shape, strides;
+  std::int64_t offset = 0;
+  DType dtype = DType::f32;
+};
+
+struct Saved {
+  Tensor t;
+  int id = -1;
+  std::uint64_t version = 0;
+};
+
+struct Node {
+  const char* op = "";
+  std::vector<Region> ins, outs;
+  std::vector<char> born;  // per output: its storage was first tracked here
+  std::vector<Saved> saved;
+  BackwardFn backward;  // null: the op only overwrote tracked memory
+  OpOptions opt;
+};
+
+struct Buffer {
+  std::weak_ptr<Storage> storage;  // the forward memory (to notice a freed one)
+  Device device;
+  std::size_t nbytes = 0;
+  DType dtype = DType::f32;
+  std::uint64_t version = 0;  // in-place writes recorded so far
+  bool watched = false;       // kept after backward (grad())
+  bool direct = false;        // `grad` is the caller's gradient tensor itself
+  int outer_id = -1;          // a checkpoint's recompute: the outer tape's buffer
+  Tensor grad;                // 1-D over the gradient's storage; undefined until needed
+  std::int64_t shift = 0;     // grad's element of the forward storage's element 0
+};
+
+struct Watch {
+  Tensor t;          // the watched view
+  Tensor user_grad;  // the caller's gradient, or undefined
+  Region region;
+};
+
+class TapeState final : public ::strata::detail::CopyObserver {
+ public:
+  explicit TapeState(TapeState* outer = nullptr);
+  ~TapeState();
+
+  void start();  // becomes this thread's recording tape
+  void pause();  // stops recording; restores what recorded before
+  bool recording() const { return recording_; }
+
+  void watch(const Tensor& t, const Tensor& grad);
+  void backward(const Tensor& loss, const Tensor& seed, const OpOptions& opt);
+  Tensor grad(const Tensor& t) const;
+
+  void record(const char* op, std::initializer_list<const Tensor*> inputs,
+              std::initializer_list<const Tensor*> outputs, std::vector<Tensor> saved,
+              BackwardFn backward, const OpOptions& opt);
+  void copied(const Tensor& dst, const Tensor& src) override;
+
+  // The buffer id of t's storage, or -1 when it is not tracked.
+  int lookup(const Tensor& t);
+  // t's gradient view; allocates (zeros) the buffer when `allocate`.
+  Tensor grad_region(const Region& r, bool allocate);
+  Region region_of(const Tensor& t, int id) const;
+  void accumulate(const Region& r, const Tensor& g, const OpOptions& opt);
+  const Buffer& buffer(int id) const { return bufs_.at(static_cast<std::size_t>(id)); }
+
+ private:
+  int track(const Tensor& t);
+  void run_node(std::size_t k);
+  void add_into_outer();
+
+  TapeState* outer_;  // the tape a checkpoint recomputes for, or null
+  std::unordered_map<const Storage*, int> ids_;
+  std::vector<Buffer> bufs_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Watch> watches_;
+  bool recording_ = false, done_ = false;
+  TapeState* prev_tape_ = nullptr;
+  ::strata::detail::CopyObserver* prev_observer_ = nullptr;
+};
+
+// Installs `t` (nullptr: none) as this thread's recording tape and copy
+// observer; returns the tape it replaces.
+TapeState* set_recording(TapeState* t) noexcept;
+
+}  // namespace strata::autograd

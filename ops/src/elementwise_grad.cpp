@@ -1,0 +1,175 @@
+// The backward of every elementwise op, written with the forward ops (and
+// the activations' *_backward kernels): d/da of out = f(a, b, s) given
+// g = d(loss)/d(out). Broadcasting is summed back by GradContext::accumulate.
+#include "elementwise_grad.hpp"
+
+#include <cstring>
+
+#include "strata/elementwise.hpp"
+
+namespace strata::detail {
+namespace {
+
+using autograd::GradContext;
+
+// What a formula reads besides g: the inputs (by position) and the output.
+enum Reads : unsigned { kNone = 0, kIn0 = 1, kIn1 = 2, kIn2 = 4, kOut = 8 };
+
+struct Formula {
+  const char* op;
+  unsigned reads;
+  // saved: the tensors named by `reads`, inputs first, the output last.
+  void (*backward)(GradContext& c, double s);
+};
+
+const Tensor& g0(const GradContext& c) { return c.grad_out(0); }
+
+const Formula kFormulas[] = {
+    {"add", kNone,
+     [](GradContext& c, double) {
+       c.accumulate(0, g0(c));
+       c.accumulate(1, g0(c));
+     }},
+    {"sub", kNone,
+     [](GradContext& c, double) {
+       c.accumulate(0, g0(c));
+       if (c.needs(1)) c.accumulate(1, neg(g0(c), c.options()));
+     }},
+    {"mul", kIn0 | kIn1,
+     [](GradContext& c, double) {
+       if (c.needs(0)) c.accumulate(0, mul(g0(c), c.saved(1), c.options()));
+       if (c.needs(1)) c.accumulate(1, mul(g0(c), c.saved(0), c.options()));
+     }},
+    {"div", kIn0 | kIn1,
+     [](GradContext& c, double) {
+       const OpOptions& o = c.options();
+       const Tensor ga = div(g0(c), c.saved(1), o);  // g / b
+       c.accumulate(0, ga);
+       // d(a/b)/db = -a/b^2 = -(g/b) (a/b)
+       if (c.needs(1)) c.accumulate(1, neg(mul(ga, div(c.saved(0), c.saved(1), o), o), o));
+     }},
+    {"silu_mul", kIn0 | kIn1,
+     [](GradContext& c, double) {
+       const OpOptions& o = c.options();
+       if (c.needs(0)) c.accumulate(0, mul(silu_backward(g0(c), c.saved(0), o), c.saved(1), o));
+       if (c.needs(1)) c.accumulate(1, silu_mul(c.saved(0), g0(c), o));  // silu(a) g
+     }},
+    {"add_scalar", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
+    {"sub_scalar", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
+    {"rsub_scalar", kNone,
+     [](GradContext& c, double) { c.accumulate(0, neg(g0(c), c.options())); }},
+    {"mul_scalar", kNone,
+     [](GradContext& c, double s) { c.accumulate(0, mul(g0(c), s, c.options())); }},
+    {"div_scalar", kNone,
+     [](GradContext& c, double s) { c.accumulate(0, div(g0(c), s, c.options())); }},
+    {"rdiv_scalar", kIn0 | kOut,  // out = s / a: d/da = -s/a^2 = -out/a
+     [](GradContext& c, double) {
+       const OpOptions& o = c.options();
+       c.accumulate(0, neg(div(mul(g0(c), c.saved(1), o), c.saved(0), o), o));
+     }},
+    {"neg", kNone, [](GradContext& c, double) { c.accumulate(0, neg(g0(c), c.options())); }},
+    {"exp", kOut,
+     [](GradContext& c, double) { c.accumulate(0, mul(g0(c), c.saved(0), c.options())); }},
+    {"log", kIn0,
+     [](GradContext& c, double) { c.accumulate(0, div(g0(c), c.saved(0), c.options())); }},
+    {"sqrt", kOut,  // d sqrt(x) = 1 / (2 out)
+     [](GradContext& c, double) {
+       c.accumulate(0, div(mul(g0(c), 0.5, c.options()), c.saved(0), c.options()));
+     }},
+    {"rsqrt", kIn0 | kOut,  // d x^-1/2 = -out / (2 x)
+     [](GradContext& c, double) {
+       const OpOptions& o = c.options();
+       c.accumulate(0, mul(div(mul(g0(c), c.saved(1), o), c.saved(0), o), -0.5, o));
+     }},
+    {"tanh", kOut,
+     [](GradContext& c, double) {
+       c.accumulate(0, tanh_backward(g0(c), c.saved(0), c.options()));
+     }},
+    {"sigmoid", kOut,
+     [](GradContext& c, double) {
+       c.accumulate(0, sigmoid_backward(g0(c), c.saved(0), c.options()));
+     }},
+    {"relu", kIn0,
+     [](GradContext& c, double) {
+       c.accumulate(0, relu_backward(g0(c), c.saved(0), c.options()));
+     }},
+    {"gelu", kIn0,
+     [](GradContext& c, double) {
+       c.accumulate(0, gelu_backward(g0(c), c.saved(0), c.options()));
+     }},
+    {"gelu_tanh", kIn0,
+     [](GradContext& c, double) {
+       c.accumulate(0, gelu_tanh_backward(g0(c), c.saved(0), c.options()));
+     }},
+    {"silu", kIn0,
+     [](GradContext& c, double) {
+       c.accumulate(0, silu_backward(g0(c), c.saved(0), c.options()));
+     }},
+    {"where", kIn0,  // inputs: cond, a, b
+     [](GradContext& c, double) {
+       const Tensor& g = g0(c);
+       const Tensor zero = Tensor::zeros({}, g.dtype(), g.device());
+       if (c.needs(1)) c.accumulate(1, where(c.saved(0), g, zero, c.options()));
+       if (c.needs(2)) c.accumulate(2, where(c.saved(0), zero, g, c.options()));
+     }},
+    // cast and copy_: the gradient is cast back by accumulate.
+    {"cast", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
+    {"copy_", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
+    // fill_ reads nothing: it only overwrites (the tape zeroes that memory's gradient).
+    {"fill_", kNone, [](GradContext&, double) {}},
+};
+
+const Formula* find_formula(const char* op) {
+  for (const Formula& f : kFormulas)
+    if (std::strcmp(f.op, op) == 0) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+void check_elementwise_in_place(const char* op, const Tensor& out,
+                                std::initializer_list<Named> ins) {
+  autograd::detail::refuse_write_to_watched(op, out);
+  const Formula* f = find_formula(op);
+  if (f == nullptr) return;  // refused after the run, before anything records
+  unsigned bit = kIn0;
+  for (const Named& n : ins) {
+    STRATA_CHECK(!((f->reads & bit) && may_overlap(out, *n.t)), op, "out overwrites ", n.name,
+                 ", which the backward reads, while a tape records; write into another tensor");
+    bit <<= 1;
+  }
+}
+
+void record_elementwise(autograd::TapeState& tape, const char* op, double scalar, const Tensor& out,
+                        std::initializer_list<Named> ins, const OpOptions& opt) {
+  const Named* n = ins.begin();
+  const Formula* f = find_formula(op);
+  if (f == nullptr) {  // the *_backward ops themselves: no second derivative
+    for (const Named& x : ins) autograd::detail::refuse_gradient(op, {x.t});
+    return;
+  }
+  std::vector<Tensor> saved;
+  unsigned bit = kIn0;
+  for (const Named& x : ins) {
+    if (f->reads & bit) saved.push_back(*x.t);
+    bit <<= 1;
+  }
+  if (f->reads & kOut) saved.push_back(out);
+  auto backward = [fn = f->backward, scalar](GradContext& c) { fn(c, scalar); };
+  switch (ins.size()) {
+    case 0:
+      autograd::detail::record(tape, op, {}, {&out}, {}, nullptr, opt);
+      return;
+    case 1:
+      autograd::detail::record(tape, op, {n[0].t}, {&out}, std::move(saved), backward, opt);
+      return;
+    case 2:
+      autograd::detail::record(tape, op, {n[0].t, n[1].t}, {&out}, std::move(saved), backward, opt);
+      return;
+    default:
+      autograd::detail::record(tape, op, {n[0].t, n[1].t, n[2].t}, {&out}, std::move(saved),
+                               backward, opt);
+  }
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,86 @@
+// The backward of the row ops, written with the forward ops. 16-bit inputs
+// are widened to f32 first, so that the formulas' intermediates round once
+// (as the forward kernels compute in f32); accumulate() rounds the result.
+#include "row_grad.hpp"
+
+#include <cstring>
+
+#include "strata/elementwise.hpp"
+#include "strata/reduce.hpp"
+
+namespace strata::detail {
+namespace {
+
+using autograd::GradContext;
+
+Tensor widen(const Tensor& t, const OpOptions& o) {
+  return t.dtype() == DType::f16 || t.dtype() == DType::bf16 ? cast(t, DType::f32, o) : t;
+}
+
+}  // namespace
+
+void record_reduce(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
+                   int d, bool keepdim, const OpOptions& opt) {
+  const bool is_sum = std::strcmp(op, "sum") == 0, is_mean = std::strcmp(op, "mean") == 0;
+  if (!is_sum && !is_mean) {
+    autograd::detail::refuse_gradient(op, {&x});
+    return;
+  }
+  // g has the reduced shape: put the dim back (size 1) and let accumulate
+  // broadcast it over x's shape.
+  const bool unsqueeze = x.dim() > 0 && !keepdim;
+  const double scale = is_mean && x.dim() > 0 ? 1.0 / static_cast<double>(x.size(d)) : 1.0;
+  autograd::detail::record(
+      tape, op, {&x}, {&out}, {},
+      [d, unsqueeze, scale](GradContext& c) {
+        Tensor g = c.grad_out(0);
+        if (unsqueeze) g = g.unsqueeze(d);
+        c.accumulate(0, scale == 1.0 ? g : mul(g, scale, c.options()));
+      },
+      opt);
+}
+
+void record_softmax(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
+                    int d, const OpOptions& opt) {
+  const bool log = std::strcmp(op, "log_softmax") == 0;
+  autograd::detail::record(
+      tape, op, {&x}, {&out}, {out},
+      [d, log](GradContext& c) {
+        const OpOptions& o = c.options();
+        const Tensor g = widen(c.grad_out(0), o), y = widen(c.saved(0), o);
+        if (log) {  // dx = g - softmax(x) sum(g)
+          c.accumulate(0, sub(g, mul(exp(y, o), sum(g, d, true, o), o), o));
+        } else {  // dx = y (g - sum(g y))
+          c.accumulate(0, mul(y, sub(g, sum(mul(g, y, o), d, true, o), o), o));
+        }
+      },
+      opt);
+}
+
+void record_norm(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
+                 const Tensor& weight, const Tensor& bias, double eps, const OpOptions& opt) {
+  const bool layer = std::strcmp(op, "layer_norm") == 0;
+  autograd::detail::record(
+      tape, op, {&x, &weight, &bias}, {&out}, {x, weight},
+      [layer, eps](GradContext& c) {
+        const OpOptions& o = c.options();
+        const Tensor g = widen(c.grad_out(0), o), xw = widen(c.saved(0), o);
+        // The statistics again (cheap next to the matmuls around a norm),
+        // rather than kept from the forward.
+        const Tensor xc = layer ? sub(xw, mean(xw, -1, true, o), o) : xw;
+        const Tensor rstd = rsqrt(add(mean(mul(xc, xc, o), -1, true, o), eps, o), o);
+        const Tensor xhat = mul(xc, rstd, o);
+        if (c.needs(2)) c.accumulate(2, g);  // bias: summed over rows by accumulate
+        if (c.needs(1)) c.accumulate(1, mul(g, xhat, o));
+        if (!c.needs(0)) return;
+        const Tensor& w = c.saved(1);
+        const Tensor gh = w.defined() ? mul(g, widen(w, o), o) : g;
+        // dx = rstd (gh - mean(gh) - xhat mean(gh xhat)); rms_norm has no mean(gh) term
+        Tensor inner = sub(gh, mul(xhat, mean(mul(gh, xhat, o), -1, true, o), o), o);
+        if (layer) inner = sub(inner, mean(gh, -1, true, o), o);
+        c.accumulate(0, mul(inner, rstd, o));
+      },
+      opt);
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,18 @@
+#pragma once
+// Internal to ops/src: the backward of the row ops (row_grad.cpp), recorded
+// by their front ends (reduce.cpp, norm.cpp) only while a tape records.
+#include "strata/detail/autograd_record.hpp"
+
+namespace strata::detail {
+
+// sum / mean of x over dim d into out (max refuses: no backward yet).
+void record_reduce(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
+                   int d, bool keepdim, const OpOptions& opt);
+// softmax / log_softmax of x over dim d into out.
+void record_softmax(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
+                    int d, const OpOptions& opt);
+// layer_norm (bias may be undefined) / rms_norm (bias undefined) over the last dim.
+void record_norm(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
+                 const Tensor& weight, const Tensor& bias, double eps, const OpOptions& opt);
+
+}  // namespace strata::detail

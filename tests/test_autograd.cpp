@@ -1,0 +1,201 @@
+// Autograd's semantics (strata/autograd.hpp), each against a gradient
+// worked out by hand: views of a fused weight, broadcasting, a tensor used
+// twice, in-place writes, detach, checkpointing, accumulation into a
+// caller's gradient, freeing, and the errors.
+#include <memory>
+#include <vector>
+
+#include "catch.hpp"
+#include "strata/autograd.hpp"
+#include "strata/detail/autograd_record.hpp"
+#include "strata/elementwise.hpp"
+#include "strata/embedding.hpp"
+#include "strata/matmul.hpp"
+#include "strata/reduce.hpp"
+
+using namespace strata;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Tensor total(const Tensor& t) {  // sum of every element, 0-d
+  Tensor s = t;
+  while (s.dim() > 0) s = sum(s, 0);
+  return s;
+}
+
+void require_close(const Tensor& got, const Tensor& want, double tol = 1e-12) {
+  REQUIRE(got.shape() == want.shape());
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  for (std::size_t i = 0; i < g.size(); ++i)
+    REQUIRE(std::abs(g[i] - w[i]) <= tol * (1 + std::abs(w[i])));
+}
+
+}  // namespace
+
+TEST_CASE("autograd: slices of a fused QKV weight send their gradients into it", "[autograd]") {
+  const std::int64_t n = 3, in = 4;
+  const Tensor w = Tensor::randn({3 * n, in}, 1, DType::f64);
+  const Tensor x = Tensor::randn({5, in}, 2, DType::f64);
+  autograd::Tape tape;
+  tape.watch(w);
+  const Tensor q = linear(x, w.narrow(0, 0, n), {});
+  const Tensor k = linear(x, w.narrow(0, n, n), {});
+  tape.backward(total(mul(q, k)));
+  // loss = sum(q k): dq = k, dk = q; dWq = k^T x, dWk = q^T x, dWv = 0.
+  const Tensor dw = tape.grad(w);
+  require_close(dw.narrow(0, 0, n), matmul(k.transpose(0, 1), x));
+  require_close(dw.narrow(0, n, n), matmul(q.transpose(0, 1), x));
+  require_close(dw.narrow(0, 2 * n, n), Tensor::zeros({n, in}, DType::f64));
+}
+
+TEST_CASE("autograd: a tensor used twice accumulates; broadcasting sums back", "[autograd]") {
+  const Tensor x = Tensor::randn({4, 3}, 3, DType::f64);
+  const Tensor b = Tensor::randn({3}, 4, DType::f64);
+  autograd::Tape tape;
+  tape.watch(x);
+  tape.watch(b);
+  tape.backward(total(add(mul(x, x), b)));  // d/dx = 2x, d/db = 4 (rows) each
+  require_close(tape.grad(x), mul(x, 2.0));
+  require_close(tape.grad(b), Tensor::full({3}, 4.0, DType::f64));
+}
+
+TEST_CASE("autograd: a broadcast (stride 0) view's gradient is summed into its memory",
+          "[autograd]") {
+  const Tensor w = Tensor::randn({3}, 5, DType::f64);
+  autograd::Tape tape;
+  tape.watch(w);
+  const Tensor e = w.expand({4, 3});
+  tape.backward(total(mul(e, e)));  // sum over 4 rows of w^2: 8 w
+  require_close(tape.grad(w), mul(w, 8.0));
+}
+
+TEST_CASE("autograd: what an in-place write overwrote gets no gradient", "[autograd]") {
+  const Tensor a = Tensor::from_vector<double>({1.5, -2.0}, {2});
+  const Tensor buf = Tensor::zeros({4}, DType::f64);
+  autograd::Tape tape;
+  tape.watch(a);
+  copy_(buf.narrow(0, 0, 2), a);
+  copy_(buf.narrow(0, 0, 1), Tensor::full({1}, 7.0, DType::f64));  // a[0]'s copy is gone
+  const Tensor wts = Tensor::from_vector<double>({1, 2, 3, 4}, {4});
+  tape.backward(total(mul(buf, wts)));
+  require_close(tape.grad(a), Tensor::from_vector<double>({0, 2}, {2}));
+}
+
+TEST_CASE("autograd: clone, contiguous and to(dtype) carry gradients", "[autograd]") {
+  const Tensor x = Tensor::randn({3, 2}, 6, DType::f64);
+  autograd::Tape tape;
+  tape.watch(x);
+  const Tensor c = x.transpose(0, 1).contiguous().to(DType::f32).to(DType::f64).clone();
+  tape.backward(total(mul(c, c)));
+  require_close(tape.grad(x), mul(x, 2.0), 1e-6);
+}
+
+TEST_CASE("autograd: detach stops the gradient, without a copy", "[autograd]") {
+  const Tensor x = Tensor::randn({5}, 7, DType::f64);
+  autograd::Tape tape;
+  tape.watch(x);
+  const Tensor d = autograd::detach(x);
+  CHECK(d.data_ptr() == x.data_ptr());
+  tape.backward(total(mul(d, x)));  // d/dx = d = x, not 2x
+  require_close(tape.grad(x), x);
+}
+
+TEST_CASE("autograd: a checkpointed block gives the gradients of the plain one", "[autograd]") {
+  const Tensor w = Tensor::randn({6, 4}, 8, DType::f64);
+  const Tensor x = Tensor::randn({3, 4}, 9, DType::f64);
+  auto block = [&w](const std::vector<Tensor>& in) { return gelu(linear(in[0], w, {})); };
+  Tensor plain_w, plain_x;
+  {
+    autograd::Tape tape;
+    tape.watch(w);
+    tape.watch(x);
+    tape.backward(total(tanh(block({x}))));
+    plain_w = tape.grad(w).clone();
+    plain_x = tape.grad(x).clone();
+  }
+  autograd::Tape tape;
+  tape.watch(w);
+  tape.watch(x);
+  tape.backward(total(tanh(autograd::checkpoint(block, {x}))));
+  require_close(tape.grad(w), plain_w, 0);
+  require_close(tape.grad(x), plain_x, 0);
+}
+
+TEST_CASE("autograd: backward adds into the caller's gradient tensor", "[autograd]") {
+  const Tensor w = Tensor::randn({2, 3}, 10, DType::f64);
+  const Tensor x = Tensor::randn({4, 3}, 11, DType::f64);
+  const Tensor gw = Tensor::full({2, 3}, 1.0, DType::f64);
+  autograd::Tape tape;
+  tape.watch(w, gw);
+  tape.backward(total(linear(x, w, {})));  // dW[o] = sum of x's rows
+  require_close(gw, add(sum(x, 0, true).expand({2, 3}), 1.0));
+  CHECK(tape.grad(w).data_ptr() == gw.data_ptr());
+}
+
+TEST_CASE("autograd: saved activations are freed by backward", "[autograd]") {
+  const Tensor x = Tensor::randn({8}, 12, DType::f64);
+  autograd::Tape tape;
+  tape.watch(x);
+  std::weak_ptr<Storage> saved;
+  Tensor loss;
+  {
+    const Tensor h = exp(x);  // exp saves its output
+    saved = h.storage();
+    loss = total(mul(h, 3.0));
+  }
+  CHECK_FALSE(saved.expired());  // the tape holds it for the backward
+  tape.backward(loss);
+  CHECK(saved.expired());
+  require_close(tape.grad(x), mul(exp(x), 3.0));
+}
+
+TEST_CASE("autograd: nothing records without a tape or under NoGrad", "[autograd]") {
+  const Tensor x = Tensor::randn({3}, 13, DType::f64);
+  CHECK(autograd::detail::recording_tape() == nullptr);
+  autograd::Tape tape;
+  tape.watch(x);
+  Tensor y;
+  {
+    const autograd::NoGrad pause;
+    CHECK(autograd::detail::recording_tape() == nullptr);
+    y = mul(x, 2.0);
+  }
+  CHECK(tape.recording());
+  CHECK_THROWS_WITH(tape.backward(total(y)), Contains("does not depend on any watched tensor"));
+}
+
+TEST_CASE("autograd: errors name the op and leave memory unwritten", "[autograd]") {
+  const Tensor a = Tensor::randn({4}, 14, DType::f64);
+  const Tensor b = Tensor::randn({4}, 15, DType::f64);
+  SECTION("an in-place op over an input its backward reads") {
+    const Tensor h = add(a, 0.0);
+    autograd::Tape tape;
+    tape.watch(b);
+    const Tensor h2 = mul(h, b);
+    const auto before = h2.to_vector<double>();
+    CHECK_THROWS_WITH(mul_out(h2, h2, b), Contains("mul") && Contains("backward reads"));
+    CHECK(h2.to_vector<double>() == before);
+  }
+  SECTION("writing into a watched tensor") {
+    autograd::Tape tape;
+    tape.watch(a);
+    const auto before = a.to_vector<double>();
+    CHECK_THROWS_WITH(add_out(a, a, b), Contains("watched"));
+    CHECK(a.to_vector<double>() == before);
+  }
+  SECTION("an op without a backward") {
+    const Tensor table = Tensor::randn({10, 4}, 16, DType::f64);
+    autograd::Tape tape;
+    tape.watch(table);
+    CHECK_THROWS_WITH(embedding(Tensor::from_vector<std::int64_t>({1, 2}, {2}), table),
+                      Contains("embedding") && Contains("no backward yet"));
+  }
+  SECTION("backward twice") {
+    autograd::Tape tape;
+    tape.watch(a);
+    const Tensor l = total(mul(a, b));
+    tape.backward(l);
+    CHECK_THROWS_WITH(tape.backward(l), Contains("already run backward"));
+  }
+}

@@ -1,0 +1,71 @@
+// Every op's gradient through the generic runner (strata/op_harness.hpp:
+// run_grad_case): on every available backend, dtype and layout against the
+// reference backend in f64, and the reference's own gradient against
+// central finite differences. Ops without a backward yet must say so
+// (listed here, so that a new backward is noticed and checked).
+#include <set>
+#include <string>
+
+#include "catch.hpp"
+#include "strata/op_harness.hpp"
+
+using namespace strata;
+using namespace strata::harness;
+
+namespace {
+
+// Families whose op has no backward yet: under a tape they must refuse.
+bool refuses(const OpDescriptor& d) {
+  static const std::set<std::string> families = {"embedding", "rotary", "index_copy"};
+  return families.count(d.family) > 0 || d.registry_ops.at(0) == "max";
+}
+
+void check_gradients(const std::string& family) {
+  int n = 0, run = 0;
+  std::uint64_t seed = std::hash<std::string>{}(family) % 1000 + 7;
+  for (const OpDescriptor& d : op_catalog()) {
+    if (d.family != family) continue;
+    ++n;
+    std::int64_t numel = 0;
+    for (const InputSpec& in : d.inputs) numel += shape_numel(in.shape);
+    for (DType dt : d.dtypes) {
+      for (OpLayout l : d.layouts) {
+        // Finite differences once per descriptor: f64, contiguous, small.
+        const bool fd = dt == DType::f64 && l == OpLayout::contiguous && numel <= 1024;
+        const GradCaseReport rep = run_grad_case(d, dt, l, ++seed, fd);
+        INFO(rep.summary());
+        if (rep.skipped()) {
+          // Nothing to differentiate (argmax, integer casts, fill_), or no backward yet.
+          const bool nothing = rep.skip_reason.find("no floating") != std::string::npos;
+          const bool refused = rep.skip_reason.find("no backward yet") != std::string::npos;
+          CHECK((nothing || (refused && refuses(d))));
+          continue;
+        }
+        CHECK_FALSE(refuses(d));
+        ++run;
+        CHECK(rep.pass());
+      }
+    }
+  }
+  CHECK(n > 0);
+  if (family != "fill" && family != "embedding" && family != "rotary") CHECK(run > 0);
+}
+
+}  // namespace
+
+TEST_CASE("gradients: binary ops, same shape and broadcasting", "[autograd][runner]") {
+  check_gradients("binary");
+}
+TEST_CASE("gradients: scalar forms", "[autograd][runner]") { check_gradients("scalar"); }
+TEST_CASE("gradients: unary ops", "[autograd][runner]") { check_gradients("unary"); }
+TEST_CASE("gradients: where", "[autograd][runner]") { check_gradients("where"); }
+TEST_CASE("gradients: cast and copy_", "[autograd][runner]") { check_gradients("cast"); }
+TEST_CASE("gradients: sum, mean (max refuses)", "[autograd][runner]") { check_gradients("reduce"); }
+TEST_CASE("gradients: softmax, log_softmax", "[autograd][runner]") { check_gradients("softmax"); }
+TEST_CASE("gradients: layer_norm, rms_norm", "[autograd][runner]") { check_gradients("norm"); }
+TEST_CASE("gradients: matmul, linear", "[autograd][runner]") { check_gradients("matmul"); }
+TEST_CASE("gradients: concat", "[autograd][runner]") { check_gradients("concat"); }
+TEST_CASE("gradients: ops without a backward refuse under a tape", "[autograd][runner]") {
+  check_gradients("embedding");
+  check_gradients("rotary");
+}
