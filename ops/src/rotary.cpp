@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "row_common.hpp"
-#include "strata/detail/autograd_record.hpp"
+#include "row_grad.hpp"
 
 namespace strata {
 namespace {
@@ -42,7 +42,6 @@ void run(const Tensor& out, const Tensor& x, const Tensor& positions, std::int64
          const RotaryOptions& ro, const OpOptions& opt) {
   static const OpId id = Registry::get().op_id(kOp);
   const BackendId be = detail::resolve_backend(kOp, opt.backend, x.device());
-  autograd::detail::refuse_gradient(kOp, {&x});  // no backward yet
   const Shape lead(x.shape().begin(), x.shape().end() - 1);
   const Tensor pv =
       positions.expand(lead).unsqueeze(static_cast<int>(lead.size())).expand(x.shape());
@@ -51,6 +50,8 @@ void run(const Tensor& out, const Tensor& x, const Tensor& positions, std::int64
   it.iparam[0] = r;
   it.iparam[1] = ro.style == RotaryStyle::half ? 0 : 1;
   detail::run_row_kernel(id, be, x.dtype(), it, out, opt);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    detail::record_rotary(*tape, out, x, positions, ro, opt);
 }
 
 }  // namespace

@@ -83,4 +83,19 @@ void record_norm(autograd::TapeState& tape, const char* op, const Tensor& out, c
       opt);
 }
 
+void record_rotary(autograd::TapeState& tape, const Tensor& out, const Tensor& x,
+                   const Tensor& positions, const RotaryOptions& ro, const OpOptions& opt) {
+  autograd::detail::record(
+      tape, "rotary", {&x}, {&out}, {positions},
+      [ro](GradContext& c) {
+        // A rotation's inverse is its transpose: the rotation by the opposite
+        // angle, that is at the negated positions (cos even, sin odd).
+        const OpOptions& o = c.options();
+        const Tensor& pos = c.saved(0);
+        const Tensor back = cast(neg(cast(pos, DType::f64, o), o), pos.dtype(), o);
+        c.accumulate(0, rotary(c.grad_out(0), back, ro, o));
+      },
+      opt);
+}
+
 }  // namespace strata::detail

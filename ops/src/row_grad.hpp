@@ -2,6 +2,7 @@
 // Internal to ops/src: the backward of the row ops (row_grad.cpp), recorded
 // by their front ends (reduce.cpp, norm.cpp) only while a tape records.
 #include "strata/detail/autograd_record.hpp"
+#include "strata/rotary.hpp"
 
 namespace strata::detail {
 
@@ -14,5 +15,9 @@ void record_softmax(autograd::TapeState& tape, const char* op, const Tensor& out
 // layer_norm (bias may be undefined) / rms_norm (bias undefined) over the last dim.
 void record_norm(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
                  const Tensor& weight, const Tensor& bias, double eps, const OpOptions& opt);
+
+// rotary of x at positions into out (out may be x: the backward reads only positions).
+void record_rotary(autograd::TapeState& tape, const Tensor& out, const Tensor& x,
+                   const Tensor& positions, const RotaryOptions& ro, const OpOptions& opt);
 
 }  // namespace strata::detail
