@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "reference/operand_access.hpp"
 #include "strata/error.hpp"
@@ -180,6 +181,34 @@ void embedding(const IterArgs& a) {
   });
 }
 
+// ---- embedding_backward: op[0] = table_grad [V, D], op[1] = grad [N, D],
+// op[2] = ids [N]. Every id checked first; each touched row summed in f64
+// in the order of ids, then added to table_grad (rounded once).
+void embedding_backward(const IterArgs& a) {
+  const Operand &tg = a.op[0], &g = a.op[1], &ids = a.op[2];
+  const std::int64_t vocab = tg.shape[0], n = a.shape[0], d = a.shape[1];
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t id = load_int(ids, i * ids.strides[0]);
+    if (id < 0 || id >= vocab)
+      fail("embedding_backward", "ids holds ", id, " at index ", i, ", outside [0, ", vocab, ")");
+  }
+  std::vector<double> acc(static_cast<std::size_t>(vocab * d), 0.0);
+  std::vector<char> touched(static_cast<std::size_t>(vocab), 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t id = load_int(ids, i * ids.strides[0]);
+    touched[static_cast<std::size_t>(id)] = 1;
+    for (std::int64_t j = 0; j < d; ++j)
+      acc[static_cast<std::size_t>(id * d + j)] += load(g, i * g.strides[0] + j * g.strides[1]);
+  }
+  for (std::int64_t v = 0; v < vocab; ++v) {
+    if (!touched[static_cast<std::size_t>(v)]) continue;
+    for (std::int64_t j = 0; j < d; ++j) {
+      const std::int64_t at = v * tg.strides[0] + j * tg.strides[1];
+      store(tg, at, load(tg, at) + acc[static_cast<std::size_t>(v * d + j)]);
+    }
+  }
+}
+
 // ---- index_copy: every index checked before anything is written, then
 // each element copied as its bytes (any dtype, no conversion), rows in order.
 void index_copy(const Operand& index, const IterArgs& a) {
@@ -251,6 +280,7 @@ void register_reference_rows(Registry& r) {
   add(r, "layer_norm", &layer_norm);
   add(r, "rms_norm", &rms_norm);
   add(r, "embedding", &embedding);
+  add(r, "embedding_backward", &embedding_backward);
   add(r, "rotary", &rotary);
   for (DType dt :
        {DType::f32, DType::f64, DType::f16, DType::bf16, DType::boolean, DType::i32, DType::i64})

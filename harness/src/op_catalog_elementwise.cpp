@@ -101,6 +101,24 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(d);
   }
 
+  // The activations' backward: (grad, x) -> grad f'(x) (sigmoid and tanh take y).
+  const struct {
+    const char* name;
+    BinaryOut fn;
+  } backwards[] = {
+      {"relu_backward", &relu_backward_out},           {"gelu_backward", &gelu_backward_out},
+      {"gelu_tanh_backward", &gelu_tanh_backward_out}, {"silu_backward", &silu_backward_out},
+      {"sigmoid_backward", &sigmoid_backward_out},     {"tanh_backward", &tanh_backward_out}};
+  for (const auto& b : backwards) {
+    const BinaryOut fn = b.fn;
+    OpDescriptor d = descriptor(b.name, "activation backward", b.name);
+    d.inputs = {input("grad", {3, 5, 7}), input("x", {3, 5, 7})};
+    d.run = [fn](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      fn(out, in[0], in[1], o);
+    };
+    v.push_back(d);
+  }
+
   {
     OpDescriptor d = descriptor("where (broadcast)", "where", "where");
     d.dtypes = every_dtype();

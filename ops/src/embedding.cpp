@@ -29,11 +29,28 @@ Shape check_inputs(const Tensor& ids, const Tensor& table) {
 
 void run(OpId id, const Tensor& out, const Tensor& ids, const Tensor& table, const OpOptions& opt) {
   const BackendId be = detail::resolve_backend(kOp, opt.backend, table.device());
-  autograd::detail::refuse_gradient(kOp, {&table});  // no backward yet
   const Tensor idv = ids.unsqueeze(ids.dim()).expand(out.shape());
   IterArgs it = detail::make_row_iter(out, {&idv});
   it.side = table.operand();
   detail::run_row_kernel(id, be, table.dtype(), it, out, opt);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape()) {
+    autograd::detail::record(
+        *tape, kOp, {&table}, {&out}, {ids},
+        [shape = table.shape()](autograd::GradContext& c) {
+          const Tensor& g = c.grad_out(0);
+          // Straight into the table's gradient; through a sum where the
+          // table is a broadcast view that cannot be written through.
+          const Tensor into = c.grad_view(0);
+          if (into.defined()) {
+            embedding_backward_out(into, g, c.saved(0), c.options());
+            return;
+          }
+          const Tensor t = Tensor::zeros(shape, g.dtype(), g.device());
+          embedding_backward_out(t, g, c.saved(0), c.options());
+          c.accumulate(0, t);
+        },
+        opt);
+  }
 }
 
 OpId op_id() {

@@ -407,6 +407,8 @@ void add(Registry& r, const char* op) {
 
 }  // namespace
 
+void register_cpu_embedding_backward(Registry& r);  // embedding_backward_cpu.cpp
+
 void register_cpu_rows(Registry& r) {
   STRATA_ROWS_ADD(r, "sum", sum_kernel, false);
   STRATA_ROWS_ADD(r, "mean", sum_kernel, true);
@@ -417,6 +419,7 @@ void register_cpu_rows(Registry& r) {
   STRATA_ROWS_ADD(r, "layer_norm", norm_kernel, true);
   STRATA_ROWS_ADD(r, "rms_norm", norm_kernel, false);
   STRATA_ROWS_ADD(r, "embedding", embedding_kernel);
+  register_cpu_embedding_backward(r);
   STRATA_ROWS_ADD(r, "rotary", rotary_kernel);
   for (DType dt :
        {DType::f32, DType::f64, DType::f16, DType::bf16, DType::boolean, DType::i32, DType::i64})

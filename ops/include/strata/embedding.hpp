@@ -17,4 +17,12 @@ Tensor embedding(const Tensor& ids, const Tensor& table, const OpOptions& opt = 
 void embedding_out(const Tensor& out, const Tensor& ids, const Tensor& table,
                    const OpOptions& opt = {});
 
+// The backward: table_grad [V, D] += the rows of grad [..., D], each added
+// to row ids[...] (a scatter-add). Deterministic: a row's contributions are
+// summed in the order of ids on every backend (no atomics), in f32 for
+// f16/bf16 (f64 on the reference) and rounded once. ids are checked as
+// embedding checks them, before anything is written.
+void embedding_backward_out(const Tensor& table_grad, const Tensor& grad, const Tensor& ids,
+                            const OpOptions& opt = {});
+
 }  // namespace strata
