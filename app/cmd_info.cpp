@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "strata/detail/module.hpp"
 #include "strata/device_runtime.hpp"
 #include "strata/registry.hpp"
 #include "strata/tuning.hpp"
@@ -28,6 +29,9 @@ void print_backends(std::ostream& os, const Registry& reg) {
            notes});
   }
   t.print(os);
+  // Backends loaded from modules on first use (a CUDA build's cuda): listing
+  // the backends above loaded them.
+  for (const std::string& m : detail::loaded_modules()) os << "module: " << m << "\n";
 }
 
 // One row per (op, backend, kernel), its dtypes joined: every op's kernels
@@ -111,7 +115,11 @@ void print_devices(std::ostream& os) {
                     std::to_string(omp_get_max_threads()) + " OpenMP threads"});
   const DeviceRuntime* cuda = device_runtime(DeviceType::cuda);
   if (cuda == nullptr) {
-    t.add({"cuda", "none: the cuda backend is not built into this binary"});
+    const BackendInfo* b = Registry::get().backend("cuda");
+    t.add(
+        {"cuda", "none: " + (b != nullptr && b->compiled
+                                 ? b->why_not
+                                 : std::string("the cuda backend is not built into this binary"))});
   } else if (cuda->device_count() == 0) {
     t.add({"cuda", "none: " + cuda->unavailable_reason()});
   } else {

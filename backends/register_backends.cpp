@@ -9,14 +9,24 @@ namespace strata {
 
 void register_reference_backend(Registry& r);  // backends/reference/register.cpp
 void register_cpu_backend(Registry& r);        // backends/cpu/register.cpp
-// backends/cuda/register.cpp, or backends/no_cuda/register.cpp when CUDA is
-// not built (it then reports the backend as "not built").
+#if defined(STRATA_CUDA_MODULE)
+// backends/cuda_module/loader.cpp: a CUDA build declares the backend here and
+// loads its module (libstrata_cuda.so) the first time cuda is asked for.
+void declare_cuda_module(Registry& r);
+#else
+// backends/no_cuda/register.cpp: CUDA is not built (the backend reports
+// "not built").
 void register_cuda_backend(Registry& r);
+#endif
 
 void register_backends(Registry& r) {
   register_reference_backend(r);
   register_cpu_backend(r);
+#if defined(STRATA_CUDA_MODULE)
+  declare_cuda_module(r);
+#else
   register_cuda_backend(r);
+#endif
 }
 
 namespace {

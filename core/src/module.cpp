@@ -33,7 +33,9 @@ void* load_module_entry(const std::string& file, const char* entry, std::string*
   void* handle = dlopen(full.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    *why = "cannot load " + full + ": " + (err != nullptr ? err : "unknown error");
+    const std::string text = err != nullptr ? err : "unknown error";
+    // dlerror's text usually names the path itself; add it when it does not.
+    *why = text.find(full) != std::string::npos ? text : full + ": " + text;
     return nullptr;
   }
   void* sym = dlsym(handle, entry);
