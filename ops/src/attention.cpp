@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
+#include "attention_grad.hpp"
 #include "strata/detail/attention_plan.hpp"
-#include "strata/detail/autograd_record.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/registry.hpp"
 
@@ -76,15 +76,31 @@ void dispatch(const detail::AttentionPlan& p, const Tensor& out, const Tensor& l
   run(a);
 }
 
+// dispatch, and while a tape records the op as one node (the f32 detour's
+// casts and copy inside it are not recorded).
+void dispatch_recorded(const detail::AttentionPlan& p, const Tensor& out, const Tensor& lse,
+                       const Tensor& q, const Tensor& k, const Tensor& v,
+                       const AttentionOptions& opt) {
+  autograd::TapeState* tape = autograd::detail::recording_tape();
+  if (tape == nullptr) {
+    dispatch(p, out, lse, q, k, v, opt);
+    return;
+  }
+  {
+    const autograd::NoGrad inside;
+    dispatch(p, out, lse, q, k, v, opt);
+  }
+  detail::record_attention(*tape, q, k, v, opt, out, lse);
+}
+
 }  // namespace
 
 // q [..., Hq, M, d]  k [..., Hkv, N, d]  v [..., Hkv, N, dv]  ->  out [..., Hq, M, dv]
 Tensor softmax_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                          const AttentionOptions& opt) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
-  autograd::detail::refuse_gradient(kOp, {&q, &k, &v});  // no backward yet
   Tensor out = Tensor::empty(p.out_shape, q.dtype(), q.device());
-  dispatch(p, out, Tensor(), q, k, v, opt);
+  dispatch_recorded(p, out, Tensor(), q, k, v, opt);
   return out;
 }
 
@@ -92,10 +108,9 @@ Tensor softmax_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 AttentionResult softmax_attention_lse(const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionOptions& opt) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
-  autograd::detail::refuse_gradient(kOp, {&q, &k, &v});  // no backward yet
   AttentionResult r{Tensor::empty(p.out_shape, q.dtype(), q.device()),
                     Tensor::empty(p.lse_shape, detail::lse_dtype(q.dtype()), q.device())};
-  dispatch(p, r.out, r.lse, q, k, v, opt);
+  dispatch_recorded(p, r.out, r.lse, q, k, v, opt);
   return r;
 }
 
@@ -104,8 +119,7 @@ void softmax_attention_out(const Tensor& out, const Tensor& q, const Tensor& k, 
                            const AttentionOptions& opt, const Tensor& lse) {
   const detail::AttentionPlan p = detail::plan_attention(kOp, q, k, v, opt);
   detail::check_attention_outputs(kOp, p, out, lse, q, k, v, opt.mask);
-  autograd::detail::refuse_gradient(kOp, {&q, &k, &v});  // no backward yet
-  dispatch(p, out, lse, q, k, v, opt);
+  dispatch_recorded(p, out, lse, q, k, v, opt);
 }
 
 std::string softmax_attention_kernel(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -22,6 +22,7 @@ class GradContext {
 
   // The gradient of output i; undefined when nothing flowed into it.
   const Tensor& grad_out(int i) const { return grad_outs_.at(static_cast<std::size_t>(i)); }
+  std::size_t num_outputs() const { return grad_outs_.size(); }
   // True when input i's gradient is wanted (it leads to a watched tensor).
   bool needs(int i) const;
   // Adds g into input i's gradient. g has input i's shape, or broadcasts
