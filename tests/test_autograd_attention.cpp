@@ -11,6 +11,7 @@
 #include "strata/autograd.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/reduce.hpp"
+#include "strata/registry.hpp"
 
 using namespace strata;
 
@@ -112,10 +113,13 @@ double loss(const Case& c, const Inputs& in) {
 
 // Gradients of q, k, v (and a float mask) on `backend` in dtype dt.
 std::vector<std::vector<double>> gradients(const Case& c, const Inputs& in64, DType dt,
-                                           const std::string& backend) {
+                                           const std::string& backend, Device dev = Device::cpu()) {
   Inputs in = in64;
-  for (Tensor* t : {&in.q, &in.k, &in.v}) *t = t->to(dt);
+  for (Tensor* t : {&in.q, &in.k, &in.v}) *t = t->to(dt).to(dev);
   if (c.mask == 2) in.mask = in.mask.to(dt);
+  if (in.mask.defined()) in.mask = in.mask.to(dev);
+  in.g_out = in.g_out.to(dev);
+  in.g_lse = in.g_lse.to(dev);
   autograd::Tape tape;
   for (const Tensor* t : {&in.q, &in.k, &in.v}) tape.watch(*t);
   if (c.mask == 2) tape.watch(in.mask);
@@ -165,22 +169,26 @@ TEST_CASE("attention gradients: the reference against finite differences",
   }
 }
 
-TEST_CASE("attention gradients: cpu in f32 and bf16 against the reference",
+TEST_CASE("attention gradients: cpu and cuda in f32 and bf16 against the reference",
           "[autograd][attention]") {
   std::uint64_t seed = 500;
   for (const Case& c : cases()) {
     Inputs in = make_inputs(c, seed += 10);
     const auto ref = gradients(c, in, DType::f64, "reference");
-    for (DType dt : {DType::f32, DType::bf16}) {
-      INFO(c.name << " " << dtype_name(dt));
-      const auto got = gradients(c, in, dt, "cpu");
-      const double tol = dt == DType::f32 ? 1e-5 : 4e-2;
-      for (std::size_t w = 0; w < ref.size(); ++w) {
-        double scale = 1;
-        for (double x : ref[w]) scale = std::max(scale, std::abs(x));
-        for (std::size_t e = 0; e < ref[w].size(); ++e) {
-          INFO("input " << w << " element " << e);
-          CHECK(std::abs(got[w][e] - ref[w][e]) <= tol * scale);
+    for (const BackendInfo& b : Registry::get().backends()) {
+      if (!b.compiled || !b.available || b.name == "reference") continue;
+      const Device dev = b.device == DeviceType::cpu ? Device::cpu() : Device::cuda(0);
+      for (DType dt : {DType::f32, DType::bf16}) {
+        INFO(c.name << " " << b.name << " " << dtype_name(dt));
+        const auto got = gradients(c, in, dt, b.name, dev);
+        const double tol = dt == DType::f32 ? 1e-5 : 4e-2;
+        for (std::size_t w = 0; w < ref.size(); ++w) {
+          double scale = 1;
+          for (double x : ref[w]) scale = std::max(scale, std::abs(x));
+          for (std::size_t e = 0; e < ref[w].size(); ++e) {
+            INFO("input " << w << " element " << e);
+            CHECK(std::abs(got[w][e] - ref[w][e]) <= tol * scale);
+          }
         }
       }
     }
