@@ -49,43 +49,6 @@ timeout ${TEST_TIMEOUT:-200} build-new/tests/strata_tests '[autograd],[runner]' 
 say "gradient and op runner tests (reference, cpu, cuda) rc=$? : $(grep -E 'test cases|All tests' "$L/tests.log" | tail -1)"
 grep -E 'FAIL|cuda:' "$L/tests.log" | head -20 | tee -a "$S"
 [ $rc_base = 0 ] || { tail -20 "$L/build_base.log" | tee -a "$S"; pack; exit 1; }
-for round in 1 2; do
-  for tree in base new; do
-    b=build-$tree/bench
-    timeout 40 $b/bench_model_cuda --benchmark_min_time=0.3 --benchmark_repetitions=3 \
-      --benchmark_report_aggregates_only=true \
-      --benchmark_out="$L/model_${tree}_$round.json" --benchmark_out_format=json > "$L/model_${tree}_$round.txt" 2>&1
-    timeout 30 $b/bench_ops_cuda --benchmark_filter='tiny_add' --benchmark_repetitions=5 \
-      --benchmark_report_aggregates_only=true \
-      --benchmark_out="$L/tiny_${tree}_$round.json" --benchmark_out_format=json > "$L/tiny_${tree}_$round.txt" 2>&1
-    timeout 40 $b/bench_attention_cuda --benchmark_filter="${ATTN_FILTER:-bf16_b4h16|decode}" --benchmark_min_time=0.05 \
-      --benchmark_out="$L/attn_${tree}_$round.json" --benchmark_out_format=json > "$L/attn_${tree}_$round.txt" 2>&1
-    say "round $round $tree done"
-  done
-done
-python3 - "$L" <<'PY' | tee -a "$S"
-import json, sys, statistics, glob
-L = sys.argv[1]
-def load(kind, tree):
-    out = {}
-    for f in sorted(glob.glob(f"{L}/{kind}_{tree}_*.json")):
-        try:
-            for b in json.load(open(f))["benchmarks"]:
-                if b.get("aggregate_name") not in (None, "median"): continue
-                out.setdefault(b.get("run_name", b["name"]), []).append(b["real_time"])
-        except Exception as e:
-            print("unreadable", f, e)
-    return {k: statistics.median(v) for k, v in out.items()}
-for kind in ("model", "tiny", "attn"):
-    base, new = load(kind, "base"), load(kind, "new")
-    common = sorted(set(base) & set(new))
-    ratios = [new[k] / base[k] for k in common if base[k] > 0]
-    print(f"== {kind}: {len(common)} benchmarks in both; new/base time: median "
-          f"{statistics.median(ratios) if ratios else float('nan'):.4f}, "
-          f"min {min(ratios, default=float('nan')):.3f}, max {max(ratios, default=float('nan')):.3f}")
-    for k in common:
-        if kind != "attn" or abs(new[k] / base[k] - 1) > 0.02:
-            print(f"   {k}: base {base[k]:.4g} new {new[k]:.4g} ratio {new[k] / base[k]:.3f}")
-PY
+ATTN_FILTER=${ATTN_FILTER:-bf16_b4h16|decode} ATTN_MIN_TIME=0.05 bash scripts/gpu_ab_timings.sh "$L" "$S"
 pack
 say "done"

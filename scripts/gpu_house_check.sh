@@ -67,48 +67,8 @@ wait $!
 rc_base=$?
 say "build base rc=$rc_base new rc=$rc_new"
 [ $rc_new = 0 ] && [ $rc_base = 0 ] || { tail -20 "$L"/build_*.log | tee -a "$S"; pack; exit 1; }
-for round in 1 2; do
-  for tree in base new; do
-    b=build-$tree/bench
-    timeout 80 $b/bench_attention_cuda --benchmark_min_time=0.1 \
-      --benchmark_out="$L/attn_${tree}_$round.json" --benchmark_out_format=json > "$L/attn_${tree}_$round.txt" 2>&1
-    timeout 40 $b/bench_model_cuda --benchmark_min_time=0.3 --benchmark_repetitions=3 \
-      --benchmark_report_aggregates_only=true \
-      --benchmark_out="$L/model_${tree}_$round.json" --benchmark_out_format=json > "$L/model_${tree}_$round.txt" 2>&1
-    timeout 30 $b/bench_ops_cuda --benchmark_filter='tiny_add' --benchmark_repetitions=5 \
-      --benchmark_report_aggregates_only=true \
-      --benchmark_out="$L/tiny_${tree}_$round.json" --benchmark_out_format=json > "$L/tiny_${tree}_$round.txt" 2>&1
-    say "round $round $tree done"
-  done
-  pack
-done
-python3 - "$L" <<'PY' | tee -a "$S"
-import json, sys, statistics, glob, os
-L = sys.argv[1]
-def load(kind, tree):
-    out = {}
-    for f in sorted(glob.glob(f"{L}/{kind}_{tree}_*.json")):
-        try:
-            for b in json.load(open(f))["benchmarks"]:
-                if b.get("aggregate_name") not in (None, "median"): continue
-                name = b["run_name"] if "run_name" in b else b["name"]
-                out.setdefault(name, []).append(b["real_time"])
-        except Exception as e:
-            print("unreadable", f, e)
-    return {k: statistics.median(v) for k, v in out.items()}
-for kind in ("attn", "model", "tiny"):
-    base, new = load(kind, "base"), load(kind, "new")
-    common = sorted(set(base) & set(new))
-    ratios = [new[k] / base[k] for k in common if base[k] > 0]
-    print(f"== {kind}: {len(common)} benchmarks in both; new/base time: median {statistics.median(ratios) if ratios else float('nan'):.4f}, "
-          f"min {min(ratios, default=float('nan')):.3f}, max {max(ratios, default=float('nan')):.3f}")
-    for k in common:
-        r = new[k] / base[k]
-        if kind != "attn" or abs(r - 1) > 0.02:
-            print(f"   {k}: base {base[k]:.4g} new {new[k]:.4g} ratio {r:.3f}")
-    only = sorted(set(base) ^ set(new))
-    if only: print(f"   in one tree only: {only[:12]}")
-PY
+bash scripts/gpu_ab_timings.sh "$L" "$S"
+pack
 # The CUDA tests with each case's duration (DURATIONS=1), after the timings.
 if [ -n "${DURATIONS:-}" ]; then
   timeout ${DURATIONS_TIMEOUT:-150} build-new/tests/strata_cuda_tests --durations yes > "$L/durations.log" 2>&1

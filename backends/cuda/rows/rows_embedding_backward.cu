@@ -87,15 +87,7 @@ void embedding_backward(const IterArgs& a) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(st, &capture));
   if (capture == cudaStreamCaptureStatusNone) {
-    RowParams q{};  // the ids [N] as rows of one element, as index_copy checks its index
-    q.outer_dims = 1;
-    q.rows = p.n;
-    q.n = 1;
-    q.outer_shape[0] = p.n;
-    q.outer_strides[0][0] = ids.strides[0];
-    q.ptr[0] = static_cast<char*>(ids.data);
-    q.operand_count = 1;
-    const BadId bad = first_bad_id(q, 0, ids.dtype, p.vocab, st, "embedding_backward id check");
+    const BadId bad = first_bad_index(ids, p.vocab, st, "embedding_backward id check");
     if (bad.row >= 0)
       fail("embedding_backward", "ids holds ", bad.id, " at index ", bad.row, ", outside [0, ",
            p.vocab, ")");

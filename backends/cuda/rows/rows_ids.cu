@@ -62,4 +62,16 @@ BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cuda
   return r;
 }
 
+BadId first_bad_index(const Operand& index, std::int64_t limit, cudaStream_t st, const char* what) {
+  RowParams q{};
+  q.outer_dims = 1;
+  q.rows = index.shape[0];
+  q.n = 1;
+  q.outer_shape[0] = index.shape[0];
+  q.outer_strides[0][0] = index.strides[0];
+  q.ptr[0] = static_cast<char*>(index.data);
+  q.operand_count = 1;
+  return first_bad_id(q, 0, index.dtype, limit, st, what);
+}
+
 }  // namespace strata::cuda

@@ -33,4 +33,8 @@ struct BadId {
 BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cudaStream_t st,
                    const char* what);
 
+// The same for a 1-D index operand [T] (index_copy's index, the ids of
+// embedding_backward): its elements as rows of one element each.
+BadId first_bad_index(const Operand& index, std::int64_t limit, cudaStream_t st, const char* what);
+
 }  // namespace strata::cuda

@@ -63,16 +63,7 @@ void index_copy(const IterArgs& a) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(st, &capture));
   if (capture == cudaStreamCaptureStatusNone) {
-    // The index [T] as the rows of a RowParams of its own: row i is position i.
-    RowParams q{};
-    q.outer_dims = 1;
-    q.rows = a.side.shape[0];
-    q.n = 1;
-    q.outer_shape[0] = a.side.shape[0];
-    q.outer_strides[0][0] = a.side.strides[0];
-    q.ptr[0] = static_cast<char*>(a.side.data);
-    q.operand_count = 1;
-    const BadId bad = first_bad_id(q, 0, a.side.dtype, size, st, "index_copy_ index check");
+    const BadId bad = first_bad_index(a.side, size, st, "index_copy_ index check");
     if (bad.row >= 0)
       fail("index_copy_", "index holds ", bad.id, " at position ", bad.row, ", outside [0, ", size,
            ")");
