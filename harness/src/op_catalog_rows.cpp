@@ -42,8 +42,8 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
   } reductions[] = {
       {"sum", &sum_out}, {"mean", &mean_out}, {"max", &max_out}, {"argmax", &argmax_out}};
   for (const auto& r : reductions) {
-    for (const int dim : {1, -1}) {
-      const bool keepdim = dim == 1;  // one of each
+    for (const int dim : {0, 1, -1}) {
+      const bool keepdim = dim == 1;  // with and without
       const ReduceOut fn = r.fn;
       const bool is_argmax = std::string(r.name) == "argmax";
       OpDescriptor d = descriptor(

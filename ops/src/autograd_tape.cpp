@@ -109,7 +109,11 @@ void TapeState::accumulate(const Region& r, const Tensor& g_in, const OpOptions&
   for (std::size_t d = 0; d < r.shape.size(); ++d) {
     if (r.strides[d] != 0 || r.shape[d] <= 1) continue;
     const int gd = static_cast<int>(d) - lead;
-    if (gd >= 0 && g.size(gd) != 1) g = sum(g, gd, true, on_dev);
+    if (gd >= 0 && g.size(gd) != 1) {
+      g = sum(g, gd, true, on_dev);
+    } else {  // g broadcasts along d too: each of the view's elements got it
+      g = mul(g, static_cast<double>(r.shape[d]), on_dev);
+    }
     target.shape[d] = 1;
   }
   const Tensor view = grad_region(target, true);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "strata/elementwise.hpp"
+#include "strata/embedding.hpp"
 #include "strata/reduce.hpp"
 
 namespace strata::detail {
@@ -17,15 +18,47 @@ Tensor widen(const Tensor& t, const OpOptions& o) {
   return t.dtype() == DType::f16 || t.dtype() == DType::bf16 ? cast(t, DType::f32, o) : t;
 }
 
+// max: the gradient goes to the first maximum of each row (the index
+// argmax gives, as PyTorch's max(dim) does). A scatter-add of g into the
+// rows' flat positions r * n + argmax_r (exact in f64 below 2^53).
+void record_max(autograd::TapeState& tape, const Tensor& out, const Tensor& x, int d, bool keepdim,
+                const OpOptions& opt) {
+  autograd::detail::record(
+      tape, "max", {&x}, {&out}, {x},
+      [d, keepdim](GradContext& c) {
+        const OpOptions& o = c.options();
+        const Tensor& x = c.saved(0);
+        if (x.dim() == 0) {
+          c.accumulate(0, c.grad_out(0));
+          return;
+        }
+        const Tensor xl = x.transpose(d, x.dim() - 1);  // the reduced dim last
+        const std::int64_t n = xl.size(-1), rows = xl.numel() / n;
+        const Tensor arg = argmax(xl, -1, false, o).reshape({rows});
+        const Tensor base = mul(Tensor::arange(rows, DType::f64, x.device()), double(n), o);
+        const Tensor flat = cast(add(base, cast(arg, DType::f64, o), o), DType::i64, o);
+        // g with the reduced dim kept (size 1) and moved last as in xl: its
+        // elements then run in the order of xl's rows.
+        const Tensor& g = c.grad_out(0);
+        const Tensor gl = (keepdim ? g : g.unsqueeze(d)).transpose(d, x.dim() - 1);
+        const Tensor g_rows = gl.reshape_copy({rows, 1});
+        const Tensor gx = Tensor::zeros({rows * n, 1}, g.dtype(), g.device());
+        embedding_backward_out(gx, g_rows, flat, o);
+        c.accumulate(0, gx.reshape(xl.shape()).transpose(d, x.dim() - 1));
+      },
+      opt);
+}
+
 }  // namespace
 
 void record_reduce(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
                    int d, bool keepdim, const OpOptions& opt) {
   const bool is_sum = std::strcmp(op, "sum") == 0, is_mean = std::strcmp(op, "mean") == 0;
-  if (!is_sum && !is_mean) {
-    autograd::detail::refuse_gradient(op, {&x});
+  if (std::strcmp(op, "max") == 0) {
+    record_max(tape, out, x, d, keepdim, opt);
     return;
   }
+  if (!is_sum && !is_mean) return;  // argmax: an integer output, no gradient
   // g has the reduced shape: put the dim back (size 1) and let accumulate
   // broadcast it over x's shape.
   const bool unsqueeze = x.dim() > 0 && !keepdim;

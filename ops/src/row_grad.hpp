@@ -6,7 +6,7 @@
 
 namespace strata::detail {
 
-// sum / mean of x over dim d into out (max refuses: no backward yet).
+// sum / mean / max of x over dim d into out (argmax: no gradient).
 void record_reduce(autograd::TapeState& tape, const char* op, const Tensor& out, const Tensor& x,
                    int d, bool keepdim, const OpOptions& opt);
 // softmax / log_softmax of x over dim d into out.
