@@ -25,6 +25,8 @@ struct Case {
   bool window_top_left = false;
   int mask = 0;  // 0 none, 1 bool, 2 float
   bool lse = false;
+  std::int64_t batch = 1;          // q's batch; k and v have one, broadcast over it
+  bool finite_differences = true;  // small enough for them
 };
 
 Case named(const std::string& name) {
@@ -59,6 +61,32 @@ std::vector<Case> cases() {
   c.lse = true;
   c.causal = Causal::bottom_right;
   v.push_back(c);
+  c = named("k and v broadcast over a batch of 2");
+  c.batch = 2;
+  c.hq = 4;
+  v.push_back(c);
+  // Past one 64 x 64 block each way, so a blocked backward meets its block
+  // edges, skipped blocks and partial last blocks.
+  c = named("several blocks, causal top_left, GQA");
+  c.finite_differences = false;
+  c.m = 70;
+  c.n = 150;
+  c.hq = 4;
+  c.d = 8;
+  c.dv = 5;
+  c.causal = Causal::top_left;
+  v.push_back(c);
+  c.name = "several blocks, window (40, 3), lse used";
+  c.causal = Causal::none;
+  c.window = std::make_pair(std::int64_t{40}, std::int64_t{3});
+  c.lse = true;
+  v.push_back(c);
+  c = named("several blocks, bool mask, M > N");
+  c.finite_differences = false;
+  c.m = 130;
+  c.n = 67;
+  c.mask = 1;
+  v.push_back(c);
   return v;
 }
 
@@ -68,7 +96,7 @@ struct Inputs {
 
 Inputs make_inputs(const Case& c, std::uint64_t seed) {
   Inputs in;
-  in.q = Tensor::randn({1, c.hq, c.m, c.d}, seed, DType::f64);
+  in.q = Tensor::randn({c.batch, c.hq, c.m, c.d}, seed, DType::f64);
   in.k = Tensor::randn({1, c.hkv, c.n, c.d}, seed + 1, DType::f64);
   in.v = Tensor::randn({1, c.hkv, c.n, c.dv}, seed + 2, DType::f64);
   if (c.mask == 1) {  // keep about 3 in 4, never a whole row out
@@ -81,8 +109,8 @@ Inputs make_inputs(const Case& c, std::uint64_t seed) {
   } else if (c.mask == 2) {
     in.mask = Tensor::randn({c.hq, c.m, c.n}, seed + 3, DType::f64);
   }
-  in.g_out = Tensor::randn({1, c.hq, c.m, c.dv}, seed + 4, DType::f64);
-  in.g_lse = Tensor::randn({1, c.hq, c.m}, seed + 5, DType::f64);
+  in.g_out = Tensor::randn({c.batch, c.hq, c.m, c.dv}, seed + 4, DType::f64);
+  in.g_lse = Tensor::randn({c.batch, c.hq, c.m}, seed + 5, DType::f64);
   return in;
 }
 
@@ -148,6 +176,7 @@ TEST_CASE("attention gradients: the reference against finite differences",
           "[autograd][attention]") {
   std::uint64_t seed = 100;
   for (const Case& c : cases()) {
+    if (!c.finite_differences) continue;
     INFO(c.name);
     Inputs in = make_inputs(c, seed += 10);
     const auto grads = gradients(c, in, DType::f64, "reference");
@@ -169,7 +198,7 @@ TEST_CASE("attention gradients: the reference against finite differences",
   }
 }
 
-TEST_CASE("attention gradients: cpu and cuda in f32 and bf16 against the reference",
+TEST_CASE("attention gradients: cpu and cuda in f64, f32 and bf16 against the reference",
           "[autograd][attention]") {
   std::uint64_t seed = 500;
   for (const Case& c : cases()) {
@@ -178,10 +207,10 @@ TEST_CASE("attention gradients: cpu and cuda in f32 and bf16 against the referen
     for (const BackendInfo& b : Registry::get().backends()) {
       if (!b.compiled || !b.available || b.name == "reference") continue;
       const Device dev = b.device == DeviceType::cpu ? Device::cpu() : Device::cuda(0);
-      for (DType dt : {DType::f32, DType::bf16}) {
+      for (DType dt : {DType::f64, DType::f32, DType::bf16}) {
         INFO(c.name << " " << b.name << " " << dtype_name(dt));
         const auto got = gradients(c, in, dt, b.name, dev);
-        const double tol = dt == DType::f32 ? 1e-5 : 4e-2;
+        const double tol = dt == DType::f64 ? 1e-10 : dt == DType::f32 ? 1e-5 : 4e-2;
         for (std::size_t w = 0; w < ref.size(); ++w) {
           double scale = 1;
           for (double x : ref[w]) scale = std::max(scale, std::abs(x));

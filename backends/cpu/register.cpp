@@ -77,6 +77,12 @@ void register_cpu_backend(Registry& r) {
   r.add_kernel<AttentionArgs>("softmax_attention", "cpu", DType::f64,
                               "cpu.attention.online_softmax", &cpu::attention_cpu<double>,
                               &cpu::attention_cpu_supports);
+  r.add_kernel<AttentionBackwardArgs>("softmax_attention_backward", "cpu", DType::f32,
+                                      "cpu.attention_backward.blocked",
+                                      &cpu::attention_backward_cpu<float>);
+  r.add_kernel<AttentionBackwardArgs>("softmax_attention_backward", "cpu", DType::f64,
+                                      "cpu.attention_backward.blocked",
+                                      &cpu::attention_backward_cpu<double>);
   cpu::register_cpu_elementwise(r);
   cpu::register_cpu_rows(r);
   cpu::register_cpu_matmul(r);

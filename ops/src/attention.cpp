@@ -86,11 +86,17 @@ void dispatch_recorded(const detail::AttentionPlan& p, const Tensor& out, const 
     dispatch(p, out, lse, q, k, v, opt);
     return;
   }
+  // The backend's backward kernel recomputes P from lse: have the forward
+  // write one when the caller did not ask for it.
+  Tensor saved_lse;
+  if (detail::attention_backward_has_kernel(p.backend, q.dtype()))
+    saved_lse =
+        lse.defined() ? lse : Tensor::empty(p.lse_shape, detail::lse_dtype(q.dtype()), q.device());
   {
     const autograd::NoGrad inside;
-    dispatch(p, out, lse, q, k, v, opt);
+    dispatch(p, out, saved_lse.defined() ? saved_lse : lse, q, k, v, opt);
   }
-  detail::record_attention(*tape, q, k, v, opt, out, lse);
+  detail::record_attention(*tape, q, k, v, opt, out, lse, saved_lse, p.backend);
 }
 
 }  // namespace

@@ -76,4 +76,22 @@ AttentionArgs make_attention_args(const AttentionPlan& p, const Tensor& out, con
   return a;
 }
 
+AttentionBackwardArgs make_attention_backward_args(const AttentionPlan& p, const Tensor& out,
+                                                   const Tensor& lse, const Tensor& q,
+                                                   const Tensor& k, const Tensor& v,
+                                                   const Tensor& dout, const Tensor& dlse,
+                                                   const Tensor& dq, const Tensor& dk,
+                                                   const Tensor& dv, void* stream) {
+  AttentionBackwardArgs g;
+  g.fwd = make_attention_args(p, out, lse, q, k, v, stream);
+  const Shape& B = p.batch;
+  g.dout = attention_operand(dout, B, p.Hq, p.M, p.dv, p.has_head, true);
+  g.dlse = dlse.defined() ? attention_operand(dlse, B, p.Hq, p.M, 1, p.has_head, false)
+                          : empty_operand(B, lse.dtype(), p.Hq, p.M, 1);
+  g.dq = attention_operand(dq, B, p.Hq, p.M, p.d, true, true);
+  g.dk = attention_operand(dk, B, p.Hkv, p.N, p.d, true, true);
+  g.dv = attention_operand(dv, B, p.Hkv, p.N, p.dv, true, true);
+  return g;
+}
+
 }  // namespace strata::detail

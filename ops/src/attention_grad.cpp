@@ -1,17 +1,22 @@
 // The backward of softmax_attention, the whole forward contract (causal
-// alignments, windows, bool and float masks, GQA, dv != d, lse), written
-// with the ops on every backend. The probabilities P come from the forward
-// itself, run with v = the identity [N, N] (so every mask rule is the
-// forward's own), in f32 (f64 for f64); then, per group of q heads sharing
-// a kv head (G = Hq / Hkv):
-//   dV = sum_G P^T dO      dP = dO V^T      dS = P (dP - rowsum(dP P))
-//   dQ = scale dS K        dK = scale sum_G dS^T Q     d(float mask) = dS
-// and a gradient into lse adds P dlse to dS. P is M x N per head: this is
-// the formula, not a streaming kernel (docs/guide/autograd.md).
+// alignments, windows, bool and float masks, GQA, dv != d, lse). Two ways:
+// - the backend's softmax_attention_backward kernel, when it has one
+//   (FlashAttention-2's recomputation of P from the saved lse, block by
+//   block; f16/bf16 widen to f32 first, as the forward's detour does);
+// - otherwise, and for a float mask that needs its own gradient, the
+//   formula written with the ops on every backend. P comes from the forward
+//   itself, run with v = the identity [N, N] (so every mask rule is the
+//   forward's own), in f32 (f64 for f64); then, per group of q heads sharing
+//   a kv head (G = Hq / Hkv):
+//     dV = sum_G P^T dO      dP = dO V^T      dS = P (dP - rowsum(dP P))
+//     dQ = scale dS K        dK = scale sum_G dS^T Q     d(float mask) = dS
+//   and a gradient into lse adds P dlse to dS. P is M x N per head there
+//   (docs/guide/autograd.md).
 #include "attention_grad.hpp"
 
 #include <cmath>
 
+#include "strata/detail/attention_plan.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/matmul.hpp"
 #include "strata/reduce.hpp"
@@ -20,6 +25,8 @@ namespace strata::detail {
 namespace {
 
 using autograd::GradContext;
+
+constexpr const char* kBackwardOp = "softmax_attention_backward";
 
 DType compute_dtype(DType dt) { return dt == DType::f64 ? DType::f64 : DType::f32; }
 
@@ -50,16 +57,62 @@ Tensor ungrouped(const Tensor& t) {
   return t.is_contiguous() ? t.reshape(s) : t.reshape_copy(s);
 }
 
+OpId backward_op() {
+  static const OpId id = Registry::get().op_id(kBackwardOp);
+  return id;
+}
+
+// dq, dk, dv by the backend's backward kernel; saved = q, k, v, out, lse.
+void backward_by_kernel(GradContext& c, const AttentionOptions& opt, BackendId backend) {
+  const OpOptions& o = c.options();
+  const DType ct = compute_dtype(c.saved(0).dtype());
+  const Tensor q = widened(c.saved(0), ct, o), k = widened(c.saved(1), ct, o),
+               v = widened(c.saved(2), ct, o), out = widened(c.saved(3), ct, o);
+  const Tensor& lse = c.saved(4);
+  AttentionOptions wo = opt;
+  wo.precision = Precision::highest;
+  if (wo.mask.defined() && wo.mask.dtype() != DType::boolean) wo.mask = widened(wo.mask, ct, o);
+  const detail::AttentionPlan p = detail::plan_attention(kBackwardOp, q, k, v, wo);
+  const Tensor dout = c.grad_out(0).defined() ? widened(c.grad_out(0), ct, o)
+                                              : Tensor::zeros(out.shape(), ct, out.device());
+  const Tensor dlse =
+      c.num_outputs() > 1 && c.grad_out(1).defined() ? widened(c.grad_out(1), ct, o) : Tensor();
+  auto full = [&](std::int64_t h, std::int64_t rows, std::int64_t cols) {
+    Shape s = p.batch;
+    s.insert(s.end(), {h, rows, cols});
+    return Tensor::zeros(s, ct, q.device());
+  };
+  const Tensor dq = full(p.Hq, p.M, p.d), dk = full(p.Hkv, p.N, p.d), dv = full(p.Hkv, p.N, p.dv);
+  if (!p.empty_output()) {
+    const AttentionBackwardArgs g = detail::make_attention_backward_args(
+        p, out, lse, q, k, v, dout, dlse, dq, dk, dv, opt.stream);
+    Registry::get().find(backward_op(), backend, ct, g).run(g);
+  }
+  if (c.needs(0)) c.accumulate(0, dq);
+  if (c.needs(1)) c.accumulate(1, dk);
+  if (c.needs(2)) c.accumulate(2, dv);
+}
+
 }  // namespace
 
+bool attention_backward_has_kernel(BackendId backend, DType dt) {
+  return Registry::get().has_kernel(backward_op(), backend, compute_dtype(dt));
+}
+
 void record_attention(autograd::TapeState& tape, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const AttentionOptions& opt, const Tensor& out, const Tensor& lse) {
+                      const AttentionOptions& opt, const Tensor& out, const Tensor& lse,
+                      const Tensor& saved_lse, BackendId backend) {
   OpOptions o;
   o.backend = opt.backend;
   o.stream = opt.stream;
   const Tensor& mask = opt.mask;
   const bool float_mask = mask.defined() && mask.dtype() != DType::boolean;
-  autograd::BackwardFn backward = [opt, float_mask](GradContext& c) {
+  const bool by_kernel = saved_lse.defined();
+  autograd::BackwardFn backward = [opt, float_mask, by_kernel, backend](GradContext& c) {
+    if (by_kernel && !(float_mask && c.needs(3))) {
+      backward_by_kernel(c, opt, backend);
+      return;
+    }
     const OpOptions& o = c.options();
     const Tensor &q = c.saved(0), &k = c.saved(1);
     const DType ct = compute_dtype(q.dtype());
@@ -103,11 +156,13 @@ void record_attention(autograd::TapeState& tape, const Tensor& q, const Tensor& 
   };
   const Tensor no_mask;
   const Tensor& m = float_mask ? mask : no_mask;
+  std::vector<Tensor> saved = {q, k, v};
+  if (by_kernel) saved.insert(saved.end(), {out, saved_lse});
   if (lse.defined()) {
-    autograd::detail::record(tape, "softmax_attention", {&q, &k, &v, &m}, {&out, &lse}, {q, k, v},
-                             backward, o);
+    autograd::detail::record(tape, "softmax_attention", {&q, &k, &v, &m}, {&out, &lse},
+                             std::move(saved), backward, o);
   } else {
-    autograd::detail::record(tape, "softmax_attention", {&q, &k, &v, &m}, {&out}, {q, k, v},
+    autograd::detail::record(tape, "softmax_attention", {&q, &k, &v, &m}, {&out}, std::move(saved),
                              backward, o);
   }
 }

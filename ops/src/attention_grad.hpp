@@ -3,11 +3,20 @@
 // recorded by its front end (attention.cpp) only while a tape records.
 #include "strata/attention.hpp"
 #include "strata/detail/autograd_record.hpp"
+#include "strata/registry.hpp"
 
 namespace strata::detail {
 
-// out (and lse when defined) = softmax_attention(q, k, v, opt).
+// True when `backend` has a softmax_attention_backward kernel for inputs
+// of dtype dt (16-bit inputs ask for the f32 one).
+bool attention_backward_has_kernel(BackendId backend, DType dt);
+
+// out (and lse when defined) = softmax_attention(q, k, v, opt) on
+// `backend`. saved_lse: the forward's lse (the caller's or one made for
+// the backward) when the backend's backward kernel will run; undefined for
+// the formula written with ops.
 void record_attention(autograd::TapeState& tape, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const AttentionOptions& opt, const Tensor& out, const Tensor& lse);
+                      const AttentionOptions& opt, const Tensor& out, const Tensor& lse,
+                      const Tensor& saved_lse, BackendId backend);
 
 }  // namespace strata::detail

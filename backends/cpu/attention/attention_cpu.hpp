@@ -12,6 +12,11 @@ namespace strata::cpu {
 template <class T>
 void attention_cpu(const AttentionArgs& a);
 
+// The backward (attention_backward_cpu.cpp): dq, dk, dv from the forward's
+// out and lse; T = float or double.
+template <class T>
+void attention_backward_cpu(const AttentionBackwardArgs& g);
+
 // "" when attention_cpu can run `a`, else the reason.
 const char* attention_cpu_supports(const AttentionArgs& a);
 

@@ -82,6 +82,21 @@ struct AttentionArgs {
   bool has_band() const { return band_lo > -kNoLimit || band_hi < kNoLimit; }
 };
 
+// softmax_attention_backward's arguments: the forward's (with the lse it
+// wrote, required here, and the out it wrote), the gradient of out (and of
+// lse, optional) and the three gradients, which the kernel overwrites.
+// Every gradient has the full broadcast batch and its own heads (no stride
+// 0): summing a broadcast input's gradient is the front end's job.
+//
+//   dout [B..., Hq, M, dv]   dlse [B..., Hq, M, 1] (data == nullptr when absent)
+//   dq   [B..., Hq, M, d ]   dk [B..., Hkv, N, d]   dv [B..., Hkv, N, dv]
+struct AttentionBackwardArgs {
+  AttentionArgs fwd;
+  Operand dout, dlse;
+  Operand dq, dk, dv;
+  DType dtype() const { return fwd.dtype(); }
+};
+
 }  // namespace strata
 
 // Element offsets in AttentionArgs' operands, shared by every backend (host

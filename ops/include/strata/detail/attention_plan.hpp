@@ -60,4 +60,14 @@ void check_attention_outputs(const char* op, const AttentionPlan& plan, const Te
 AttentionArgs make_attention_args(const AttentionPlan& plan, const Tensor& out, const Tensor& lse,
                                   const Tensor& q, const Tensor& k, const Tensor& v, void* stream);
 
+// The backward kernel's struct: the forward's (lse required) plus dout,
+// dlse (optional: undefined) and the gradients dq [batch..., Hq, M, d],
+// dk [batch..., Hkv, N, d], dv [batch..., Hkv, N, dv] it writes.
+AttentionBackwardArgs make_attention_backward_args(const AttentionPlan& plan, const Tensor& out,
+                                                   const Tensor& lse, const Tensor& q,
+                                                   const Tensor& k, const Tensor& v,
+                                                   const Tensor& dout, const Tensor& dlse,
+                                                   const Tensor& dq, const Tensor& dk,
+                                                   const Tensor& dv, void* stream);
+
 }  // namespace strata::detail
