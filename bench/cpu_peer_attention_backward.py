@@ -46,10 +46,22 @@ def median_ms(fn, reps):
     return times[len(times) // 2] * 1e3
 
 
+def math_sdpa(q, k, v, is_causal=False):
+    """PyTorch before 2.0 (Debian 12's python3-torch) has no
+    scaled_dot_product_attention: the same maths written with its ops, which
+    is what its CPU math backend runs."""
+    import torch
+    s = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+    if is_causal:
+        L, S = q.shape[-2], k.shape[-2]
+        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
 def run_torch(shapes, threads, reps):
     import torch
     torch.set_num_threads(threads)
-    sdpa = torch.nn.functional.scaled_dot_product_attention
+    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None) or math_sdpa
     rows = {}
     for (B, H, L, d, causal) in shapes:
         q, k, v, g = (torch.randn(B, H, L, d) for _ in range(4))
@@ -64,8 +76,8 @@ def run_torch(shapes, threads, reps):
             sdpa(q, k, v, is_causal=bool(causal)).backward(g)
 
         rows[(B, H, L, d, causal)] = {"fwd": median_ms(fwd, reps), "fwd_bwd": median_ms(fwd_bwd, reps)}
-    return rows, torch.__version__, torch.backends.cpu.get_cpu_capability() \
-        if hasattr(torch.backends.cpu, "get_cpu_capability") else "?"
+    capability = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", lambda: "?")
+    return rows, torch.__version__, capability()
 
 
 def main():
