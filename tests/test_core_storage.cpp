@@ -1,12 +1,14 @@
 // Storage (allocation, wrapping, keep-alive), bounds and rank errors,
 // may_overlap, printing, shape helpers and devices.
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "../core/src/host_block_cache.hpp"
 #include "catch.hpp"
 #include "strata/tensor.hpp"
 #include "test_core_util.hpp"
@@ -230,4 +232,36 @@ TEST_CASE("core: shape helpers and devices", "[core][shape]") {
   CHECK_FALSE(a.transpose(0, 1).is_contiguous());
   CHECK(a.narrow(0, 1, 1).is_contiguous());
   CHECK_FALSE(a.narrow(2, 1, 2).is_contiguous());
+}
+
+TEST_CASE("core: large host blocks are kept for the next allocation of their size",
+          "[core][storage][host_cache]") {
+  using strata::detail::host_cache_stats;
+  const std::size_t big = strata::detail::kHostCacheMinBytes + 4096;
+  if (host_cache_stats().max_cached_bytes < 4 * big) return;  // a tiny machine: nothing kept
+  void* first = nullptr;
+  {
+    auto s = Storage::allocate(big, Device::cpu());
+    first = s->data();
+    std::memset(first, 0x5a, big);
+  }
+  const auto before = host_cache_stats();
+#if defined(__SANITIZE_ADDRESS__)
+  // Off under AddressSanitizer, so that a use after free is still caught.
+  CHECK(before.cached_bytes == 0);
+#else
+  CHECK(before.cached_bytes >= big);
+  {
+    auto s = Storage::allocate(big, Device::cpu());
+    CHECK(s->data() == first);  // the same block again, no system call
+    CHECK(reinterpret_cast<std::uintptr_t>(s->data()) % 64 == 0);
+    CHECK(host_cache_stats().hits == before.hits + 1);
+    auto other = Storage::allocate(big + 64, Device::cpu());  // exact sizes only
+    CHECK(other->data() != first);
+  }
+  // Small blocks stay with malloc; trim hands everything back.
+  { auto small = Storage::allocate(1024, Device::cpu()); }
+  CHECK(strata::detail::host_cache_trim() >= big);
+  CHECK(host_cache_stats().cached_bytes == 0);
+#endif
 }

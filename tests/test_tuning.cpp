@@ -38,9 +38,11 @@ TEST_CASE("tuning: defaults when nothing is set", "[tuning]") {
   CHECK(t.flash_lpt_heads == -1);
   CHECK(t.flash_diag_half);
   CHECK(t.cuda_gemv);
+  CHECK(t.host_cache);
   CHECK(t.gemv16_mma);
   // An empty value counts as unset.
   CHECK_FALSE(parse({{"STRATA_CUDA_BLOCK_CACHE", ""}}).cuda_block_cache);
+  CHECK_FALSE(parse({{"STRATA_HOST_CACHE", "0"}}).host_cache);
 }
 
 TEST_CASE("tuning: each kind of switch parses", "[tuning]") {
@@ -83,7 +85,7 @@ TEST_CASE("tuning: malformed values name the variable, the value and what is exp
 
 TEST_CASE("tuning: the printed list names every switch with its value", "[tuning]") {
   const auto list = strata::tuning_switches(parse({{"STRATA_FLASH_SPLITS", "3"}}));
-  REQUIRE(list.size() == 22);
+  REQUIRE(list.size() == 23);
   bool found = false;
   for (const auto& s : list) {
     CHECK(std::string(s.name).rfind("STRATA_", 0) == 0);

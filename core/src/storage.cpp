@@ -4,14 +4,13 @@
 #include <new>
 #include <utility>
 
+#include "host_block_cache.hpp"
 #include "strata/device_runtime.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
 
 namespace {
-
-constexpr std::align_val_t kHostAlignment{64};
 
 // The runtime that owns `dev`'s memory, checked to be built and usable.
 DeviceRuntime& runtime_for(Device dev, const char* op) {
@@ -40,7 +39,7 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
   if (device.is_cpu()) {
     try {
       // A zero-byte request still gets a unique, aligned, non-null block.
-      p = ::operator new(nbytes == 0 ? 1 : nbytes, kHostAlignment);
+      p = detail::host_allocate(nbytes == 0 ? 1 : nbytes);
     } catch (const std::bad_alloc&) {
       fail("Storage::allocate", "out of host memory allocating ", nbytes, " bytes");
     }
@@ -58,7 +57,7 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device) {
     return std::make_shared<Block>(p, nbytes, device);
   } catch (...) {
     if (device.is_cpu()) {
-      ::operator delete(p, kHostAlignment);
+      detail::host_release(p, nbytes == 0 ? 1 : nbytes);
     } else {
       device_runtime(device.type)->deallocate(p, device.index);
     }
@@ -76,7 +75,7 @@ std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t nbytes, Device de
 Storage::~Storage() {
   if (!owned_) return;
   if (device_.is_cpu()) {
-    ::operator delete(data_, kHostAlignment);
+    detail::host_release(data_, nbytes_ == 0 ? 1 : nbytes_);
   } else if (DeviceRuntime* rt = device_runtime(device_.type)) {
     rt->deallocate(data_, device_.index);
   }

@@ -30,6 +30,8 @@ const Switch kSwitches[] = {
      "0/1: residual adds fused into the GEMM (default: on CUDA only)"},
     {"STRATA_CUDA_GRAPHS", &Tuning::cuda_graphs,
      "0/1: decode steps recorded once as a CUDA graph and replayed (default on)"},
+    {"STRATA_HOST_CACHE", &Tuning::host_cache,
+     "0: free large host blocks at once instead of keeping them for the next allocation"},
     {"STRATA_CPU_ISA", Names{&Tuning::cpu_isa, {"generic", "avx2", "avx512"}},
      "cap on the cpu kernels' instruction set (default: the best this CPU runs)"},
     {"STRATA_CPU_FIXED_TEAM", &Tuning::cpu_fixed_team,

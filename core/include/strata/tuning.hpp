@@ -23,6 +23,8 @@ struct Tuning {
       Toggle::automatic;  // STRATA_FUSED_RESIDUAL: residual add fused into the GEMM
   Toggle cuda_graphs = Toggle::automatic;  // STRATA_CUDA_GRAPHS: decode steps replayed as a graph
 
+  // ---- core -----------------------------------------------------------------
+  bool host_cache = true;  // STRATA_HOST_CACHE: freed large host blocks kept for reuse
   // ---- cpu backend ----------------------------------------------------------
   std::string cpu_isa;               // STRATA_CPU_ISA: "" (best), generic, avx2, avx512
   bool cpu_fixed_team = true;        // STRATA_CPU_FIXED_TEAM: full team for short regions
