@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "decoder_checks.hpp"
+#include "strata/autograd.hpp"
 #include "strata/detail/checked_math.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/graph.hpp"
@@ -52,6 +54,18 @@ void check_config(const ModelConfig& c) {
 }
 
 }  // namespace
+
+void check_ids(const Tensor& ids, const char* op) {
+  STRATA_CHECK(ids.dim() == 2 && ids.size(0) > 0 && ids.size(1) > 0, op,
+               "ids must be a non-empty [batch, T], got ", shape_str(ids.shape()));
+  STRATA_CHECK(is_integer(ids.dtype()), op, "ids must be i32 or i64, got ",
+               dtype_name(ids.dtype()));
+}
+
+void check_positions(const ModelConfig& c, std::int64_t end, const char* op) {
+  STRATA_CHECK(c.arch != Arch::gpt2 || end <= c.max_position_embeddings, op, "positions up to ",
+               end, " exceed max_position_embeddings ", c.max_position_embeddings);
+}
 
 // ---- Workspace ------------------------------------------------------------------
 Workspace::Workspace(const ModelConfig& c, std::int64_t b, std::int64_t t, DType dt, Device dev) {
@@ -202,6 +216,10 @@ const Tensor& DecoderLM::positions(std::int64_t end) {
 Tensor DecoderLM::forward(const Tensor& ids, KVCache* cache) {
   check(ids.dim() == 2, "DecoderLM::forward", "ids must be [batch, T], got ",
         shape_str(ids.shape()));
+  if (autograd::recording()) {
+    check(cache == nullptr, "DecoderLM::forward", kNoCacheWhileTraining);
+    return forward_train(ids);
+  }
   Tensor logits = Tensor::empty({ids.size(0), ids.size(1), cfg_.vocab_size}, DType::f32, device_);
   forward_out(logits, ids, cache);
   return logits;
@@ -209,10 +227,7 @@ Tensor DecoderLM::forward(const Tensor& ids, KVCache* cache) {
 
 void DecoderLM::forward_out(const Tensor& logits, const Tensor& ids_in, KVCache* cache) {
   const char* op = "DecoderLM::forward";
-  STRATA_CHECK(ids_in.dim() == 2 && ids_in.size(0) > 0 && ids_in.size(1) > 0, op,
-               "ids must be a non-empty [batch, T], got ", shape_str(ids_in.shape()));
-  STRATA_CHECK(is_integer(ids_in.dtype()), op, "ids must be i32 or i64, got ",
-               dtype_name(ids_in.dtype()));
+  check_ids(ids_in, op);
   const std::int64_t b = ids_in.size(0), t = ids_in.size(1);
   STRATA_CHECK(logits.dim() == 3 && logits.size(0) == b && logits.size(1) == t &&
                    logits.size(2) == cfg_.vocab_size,
@@ -231,9 +246,12 @@ void DecoderLM::forward_out(const Tensor& logits, const Tensor& ids_in, KVCache*
                  ", ", dtype_name(dtype_), " on ", device_.str(), ")");
     cache->check_room(t, op);
   }
-  STRATA_CHECK(cfg_.arch != Arch::gpt2 || pos0 + t <= cfg_.max_position_embeddings, op,
-               "positions up to ", pos0 + t, " exceed max_position_embeddings ",
-               cfg_.max_position_embeddings);
+  check_positions(cfg_, pos0 + t, op);
+  if (autograd::recording()) {
+    check(cache == nullptr, op, kNoCacheWhileTraining);
+    copy_(logits, forward_train(ids_in), opt_);
+    return;
+  }
   if (use_graph(t, cache)) {
     graph_step(logits, ids_in, *cache);
     return;

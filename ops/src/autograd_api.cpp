@@ -14,6 +14,8 @@ void Tape::backward(const Tensor& loss, const Tensor& seed, const OpOptions& opt
 Tensor Tape::grad(const Tensor& t) const { return state_->grad(t); }
 bool Tape::recording() const { return state_->recording(); }
 
+bool recording() noexcept { return detail::recording_tape() != nullptr; }
+
 NoGrad::NoGrad() : paused_(set_recording(nullptr)) {}
 NoGrad::~NoGrad() { set_recording(paused_); }
 

@@ -74,6 +74,11 @@ class NoGrad {
   TapeState* paused_;
 };
 
+// True while a tape records this thread's ops (not under NoGrad): what a
+// module asks to choose between its inference path (buffers reused in
+// place) and its training path (every op recorded, fresh outputs).
+bool recording() noexcept;
+
 // The same memory, seen as a tensor no gradient flows through (PyTorch's
 // detach): no copy; writes through either are seen by both.
 Tensor detach(const Tensor& t);

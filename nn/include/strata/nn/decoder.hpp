@@ -41,6 +41,10 @@ class TransformerBlock : public Module {
   // x [B, T, D], updated in place; positions [T] i64.
   void forward_inplace(const Tensor& x, const Tensor& positions, const CacheSlot& slot,
                        const Workspace& ws, const MatmulOptions& opt = {}) const;
+  // The same block written with fresh outputs (decoder_train.cpp): x [B, T, D]
+  // -> [B, T, D], x untouched. What a tape records for training: no buffer
+  // is written twice, so every activation the backward reads stays whole.
+  Tensor forward(const Tensor& x, const Tensor& positions, const MatmulOptions& opt = {}) const;
   void visit_parameters(const std::string& prefix, const ParamVisitor& fn) override;
 
   Norm norm1;
@@ -74,6 +78,10 @@ class DecoderLM : public Module {
   // on the model's device). With a cache, the tokens sit at positions
   // cache->length() .. + T - 1, their k and v are appended and the cache
   // advances by T: a prefill is T > 1, a decode step T = 1.
+  // While an autograd tape records (training), the forward runs every
+  // block with fresh outputs instead of the reused in-place buffers, so
+  // that the tape can take its gradients; it then takes no cache, and an
+  // f64 model's logits stay f64.
   Tensor forward(const Tensor& ids, KVCache* cache = nullptr);
   // The same into logits f32 [B, T, V] on the model's device (any strides).
   // After the first call for a (B, T) a call allocates nothing when ids are
@@ -91,6 +99,11 @@ class DecoderLM : public Module {
   // STRATA_CUDA_GRAPHS=0 in the environment or graphs(false) runs every op eagerly.
   void graphs(bool on);
   bool graphs() const { return graphs_; }
+  // Gradient checkpointing per block while training: each block's
+  // activations are dropped after the forward and recomputed in backward
+  // (autograd::checkpoint), trading one more forward for memory. Off by default.
+  void recompute_blocks(bool on) { recompute_blocks_ = on; }
+  bool recompute_blocks() const { return recompute_blocks_; }
   // Graphs recorded so far (tests and benchmarks check that steps replay).
   std::int64_t graph_captures() const { return graph_captures_; }
 
@@ -117,6 +130,8 @@ class DecoderLM : public Module {
            std::int64_t pos0, const Tensor& valid, const Workspace& ws,
            const MatmulOptions& opt) const;
   bool use_graph(std::int64_t t, const KVCache* cache) const;
+  // forward under a recording tape (decoder_train.cpp).
+  Tensor forward_train(const Tensor& ids);
   void graph_step(const Tensor& logits, const Tensor& ids, KVCache& cache);
 
   ModelConfig cfg_;
@@ -126,6 +141,7 @@ class DecoderLM : public Module {
   std::map<std::pair<std::int64_t, std::int64_t>, Workspace> workspaces_;
   Tensor positions_;  // arange(n) i64 on the device, grown on demand
   bool graphs_ = true;
+  bool recompute_blocks_ = false;
   std::int64_t graph_captures_ = 0;
   std::unique_ptr<DecodeGraph> graph_;
 };
