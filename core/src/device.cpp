@@ -2,18 +2,14 @@
 
 #include <charconv>
 
+#include "strata/detail/enum_names.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
 
 std::string_view device_type_name(DeviceType t) {
-  switch (t) {
-    case DeviceType::cpu:
-      return "cpu";
-    case DeviceType::cuda:
-      return "cuda";
-  }
-  return "invalid";
+  static constexpr std::string_view kNames[] = {"cpu", "cuda"};  // declaration order
+  return strata::detail::enum_name(t, kNames, "invalid");
 }
 
 std::string Device::str() const {

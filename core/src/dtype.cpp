@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "strata/detail/enum_names.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -113,23 +114,9 @@ std::size_t itemsize(DType dt) {
 }
 
 std::string_view dtype_name(DType dt) {
-  switch (dt) {
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::f16:
-      return "f16";
-    case DType::bf16:
-      return "bf16";
-    case DType::boolean:
-      return "bool";
-    case DType::i32:
-      return "i32";
-    case DType::i64:
-      return "i64";
-  }
-  return "invalid";
+  static constexpr std::string_view kNames[] = {"f32",  "f64", "f16", "bf16",
+                                                "bool", "i32", "i64"};  // declaration order
+  return strata::detail::enum_name(dt, kNames, "invalid");
 }
 
 DType parse_dtype(std::string_view s) {

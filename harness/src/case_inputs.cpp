@@ -8,26 +8,15 @@
 #include <limits>
 #include <sstream>
 
+#include "strata/detail/enum_names.hpp"
+
 namespace strata::harness {
 
 std::string_view layout_name(Layout l) {
-  switch (l) {
-    case Layout::contiguous:
-      return "contiguous";
-    case Layout::transposed:
-      return "transposed";
-    case Layout::sliced:
-      return "sliced";
-    case Layout::fused_qkv:
-      return "fused_qkv";
-    case Layout::strided_cols:
-      return "strided_cols";
-    case Layout::broadcast:
-      return "broadcast";
-    case Layout::negative:
-      return "negative";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {"contiguous", "transposed",   "sliced",
+                                                "fused_qkv",  "strided_cols", "broadcast",
+                                                "negative"};  // declaration order
+  return strata::detail::enum_name(l, kNames);
 }
 
 const std::vector<Layout>& all_layouts() {
@@ -38,19 +27,9 @@ const std::vector<Layout>& all_layouts() {
 }
 
 std::string_view mask_name(MaskKind m) {
-  switch (m) {
-    case MaskKind::none:
-      return "none";
-    case MaskKind::bool_full:
-      return "bool_full";
-    case MaskKind::float_full:
-      return "float_full";
-    case MaskKind::bool_bcast:
-      return "bool_bcast";
-    case MaskKind::float_bcast:
-      return "float_bcast";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {"none", "bool_full", "float_full", "bool_bcast",
+                                                "float_bcast"};  // declaration order
+  return strata::detail::enum_name(m, kNames);
 }
 
 AttentionCase batched_case(std::int64_t M, std::int64_t N, std::int64_t d, std::int64_t dv,

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "layout_spec.hpp"
+#include "strata/detail/enum_names.hpp"
 
 namespace strata::harness {
 
@@ -30,21 +31,9 @@ std::vector<std::int64_t> view_positions(const ViewSpec& s) {
 }
 
 std::string_view op_layout_name(OpLayout l) {
-  switch (l) {
-    case OpLayout::contiguous:
-      return "contiguous";
-    case OpLayout::transposed:
-      return "transposed";
-    case OpLayout::broadcast:
-      return "broadcast";
-    case OpLayout::negative:
-      return "negative";
-    case OpLayout::sliced:
-      return "sliced";
-    case OpLayout::strided:
-      return "strided";
-  }
-  return "?";
+  static constexpr std::string_view kNames[] = {"contiguous", "transposed", "broadcast", "negative",
+                                                "sliced",     "strided"};  // declaration order
+  return strata::detail::enum_name(l, kNames);
 }
 
 const std::vector<OpLayout>& all_op_layouts() {
