@@ -1,0 +1,120 @@
+#pragma once
+// Optimizers over a Module's parameters and the gradients it keeps
+// (Module::grad), with PyTorch's semantics: SGD (momentum, dampening,
+// Nesterov, L2 weight decay) as torch.optim.SGD, AdamW (decoupled weight
+// decay, bias correction, eps added to sqrt(v_hat)) as torch.optim.AdamW;
+// gradient clipping by global norm as torch.nn.utils.clip_grad_norm_;
+// learning-rate schedules (constant, linear warm-up then cosine decay, as
+// nanoGPT). docs/guide/training.md.
+//
+// The update is written with the ops (any backend, any device), under
+// autograd::NoGrad. Optimizer state is f32 for 16-bit parameters (f64 for
+// f64 ones), the update computed in that precision and rounded once into
+// the parameter.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/nn/module.hpp"
+#include "strata/op_options.hpp"
+
+namespace strata::nn {
+
+// Whether weight decay applies to a parameter. The default decays matrices
+// (dim >= 2) except embedding tables ("wte", "wpe", "embed"): norms, biases
+// and embeddings are not decayed.
+using DecayRule = std::function<bool(const std::string& name, const Tensor& param)>;
+bool decays_by_default(const std::string& name, const Tensor& param);
+
+// Scales every gradient of m by max_norm / (norm + 1e-6) when the global L2
+// norm of all of them exceeds max_norm; returns that norm (before clipping),
+// in f64. max_norm > 0 (finite) or strata::Error. A non-finite norm is
+// returned as it is and nothing is scaled: the caller decides (stop, skip).
+double clip_grad_norm(Module& m, double max_norm, const OpOptions& opt = {});
+// The global L2 norm of m's gradients, in f64.
+double grad_norm(Module& m, const OpOptions& opt = {});
+
+struct LrSchedule {
+  enum class Kind { constant, cosine };
+  Kind kind = Kind::constant;
+  double lr = 1e-3;
+  double min_lr = 0.0;           // cosine: the rate at total_steps
+  std::int64_t warmup = 0;       // steps of linear warm-up: lr (s + 1) / warmup at step s
+  std::int64_t total_steps = 0;  // cosine: the step where it reaches min_lr
+  // The rate at `step` (0-based). Past total_steps a cosine stays at min_lr.
+  double at(std::int64_t step) const;
+};
+
+// A name -> tensor list of what an optimizer keeps (for checkpoints):
+// "<state>.<parameter name>", plus "step" as a 0-d f64 tensor.
+using NamedState = std::vector<std::pair<std::string, Tensor>>;
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update of every parameter that has a gradient, at rate lr.
+  virtual void step(double lr) = 0;
+  // Updates done so far.
+  std::int64_t steps() const { return steps_; }
+  // The state, named (views of the optimizer's own tensors: copy to save).
+  virtual NamedState state() = 0;
+  // Loads a state saved from an optimizer of the same kind over the same
+  // parameters; every name and shape checked before anything is written.
+  virtual void load_state(const NamedState& s) = 0;
+
+ protected:
+  std::int64_t steps_ = 0;
+};
+
+struct SGDOptions {
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;  // L2: g += weight_decay * p (torch.optim.SGD)
+  bool nesterov = false;      // needs momentum > 0 and dampening 0
+  DecayRule decay = decays_by_default;
+  OpOptions op;  // backend and stream of the update's ops
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(Module& m, SGDOptions o = {});
+  void step(double lr) override;
+  NamedState state() override;
+  void load_state(const NamedState& s) override;
+
+ private:
+  Module* m_;
+  SGDOptions o_;
+  std::vector<std::pair<std::string, Tensor>> momentum_;  // per parameter, once made
+};
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;  // decoupled: p *= 1 - lr weight_decay
+  DecayRule decay = decays_by_default;
+  OpOptions op;
+};
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(Module& m, AdamWOptions o = {});
+  void step(double lr) override;
+  NamedState state() override;
+  void load_state(const NamedState& s) override;
+
+ private:
+  Module* m_;
+  AdamWOptions o_;
+  // Per parameter: (name, exp_avg, exp_avg_sq), made on the first step.
+  struct Moments {
+    std::string name;
+    Tensor exp_avg, exp_avg_sq;
+  };
+  std::vector<Moments> moments_;
+};
+
+}  // namespace strata::nn
