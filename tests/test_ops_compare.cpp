@@ -114,8 +114,9 @@ TEST_CASE("compare: a scalar is rounded to a floating tensor's dtype, not an int
     require_values(ge(i, 2.5, on(be)), {0, 1});
     require_values(gt(i, 1.5, on(be)), {1, 1});
     require_values(eq(i.to(DType::i32), 2.0, on(be)), {1, 0});
-    // i64 beyond 2^53 against each other: compared exactly in the cpu kernel.
   }
+  // Two i64 tensors beyond 2^53: the cpu kernel compares them exactly (the
+  // reference reads every value as f64).
   const std::int64_t big = (std::int64_t(1) << 60) + 1;
   const Tensor p = Tensor::from_vector<std::int64_t>({big}, {1});
   const Tensor q = Tensor::from_vector<std::int64_t>({big - 1}, {1});
