@@ -102,6 +102,9 @@ TEST_CASE("ops runner: unary ops", "[ops][runner]") { check_family("unary"); }
 TEST_CASE("ops runner: the activations' backward", "[ops][runner]") {
   check_family("activation backward");
 }
+TEST_CASE("ops runner: comparisons, bool out, every dtype", "[ops][runner]") {
+  check_family("compare");
+}
 TEST_CASE("ops runner: where", "[ops][runner]") { check_family("where"); }
 TEST_CASE("ops runner: cast and copy_ between dtypes", "[ops][runner]") { check_family("cast"); }
 TEST_CASE("ops runner: fill_", "[ops][runner]") { check_family("fill"); }

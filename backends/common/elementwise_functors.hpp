@@ -33,6 +33,23 @@ STRATA_HD float m_rsqrt(float x) {
 #endif
 }
 STRATA_HD double m_rsqrt(double x) { return 1.0 / ::sqrt(x); }
+STRATA_HD float m_abs(float x) { return ::fabsf(x); }
+STRATA_HD double m_abs(double x) { return ::fabs(x); }
+STRATA_HD float m_pow(float x, float y) { return ::powf(x, y); }
+STRATA_HD double m_pow(double x, double y) { return ::pow(x, y); }
+
+// A functor's scalar members filled from IterArgs::scalar: two (clamp's lo
+// and hi), one (the `_scalar` ops) or none. Host code (the launchers).
+template <class F>
+inline F make_functor(const double (&s)[2]) {
+  if constexpr (requires { F{0.0, 0.0}; }) {
+    return F{s[0], s[1]};
+  } else if constexpr (requires { F{0.0}; }) {
+    return F{s[0]};
+  } else {
+    return F{};
+  }
+}
 
 // ---- binary ------------------------------------------------------------------------
 struct Add {
@@ -64,6 +81,25 @@ struct Div {
   template <class C>
   STRATA_HD C operator()(C a, C b) const {
     return a / b;
+  }
+};
+struct Pow {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return m_pow(a, b);
+  }
+};
+// A NaN in either input is the result (as PyTorch's maximum and minimum).
+struct Maximum {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return a != a ? a : (b != b || a < b ? b : a);
+  }
+};
+struct Minimum {
+  template <class C>
+  STRATA_HD C operator()(C a, C b) const {
+    return a != a ? a : (b != b || b < a ? b : a);
   }
 };
 
@@ -108,6 +144,23 @@ struct RdivScalar {
   template <class C>
   STRATA_HD C operator()(C a) const {
     return static_cast<C>(s) / a;
+  }
+};
+struct PowScalar {
+  double s;
+  template <class C>
+  STRATA_HD C operator()(C a) const {
+    return m_pow(a, static_cast<C>(s));
+  }
+};
+// min(max(x, lo), hi), as PyTorch: lo > hi gives hi, a NaN x stays NaN. An
+// absent bound arrives as NaN, and x < NaN is false: no bound.
+struct Clamp {
+  double lo, hi;
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    const C r = x < static_cast<C>(lo) ? static_cast<C>(lo) : x;
+    return r > static_cast<C>(hi) ? static_cast<C>(hi) : r;
   }
 };
 
@@ -184,6 +237,12 @@ struct Silu {
     return x / (C(1) + m_exp(-x));
   }
 };
+struct Abs {
+  template <class C>
+  STRATA_HD C operator()(C x) const {
+    return m_abs(x);
+  }
+};
 
 // ---- backward of the activations: (grad, x) -> grad * f'(x) ---------------------------
 // (sigmoid and tanh take their output y, from which f' is cheaper.)
@@ -227,12 +286,46 @@ struct SigmoidBackward {
     return g * y * (C(1) - y);
   }
 };
+// g sign(x): 0 at 0 (and at NaN), as PyTorch's abs backward at 0.
+struct AbsBackward {
+  template <class C>
+  STRATA_HD C operator()(C g, C x) const {
+    return x > C(0) ? g : (x < C(0) ? -g : C(0));
+  }
+};
 struct TanhBackward {
   template <class C>
   STRATA_HD C operator()(C g, C y) const {
     return g * (C(1) - y * y);
   }
 };
+
+// ---- comparisons: -> bool ------------------------------------------------------------
+// C is the type compared in: the stored type, f32 for f16/bf16 (exact). With
+// a scalar, the engines hand s rounded to x's dtype (floating x) or compare
+// in double (integer and bool x), so static_cast<C>(s) is exact. NaN compares
+// false, but for ne.
+#define STRATA_COMPARISON(Name, OP)             \
+  struct Name {                                 \
+    template <class C>                          \
+    STRATA_HD bool operator()(C a, C b) const { \
+      return a OP b;                            \
+    }                                           \
+  };                                            \
+  struct Name##Scalar {                         \
+    double s;                                   \
+    template <class C>                          \
+    STRATA_HD bool operator()(C a) const {      \
+      return a OP static_cast<C>(s);            \
+    }                                           \
+  };
+STRATA_COMPARISON(Gt, >)
+STRATA_COMPARISON(Ge, >=)
+STRATA_COMPARISON(Lt, <)
+STRATA_COMPARISON(Le, <=)
+STRATA_COMPARISON(Eq, ==)
+STRATA_COMPARISON(Ne, !=)
+#undef STRATA_COMPARISON
 
 // ---- ternary ------------------------------------------------------------------------
 // where(cond, a, b): the engine passes cond as bool and a, b as stored (no

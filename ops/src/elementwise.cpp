@@ -3,6 +3,8 @@
 // dispatch through the registry. No maths here.
 #include "strata/elementwise.hpp"
 
+#include <cmath>
+#include <limits>
 #include <string_view>
 
 #include "elementwise_grad.hpp"
@@ -18,12 +20,13 @@ enum class DTypeRule {
   floating,  // every input one floating dtype; out the same
   any_same,  // every input one dtype (where: a and b; cond is bool); out the same
   convert,   // out's dtype is the caller's; inputs any dtype (cast, copy_)
+  compare,   // every input one dtype (any); out bool; keyed by the inputs' dtype; no gradient
 };
 
 struct Call {
   const char* op;  // registry and message name
   DTypeRule rule = DTypeRule::floating;
-  double scalar = 0;
+  double scalar = 0, scalar2 = 0;  // IterArgs::scalar[0], [1]
 };
 
 OpId op_id_of(const char* op) {
@@ -45,7 +48,7 @@ std::pair<Shape, DType> check_inputs(const Call& c, std::initializer_list<Named>
   if (c.rule != DTypeRule::convert) {
     for (const Named* n = data_in + 1; n != ins.end(); ++n)
       detail::check_dtype(c.op, *n->t, n->name, data_in->t->dtype(), data_in->name);
-    out_dt = data_in->t->dtype();
+    out_dt = c.rule == DTypeRule::compare ? DType::boolean : data_in->t->dtype();
   }
   return {detail::broadcast_all(c.op, ins), out_dt};
 }
@@ -60,10 +63,22 @@ void run(const Call& c, OpId id, BackendId be, const Tensor& out, std::initializ
                 : ins.size() == 3 ? detail::make_iter(out, {n[0].t, n[1].t, n[2].t})
                                   : detail::make_iter(out, {});
   it.scalar[0] = c.scalar;
+  it.scalar[1] = c.scalar2;
   it.stream = opt.stream;
-  const auto k = Registry::get().find(id, be, out.dtype(), it);
+  const DType key = c.rule == DTypeRule::compare ? n[0].t->dtype() : out.dtype();
+  const auto k = Registry::get().find(id, be, key, it);
   if (out.numel() == 0) return;
   k.run(it);
+}
+
+// After the kernel ran, while a tape records. A comparison's inputs get no
+// gradient through its bool output: it is recorded only as a write of out.
+void record(autograd::TapeState& tape, const Call& c, const Tensor& out,
+            std::initializer_list<Named> ins, const OpOptions& opt) {
+  if (c.rule == DTypeRule::compare)
+    autograd::detail::record(tape, c.op, {}, {&out}, {}, nullptr, opt);
+  else
+    detail::record_elementwise(tape, c.op, {c.scalar, c.scalar2}, out, ins, opt);
 }
 
 // The `_out` form: the caller's out must have the broadcast shape.
@@ -87,7 +102,7 @@ void ew_out(const Call& c, OpId id, const Tensor& out, std::initializer_list<Nam
   autograd::TapeState* tape = autograd::detail::recording_tape();
   if (tape != nullptr) detail::check_elementwise_in_place(c.op, out, ins);
   run(c, id, detail::resolve_backend(c.op, opt.backend, dev), out, ins, opt);
-  if (tape != nullptr) detail::record_elementwise(*tape, c.op, c.scalar, out, ins, opt);
+  if (tape != nullptr) record(*tape, c, out, ins, opt);
 }
 
 // The allocating form: validation first, so nothing is allocated on bad input.
@@ -99,7 +114,7 @@ Tensor ew_new(const Call& c, OpId id, std::initializer_list<Named> ins, const Op
   Tensor out = Tensor::empty(shape, dt, dev);
   run(c, id, be, out, ins, opt);
   if (autograd::TapeState* tape = autograd::detail::recording_tape())
-    detail::record_elementwise(*tape, c.op, c.scalar, out, ins, opt);
+    record(*tape, c, out, ins, opt);
   return out;
 }
 
@@ -120,6 +135,9 @@ STRATA_BINARY(sub)
 STRATA_BINARY(mul)
 STRATA_BINARY(div)
 STRATA_BINARY(silu_mul)
+STRATA_BINARY(pow)
+STRATA_BINARY(maximum)
+STRATA_BINARY(minimum)
 #undef STRATA_BINARY
 
 // The activations' backward: (grad, x or y) -> dx.
@@ -138,6 +156,7 @@ STRATA_ACTIVATION_BACKWARD(gelu_tanh_backward, "x")
 STRATA_ACTIVATION_BACKWARD(silu_backward, "x")
 STRATA_ACTIVATION_BACKWARD(sigmoid_backward, "y")
 STRATA_ACTIVATION_BACKWARD(tanh_backward, "y")
+STRATA_ACTIVATION_BACKWARD(abs_backward, "x")
 #undef STRATA_ACTIVATION_BACKWARD
 
 #define STRATA_SCALAR(name)                                                             \
@@ -155,6 +174,7 @@ STRATA_SCALAR(rsub)
 STRATA_SCALAR(mul)
 STRATA_SCALAR(div)
 STRATA_SCALAR(rdiv)
+STRATA_SCALAR(pow)
 #undef STRATA_SCALAR
 
 #define STRATA_UNARY(name)                                                    \
@@ -177,7 +197,59 @@ STRATA_UNARY(relu)
 STRATA_UNARY(gelu)
 STRATA_UNARY(gelu_tanh)
 STRATA_UNARY(silu)
+STRATA_UNARY(abs)
 #undef STRATA_UNARY
+
+// Comparisons, bool out: a, b broadcast (registry op `name`) and a with a
+// scalar (`name_scalar`).
+#define STRATA_COMPARE(name)                                                                   \
+  Tensor name(const Tensor& a, const Tensor& b, const OpOptions& opt) {                        \
+    static const OpId id = op_id_of(#name);                                                    \
+    return ew_new({#name, DTypeRule::compare}, id, {{&a, "a"}, {&b, "b"}}, opt);               \
+  }                                                                                            \
+  void name##_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt) { \
+    static const OpId id = op_id_of(#name);                                                    \
+    ew_out({#name, DTypeRule::compare}, id, out, {{&a, "a"}, {&b, "b"}}, opt);                 \
+  }                                                                                            \
+  Tensor name(const Tensor& a, double s, const OpOptions& opt) {                               \
+    static const OpId id = op_id_of(#name "_scalar");                                          \
+    return ew_new({#name "_scalar", DTypeRule::compare, s}, id, {{&a, "a"}}, opt);             \
+  }                                                                                            \
+  void name##_out(const Tensor& out, const Tensor& a, double s, const OpOptions& opt) {        \
+    static const OpId id = op_id_of(#name "_scalar");                                          \
+    ew_out({#name "_scalar", DTypeRule::compare, s}, id, out, {{&a, "a"}}, opt);               \
+  }
+STRATA_COMPARE(gt)
+STRATA_COMPARE(ge)
+STRATA_COMPARE(lt)
+STRATA_COMPARE(le)
+STRATA_COMPARE(eq)
+STRATA_COMPARE(ne)
+#undef STRATA_COMPARE
+
+namespace {
+// clamp's bounds: at least one, neither NaN; an absent one reaches the
+// kernel as NaN (no bound).
+Call clamp_call(std::optional<double> lo, std::optional<double> hi) {
+  STRATA_CHECK(lo || hi, "clamp", "lo and hi are both absent; give at least one bound");
+  STRATA_CHECK(!lo || !std::isnan(*lo), "clamp", "lo is nan; give a number or std::nullopt");
+  STRATA_CHECK(!hi || !std::isnan(*hi), "clamp", "hi is nan; give a number or std::nullopt");
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  return {"clamp", DTypeRule::floating, lo.value_or(kNone), hi.value_or(kNone)};
+}
+}  // namespace
+
+// x [...] -> min(max(x, lo), hi)
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi,
+             const OpOptions& opt) {
+  static const OpId id = op_id_of("clamp");
+  return ew_new(clamp_call(lo, hi), id, {{&x, "x"}}, opt);
+}
+void clamp_out(const Tensor& out, const Tensor& x, std::optional<double> lo,
+               std::optional<double> hi, const OpOptions& opt) {
+  static const OpId id = op_id_of("clamp");
+  ew_out(clamp_call(lo, hi), id, out, {{&x, "x"}}, opt);
+}
 
 // cond bool [...], a [...], b [...] broadcast  ->  out
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const OpOptions& opt) {

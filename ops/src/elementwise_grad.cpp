@@ -3,6 +3,7 @@
 // g = d(loss)/d(out). Broadcasting is summed back by GradContext::accumulate.
 #include "elementwise_grad.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "strata/elementwise.hpp"
@@ -19,29 +20,42 @@ struct Formula {
   const char* op;
   unsigned reads;
   // saved: the tensors named by `reads`, inputs first, the output last.
-  void (*backward)(GradContext& c, double s);
+  void (*backward)(GradContext& c, const EwScalars& s);
 };
 
 const Tensor& g0(const GradContext& c) { return c.grad_out(0); }
+Tensor zero_like(const Tensor& g) { return Tensor::zeros({}, g.dtype(), g.device()); }
+
+// maximum (is_max) and minimum: g to the input that was selected, g/2 to each
+// on a tie; an input gets nothing only where the other one won, so a NaN
+// sends g to both (PyTorch's rule).
+void min_max_backward(GradContext& c, bool is_max) {
+  const OpOptions& o = c.options();
+  const Tensor &g = g0(c), &a = c.saved(0), &b = c.saved(1);
+  const Tensor zero = zero_like(g);
+  const Tensor shared = where(eq(a, b, o), mul(g, 0.5, o), g, o);
+  if (c.needs(0)) c.accumulate(0, where(is_max ? lt(a, b, o) : gt(a, b, o), zero, shared, o));
+  if (c.needs(1)) c.accumulate(1, where(is_max ? lt(b, a, o) : gt(b, a, o), zero, shared, o));
+}
 
 const Formula kFormulas[] = {
     {"add", kNone,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, g0(c));
        c.accumulate(1, g0(c));
      }},
     {"sub", kNone,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, g0(c));
        if (c.needs(1)) c.accumulate(1, neg(g0(c), c.options()));
      }},
     {"mul", kIn0 | kIn1,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        if (c.needs(0)) c.accumulate(0, mul(g0(c), c.saved(1), c.options()));
        if (c.needs(1)) c.accumulate(1, mul(g0(c), c.saved(0), c.options()));
      }},
     {"div", kIn0 | kIn1,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        const OpOptions& o = c.options();
        const Tensor ga = div(g0(c), c.saved(1), o);  // g / b
        c.accumulate(0, ga);
@@ -49,74 +63,114 @@ const Formula kFormulas[] = {
        if (c.needs(1)) c.accumulate(1, neg(mul(ga, div(c.saved(0), c.saved(1), o), o), o));
      }},
     {"silu_mul", kIn0 | kIn1,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        const OpOptions& o = c.options();
        if (c.needs(0)) c.accumulate(0, mul(silu_backward(g0(c), c.saved(0), o), c.saved(1), o));
        if (c.needs(1)) c.accumulate(1, silu_mul(c.saved(0), g0(c), o));  // silu(a) g
      }},
-    {"add_scalar", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
-    {"sub_scalar", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
+    {"pow", kIn0 | kIn1 | kOut,  // out = x^y; PyTorch's values where x = 0 or y = 0
+     [](GradContext& c, const EwScalars&) {
+       const OpOptions& o = c.options();
+       const Tensor &g = g0(c), &x = c.saved(0), &y = c.saved(1);
+       const Tensor zero = zero_like(g);
+       if (c.needs(0)) {  // y x^(y-1) g, 0 where y = 0 (not 0 * inf at x = 0)
+         const Tensor dx = mul(mul(g, y, o), pow(x, sub(y, 1.0, o), o), o);
+         c.accumulate(0, where(eq(y, 0.0, o), zero, dx, o));
+       }
+       if (c.needs(1)) {  // x^y log(x) g, 0 where x = 0 and y >= 0
+         const Tensor dy = mul(g, mul(c.saved(2), log(x, o), o), o);
+         c.accumulate(1, where(eq(x, 0.0, o), where(ge(y, 0.0, o), zero, dy, o), dy, o));
+       }
+     }},
+    {"maximum", kIn0 | kIn1, [](GradContext& c, const EwScalars&) { min_max_backward(c, true); }},
+    {"minimum", kIn0 | kIn1, [](GradContext& c, const EwScalars&) { min_max_backward(c, false); }},
+    {"add_scalar", kNone, [](GradContext& c, const EwScalars&) { c.accumulate(0, g0(c)); }},
+    {"sub_scalar", kNone, [](GradContext& c, const EwScalars&) { c.accumulate(0, g0(c)); }},
     {"rsub_scalar", kNone,
-     [](GradContext& c, double) { c.accumulate(0, neg(g0(c), c.options())); }},
+     [](GradContext& c, const EwScalars&) { c.accumulate(0, neg(g0(c), c.options())); }},
     {"mul_scalar", kNone,
-     [](GradContext& c, double s) { c.accumulate(0, mul(g0(c), s, c.options())); }},
+     [](GradContext& c, const EwScalars& s) { c.accumulate(0, mul(g0(c), s[0], c.options())); }},
     {"div_scalar", kNone,
-     [](GradContext& c, double s) { c.accumulate(0, div(g0(c), s, c.options())); }},
+     [](GradContext& c, const EwScalars& s) { c.accumulate(0, div(g0(c), s[0], c.options())); }},
     {"rdiv_scalar", kIn0 | kOut,  // out = s / a: d/da = -s/a^2 = -out/a
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        const OpOptions& o = c.options();
        c.accumulate(0, neg(div(mul(g0(c), c.saved(1), o), c.saved(0), o), o));
      }},
-    {"neg", kNone, [](GradContext& c, double) { c.accumulate(0, neg(g0(c), c.options())); }},
+    {"pow_scalar", kIn0,  // p x^(p-1) g; nothing for p = 0 (not 0 * inf at x = 0)
+     [](GradContext& c, const EwScalars& s) {
+       if (s[0] == 0.0) return;
+       const OpOptions& o = c.options();
+       c.accumulate(0, mul(mul(g0(c), pow(c.saved(0), s[0] - 1.0, o), o), s[0], o));
+     }},
+    {"clamp", kIn0,  // g where lo <= x <= hi (the bounds pass it, as PyTorch); NaN x: 0
+     [](GradContext& c, const EwScalars& s) {
+       const OpOptions& o = c.options();
+       Tensor g = g0(c);
+       const Tensor zero = zero_like(g);
+       if (!std::isnan(s[0])) g = where(ge(c.saved(0), s[0], o), g, zero, o);
+       if (!std::isnan(s[1])) g = where(le(c.saved(0), s[1], o), g, zero, o);
+       c.accumulate(0, g);
+     }},
+    {"neg", kNone,
+     [](GradContext& c, const EwScalars&) { c.accumulate(0, neg(g0(c), c.options())); }},
     {"exp", kOut,
-     [](GradContext& c, double) { c.accumulate(0, mul(g0(c), c.saved(0), c.options())); }},
+     [](GradContext& c, const EwScalars&) {
+       c.accumulate(0, mul(g0(c), c.saved(0), c.options()));
+     }},
     {"log", kIn0,
-     [](GradContext& c, double) { c.accumulate(0, div(g0(c), c.saved(0), c.options())); }},
+     [](GradContext& c, const EwScalars&) {
+       c.accumulate(0, div(g0(c), c.saved(0), c.options()));
+     }},
     {"sqrt", kOut,  // d sqrt(x) = 1 / (2 out)
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, div(mul(g0(c), 0.5, c.options()), c.saved(0), c.options()));
      }},
     {"rsqrt", kIn0 | kOut,  // d x^-1/2 = -out / (2 x)
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        const OpOptions& o = c.options();
        c.accumulate(0, mul(div(mul(g0(c), c.saved(1), o), c.saved(0), o), -0.5, o));
      }},
     {"tanh", kOut,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, tanh_backward(g0(c), c.saved(0), c.options()));
      }},
     {"sigmoid", kOut,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, sigmoid_backward(g0(c), c.saved(0), c.options()));
      }},
     {"relu", kIn0,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, relu_backward(g0(c), c.saved(0), c.options()));
      }},
     {"gelu", kIn0,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, gelu_backward(g0(c), c.saved(0), c.options()));
      }},
     {"gelu_tanh", kIn0,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, gelu_tanh_backward(g0(c), c.saved(0), c.options()));
      }},
     {"silu", kIn0,
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        c.accumulate(0, silu_backward(g0(c), c.saved(0), c.options()));
      }},
+    {"abs", kIn0,
+     [](GradContext& c, const EwScalars&) {
+       c.accumulate(0, abs_backward(g0(c), c.saved(0), c.options()));
+     }},
     {"where", kIn0,  // inputs: cond, a, b
-     [](GradContext& c, double) {
+     [](GradContext& c, const EwScalars&) {
        const Tensor& g = g0(c);
-       const Tensor zero = Tensor::zeros({}, g.dtype(), g.device());
+       const Tensor zero = zero_like(g);
        if (c.needs(1)) c.accumulate(1, where(c.saved(0), g, zero, c.options()));
        if (c.needs(2)) c.accumulate(2, where(c.saved(0), zero, g, c.options()));
      }},
     // cast and copy_: the gradient is cast back by accumulate.
-    {"cast", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
-    {"copy_", kNone, [](GradContext& c, double) { c.accumulate(0, g0(c)); }},
+    {"cast", kNone, [](GradContext& c, const EwScalars&) { c.accumulate(0, g0(c)); }},
+    {"copy_", kNone, [](GradContext& c, const EwScalars&) { c.accumulate(0, g0(c)); }},
     // fill_ reads nothing: it only overwrites (the tape zeroes that memory's gradient).
-    {"fill_", kNone, [](GradContext&, double) {}},
+    {"fill_", kNone, [](GradContext&, const EwScalars&) {}},
 };
 
 const Formula* find_formula(const char* op) {
@@ -140,8 +194,8 @@ void check_elementwise_in_place(const char* op, const Tensor& out,
   }
 }
 
-void record_elementwise(autograd::TapeState& tape, const char* op, double scalar, const Tensor& out,
-                        std::initializer_list<Named> ins, const OpOptions& opt) {
+void record_elementwise(autograd::TapeState& tape, const char* op, const EwScalars& scalars,
+                        const Tensor& out, std::initializer_list<Named> ins, const OpOptions& opt) {
   const Named* n = ins.begin();
   const Formula* f = find_formula(op);
   if (f == nullptr) {  // the *_backward ops themselves: no second derivative
@@ -155,7 +209,7 @@ void record_elementwise(autograd::TapeState& tape, const char* op, double scalar
     bit <<= 1;
   }
   if (f->reads & kOut) saved.push_back(out);
-  auto backward = [fn = f->backward, scalar](GradContext& c) { fn(c, scalar); };
+  auto backward = [fn = f->backward, scalars](GradContext& c) { fn(c, scalars); };
   switch (ins.size()) {
     case 0:
       autograd::detail::record(tape, op, {}, {&out}, {}, nullptr, opt);

@@ -1,6 +1,6 @@
 // cpu elementwise kernels: every op is a functor run by engine.hpp's loop;
-// registration covers f32, f64, f16 and bf16 (where, cast, copy_ and fill
-// every dtype).
+// registration covers f32, f64, f16 and bf16 (where, cast, copy_, fill and
+// the comparisons every dtype).
 #include <string>
 
 #include "common/elementwise_functors.hpp"
@@ -89,6 +89,23 @@ void add_binary(Registry& r, const char* op) {
   r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, &binary_kernel<F, bfloat16>);
 }
 
+// Comparisons on every dtype (the key: the inputs' dtype; out is bool).
+template <class F, class FScalar>
+void add_comparison(Registry& r, const std::string& op) {
+  const std::string name = "cpu.elementwise." + op, sname = name + "_scalar";
+  const auto add = [&]<class T>(DType dt, T*) {
+    r.add_kernel<IterArgs>(op, "cpu", dt, name, &compare_kernel<F, T>);
+    r.add_kernel<IterArgs>(op + "_scalar", "cpu", dt, sname, &compare_scalar_kernel<FScalar, T>);
+  };
+  add(DType::f32, static_cast<float*>(nullptr));
+  add(DType::f64, static_cast<double*>(nullptr));
+  add(DType::f16, static_cast<half*>(nullptr));
+  add(DType::bf16, static_cast<bfloat16*>(nullptr));
+  add(DType::boolean, static_cast<bool*>(nullptr));
+  add(DType::i32, static_cast<std::int32_t*>(nullptr));
+  add(DType::i64, static_cast<std::int64_t*>(nullptr));
+}
+
 }  // namespace
 
 void register_cpu_elementwise(Registry& r) {
@@ -97,12 +114,17 @@ void register_cpu_elementwise(Registry& r) {
   add_binary<fn::Mul>(r, "mul");
   add_binary<fn::SiluMul>(r, "silu_mul");
   add_binary<fn::Div>(r, "div");
+  add_binary<fn::Pow>(r, "pow");
+  add_binary<fn::Maximum>(r, "maximum");
+  add_binary<fn::Minimum>(r, "minimum");
   add_unary<fn::AddScalar>(r, "add_scalar");
   add_unary<fn::SubScalar>(r, "sub_scalar");
   add_unary<fn::RsubScalar>(r, "rsub_scalar");
   add_unary<fn::MulScalar>(r, "mul_scalar");
   add_unary<fn::DivScalar>(r, "div_scalar");
   add_unary<fn::RdivScalar>(r, "rdiv_scalar");
+  add_unary<fn::PowScalar>(r, "pow_scalar");
+  add_unary<fn::Clamp>(r, "clamp");
   add_unary<fn::Neg>(r, "neg");
   add_unary<fn::Exp>(r, "exp");
   add_unary<fn::Log>(r, "log");
@@ -114,12 +136,20 @@ void register_cpu_elementwise(Registry& r) {
   add_unary<fn::Gelu>(r, "gelu");
   add_unary<fn::GeluTanh>(r, "gelu_tanh");
   add_unary<fn::Silu>(r, "silu");
+  add_unary<fn::Abs>(r, "abs");
   add_binary<fn::ReluBackward>(r, "relu_backward");
   add_binary<fn::GeluBackward>(r, "gelu_backward");
   add_binary<fn::GeluTanhBackward>(r, "gelu_tanh_backward");
   add_binary<fn::SiluBackward>(r, "silu_backward");
   add_binary<fn::SigmoidBackward>(r, "sigmoid_backward");
   add_binary<fn::TanhBackward>(r, "tanh_backward");
+  add_binary<fn::AbsBackward>(r, "abs_backward");
+  add_comparison<fn::Gt, fn::GtScalar>(r, "gt");
+  add_comparison<fn::Ge, fn::GeScalar>(r, "ge");
+  add_comparison<fn::Lt, fn::LtScalar>(r, "lt");
+  add_comparison<fn::Le, fn::LeScalar>(r, "le");
+  add_comparison<fn::Eq, fn::EqScalar>(r, "eq");
+  add_comparison<fn::Ne, fn::NeScalar>(r, "ne");
   add_all_dtypes<Where>(r, "where", "cpu.elementwise.where");
   add_all_dtypes<Cast>(r, "cast", "cpu.elementwise.cast");
   add_all_dtypes<Fill>(r, "fill", "cpu.elementwise.fill");

@@ -103,11 +103,7 @@ void for_each(const IterArgs& a, const F& f) {
 // inputs converted to the compute type, the result back to T.
 template <class F>
 F make_functor(const IterArgs& a) {
-  if constexpr (requires { F{0.0}; }) {
-    return F{a.scalar[0]};
-  } else {
-    return F{};
-  }
+  return fn::make_functor<F>(a.scalar);
 }
 
 template <class F, class T>
@@ -122,6 +118,30 @@ void binary_kernel(const IterArgs& a) {
   using C = compute_t<T>;
   const F f = make_functor<F>(a);
   for_each<T, T, T>(a, [f](T x, T y) { return convert<T>(f(convert<C>(x), convert<C>(y))); });
+}
+
+// A comparison functor over any stored type T, bool out: compared in T
+// itself (f32 for f16/bf16, exactly). With a scalar: s rounded to a
+// floating T first (x > 0.1 on f32 compares with 0.1f, as PyTorch), an
+// integer or bool x compared with s in double.
+template <class T>
+using cmp_t = std::conditional_t<is_narrow_v<T>, float, T>;
+
+template <class F, class T>
+void compare_kernel(const IterArgs& a) {
+  const F f{};
+  for_each<bool, T, T>(a, [f](T x, T y) { return f(convert<cmp_t<T>>(x), convert<cmp_t<T>>(y)); });
+}
+
+template <class F, class T>
+void compare_scalar_kernel(const IterArgs& a) {
+  if constexpr (std::is_floating_point_v<T> || is_narrow_v<T>) {
+    const F f{convert<double>(convert<T>(a.scalar[0]))};
+    for_each<bool, T>(a, [f](T x) { return f(convert<cmp_t<T>>(x)); });
+  } else {
+    const F f{a.scalar[0]};
+    for_each<bool, T>(a, [f](T x) { return f(static_cast<double>(x)); });
+  }
 }
 
 }  // namespace strata::cpu

@@ -1,5 +1,5 @@
-// cuda add, sub, mul, div and the activations' backward (grad, x) on f32, f64, f16, bf16 (f16/bf16
-// computed in f32).
+// cuda add, sub, mul, div, pow, maximum, minimum and the activations' backward (grad, x) on f32,
+// f64, f16, bf16 (f16/bf16 computed in f32).
 #include "common/elementwise_functors.hpp"
 #include "cuda/elementwise/elementwise_cuda.hpp"
 #include "cuda/elementwise/engine.cuh"
@@ -28,12 +28,16 @@ std::vector<EwEntry> ew_binary_entries() {
   add<fn::Mul>(v, "mul");
   add<fn::SiluMul>(v, "silu_mul");
   add<fn::Div>(v, "div");
+  add<fn::Pow>(v, "pow");
+  add<fn::Maximum>(v, "maximum");
+  add<fn::Minimum>(v, "minimum");
   add<fn::ReluBackward>(v, "relu_backward");
   add<fn::GeluBackward>(v, "gelu_backward");
   add<fn::GeluTanhBackward>(v, "gelu_tanh_backward");
   add<fn::SiluBackward>(v, "silu_backward");
   add<fn::SigmoidBackward>(v, "sigmoid_backward");
   add<fn::TanhBackward>(v, "tanh_backward");
+  add<fn::AbsBackward>(v, "abs_backward");
   return v;
 }
 

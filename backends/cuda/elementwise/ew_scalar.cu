@@ -1,5 +1,6 @@
 // cuda ops with a scalar (IterArgs::scalar[0]): add_scalar, sub_scalar,
-// rsub_scalar, mul_scalar, div_scalar, rdiv_scalar on f32, f64, f16, bf16.
+// rsub_scalar, mul_scalar, div_scalar, rdiv_scalar, pow_scalar, and clamp
+// (scalar[0] and [1]) on f32, f64, f16, bf16.
 #include "common/elementwise_functors.hpp"
 #include "cuda/elementwise/elementwise_cuda.hpp"
 #include "cuda/elementwise/engine.cuh"
@@ -9,7 +10,7 @@ namespace {
 
 template <class F, class T>
 void scalar_op(const IterArgs& a) {
-  launch_elementwise<T, T>(a, UnaryOp<F, T>{F{a.scalar[0]}});
+  launch_elementwise<T, T>(a, UnaryOp<F, T>{fn::make_functor<F>(a.scalar)});
 }
 
 template <class F>
@@ -29,6 +30,8 @@ std::vector<EwEntry> ew_scalar_entries() {
   add<fn::MulScalar>(v, "mul_scalar");
   add<fn::DivScalar>(v, "div_scalar");
   add<fn::RdivScalar>(v, "rdiv_scalar");
+  add<fn::PowScalar>(v, "pow_scalar");
+  add<fn::Clamp>(v, "clamp");
   return v;
 }
 

@@ -1,5 +1,5 @@
 // cuda unary maths (neg, exp, log, sqrt, rsqrt, tanh, sigmoid, relu, gelu,
-// gelu_tanh, silu) on f32, f64, f16, bf16 (f16/bf16 computed in f32).
+// gelu_tanh, silu, abs) on f32, f64, f16, bf16 (f16/bf16 computed in f32).
 // gelu on f32 runs GeluF32 (gelu_f32.cuh), on f16/bf16 GeluLowp
 // (gelu_lowp.cuh): each measured faster than fn::Gelu's erfcf, and GeluLowp
 // faster than GeluF32 on 16-bit data (docs/log/ops.md, "Elementwise and row
@@ -58,6 +58,7 @@ std::vector<EwEntry> ew_unary_entries() {
   });
   add<fn::GeluTanh>(v, "gelu_tanh");
   add<fn::Silu>(v, "silu");
+  add<fn::Abs>(v, "abs");
   return v;
 }
 
