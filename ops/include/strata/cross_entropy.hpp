@@ -29,7 +29,9 @@ struct CrossEntropyOptions {
 // it and its row, raised before anything is written (on cuda the targets are
 // checked on the device first, except while the stream is being captured,
 // where such a row's loss is NaN). lse [...], optional, receives every row's
-// logsumexp in out's dtype: what cross_entropy_backward_out takes.
+// logsumexp in out's dtype (what cross_entropy_backward_out takes; autograd
+// sends no gradient through it). The op allocates per-row scratch, so it
+// is not for a CUDA graph body.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& ce = {},
                      const OpOptions& opt = {});
 void cross_entropy_out(const Tensor& out, const Tensor& logits, const Tensor& target,
