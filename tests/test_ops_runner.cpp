@@ -115,6 +115,10 @@ TEST_CASE("ops runner: embedding", "[ops][runner]") { check_family("embedding");
 TEST_CASE("ops runner: index_copy_", "[ops][runner]") { check_family("index_copy"); }
 TEST_CASE("ops runner: rotary", "[ops][runner]") { check_family("rotary"); }
 TEST_CASE("ops runner: concat", "[ops][runner]") { check_family("concat"); }
+TEST_CASE("ops runner: cross_entropy and its backward", "[ops][runner]") {
+  check_family("cross_entropy");
+  check_family("cross_entropy backward");
+}
 TEST_CASE("ops runner: matmul, linear", "[ops][runner]") { check_family("matmul"); }
 TEST_CASE("ops runner: long rows", "[ops][runner]") { check_family("long rows"); }
 

@@ -5,8 +5,8 @@
 namespace strata {
 namespace reference {
 void register_reference_elementwise(Registry& r);  // elementwise_reference.cpp
-void register_reference_rows(
-    Registry& r);  // rows_reference.cpp: reductions, softmax, norms, embedding, rotary
+// rows_reference.cpp: reductions, softmax, norms, embedding, rotary, cross_entropy
+void register_reference_rows(Registry& r);
 void register_reference_matmul(Registry& r);  // matmul_reference.cpp
 }  // namespace reference
 

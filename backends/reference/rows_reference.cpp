@@ -1,9 +1,8 @@
 // reference kernels of the row ops (reductions, softmax, norms, embedding,
-// rotary, index_copy): a plain odometer over the outer dims, every value
-// read as f64, each formula written out in f64 (independently of the cpu and
-// cuda kernels), the result rounded once to the output's dtype (index_copy,
-// a pure copy of any dtype, moves each element's bytes). Operand layout and
-// parameters: docs/guide/ops.md, "Row ops".
+// rotary, index_copy, cross_entropy and its backward): a plain odometer over the outer dims, every
+// value read as f64, each formula written out in f64 (independently of the cpu and cuda kernels),
+// the result rounded once to the output's dtype (index_copy, a pure copy of any dtype, moves each
+// element's bytes). Operand layout and parameters: docs/guide/ops.md, "Row ops".
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -261,6 +260,68 @@ void rotary(const IterArgs& a) {
   });
 }
 
+// ---- cross_entropy and its backward: op[1] = logits, op[2] = target
+// (stride 0 along the row), op[3] = the row's pair (lse and the value one
+// element after it); iparam[0] = ignore_index. Every target checked first.
+void check_targets(const char* op, const IterArgs& a) {
+  const std::int64_t classes = a.row_len(), ignore = a.iparam[0];
+  std::int64_t index = 0;
+  for_each_row(a, [&](const Row& r) {
+    const std::int64_t t = load_int(a.op[2], r.off[2]);
+    if (t != ignore && (t < 0 || t >= classes))
+      fail(op, "target holds ", t, " at index ", index, ", outside [0, ", classes,
+           ") and not ignore_index (", ignore, ")");
+    ++index;
+  });
+}
+
+// op[0] = the row's loss (stride 0 along the row); the pair is (lse, valid).
+// lse = max + log sum exp(x - max) in f64: -inf for a row of -inf, NaN
+// when the row holds a NaN or +inf.
+void cross_entropy(const IterArgs& a) {
+  check_targets("cross_entropy", a);
+  const std::int64_t ignore = a.iparam[0];
+  for_each_row(a, [&](const Row& r) {
+    double m = -std::numeric_limits<double>::infinity();
+    bool nan = false;
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      const double v = load(a.op[1], r.at(1, j));
+      nan = nan || std::isnan(v);
+      if (v > m) m = v;
+    }
+    double lse = m;
+    if (nan) {
+      lse = kNaN;
+    } else if (m != -std::numeric_limits<double>::infinity()) {
+      double s = 0;
+      for (std::int64_t j = 0; j < r.n; ++j) s += std::exp(load(a.op[1], r.at(1, j)) - m);
+      lse = m + std::log(s);
+    }
+    const std::int64_t t = load_int(a.op[2], r.off[2]);
+    store(a.op[3], r.off[3], lse);
+    store(a.op[3], r.off[3] + 1, t == ignore ? 0.0 : 1.0);
+    store(a.op[0], r.off[0], t == ignore ? 0.0 : lse - load(a.op[1], r.at(1, t)));
+  });
+}
+
+// op[0] = grad_logits; the pair is (lse, g); iparam[1] = 1: add into op[0].
+// d/dx_j = g (exp(x_j - lse) - [j == t]); 0 for an ignored row.
+void cross_entropy_backward(const IterArgs& a) {
+  check_targets("cross_entropy_backward", a);
+  const std::int64_t ignore = a.iparam[0];
+  const bool acc = a.iparam[1] != 0;
+  for_each_row(a, [&](const Row& r) {
+    const std::int64_t t = load_int(a.op[2], r.off[2]);
+    const double lse = load(a.op[3], r.off[3]), g = load(a.op[3], r.off[3] + 1);
+    for (std::int64_t j = 0; j < r.n; ++j) {
+      double d = 0;
+      if (t != ignore) d = g * (std::exp(load(a.op[1], r.at(1, j)) - lse) - (j == t ? 1.0 : 0.0));
+      if (acc) d += load(a.op[0], r.at(0, j));
+      store(a.op[0], r.at(0, j), d);
+    }
+  });
+}
+
 constexpr DType kFloat[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 
 void add(Registry& r, const char* op, void (*run)(const IterArgs&)) {
@@ -282,6 +343,8 @@ void register_reference_rows(Registry& r) {
   add(r, "embedding", &embedding);
   add(r, "embedding_backward", &embedding_backward);
   add(r, "rotary", &rotary);
+  add(r, "cross_entropy", &cross_entropy);
+  add(r, "cross_entropy_backward", &cross_entropy_backward);
   for (DType dt :
        {DType::f32, DType::f64, DType::f16, DType::bf16, DType::boolean, DType::i32, DType::i64})
     r.add_kernel<IterArgs>("index_copy", "reference", dt, "reference.rows.index_copy", &index_copy);

@@ -2,9 +2,10 @@
 // the last, the norms with and without weight/bias, embedding with i32 and
 // i64 ids, index_copy_ along an outer dim, the row dim and dim 0, rotary in
 // both styles with partial rotary dims, on a slice of a fused QKV buffer and
-// in place, and concat.
+// in place, concat, and cross_entropy with its backward.
 #include "op_catalog.hpp"
 #include "strata/concat.hpp"
+#include "strata/cross_entropy.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
 #include "strata/index_copy.hpp"
@@ -32,9 +33,65 @@ Tensor k_of_fused(const Tensor& qkv, std::int64_t H, std::int64_t d) {
       .transpose(1, 2);
 }
 
+// cross_entropy: logits [4, 5, 37] against targets drawn from every class,
+// and from [0, 4) with ignore_index 1 (about a quarter of the rows ignored);
+// long rows of 9001 (several tiles on cuda, several blocks on the cpu); and
+// the backward kernel by itself, adding into a grad_logits that holds
+// values (its lse drawn at random: the formula holds for any).
+void add_cross_entropy_descriptors(std::vector<OpDescriptor>& v) {
+  using R = CrossEntropyOptions::Reduction;
+  const struct {
+    const char* name;
+    R reduction;
+    DType target_dt;
+    std::int64_t range, ignore;
+    Shape logits;
+  } cases[] = {
+      {"cross_entropy mean", R::mean, DType::i64, 37, -100, {4, 5, 37}},
+      {"cross_entropy mean (ignore_index 1)", R::mean, DType::i32, 4, 1, {4, 5, 37}},
+      {"cross_entropy sum (ignore_index 1)", R::sum, DType::i64, 4, 1, {4, 5, 37}},
+      {"cross_entropy none", R::none, DType::i32, 37, -100, {4, 5, 37}},
+      {"cross_entropy none (ignore_index 1)", R::none, DType::i64, 4, 1, {4, 5, 37}},
+      {"cross_entropy mean (long rows)", R::mean, DType::i64, 9001, -100, {3, 9001}},
+  };
+  for (const auto& c : cases) {
+    CrossEntropyOptions ce;
+    ce.reduction = c.reduction;
+    ce.ignore_index = c.ignore;
+    Shape rows = c.logits;
+    rows.pop_back();
+    OpDescriptor d = descriptor(c.name, "cross_entropy", "cross_entropy");
+    d.inputs = {input("logits", c.logits),
+                input_of("target", rows, c.target_dt, Fill::ids, c.range)};
+    const bool none = c.reduction == R::none;
+    d.output = [none](const std::vector<Tensor>& in, DType dt) {
+      return OpOutput{none ? in[1].shape() : Shape{}, dt == DType::f64 ? DType::f64 : DType::f32};
+    };
+    d.run = [ce](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      cross_entropy_out(out, in[0], in[1], ce, o);
+    };
+    d.tolerance = row_growth(static_cast<double>(c.logits.back() + shape_numel(rows)));
+    v.push_back(d);
+  }
+  OpDescriptor d;
+  d.name = "cross_entropy_backward (accumulate, ignore_index 1)";
+  d.family = "cross_entropy backward";
+  d.registry_ops = {"cast", "cross_entropy_backward"};
+  d.inputs = {input("grad_logits", {4, 5, 37}), input("grad", {4, 5}), input("logits", {4, 5, 37}),
+              input_of("target", {4, 5}, DType::i64, Fill::ids, 4), input("lse", {4, 5})};
+  d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+    copy_(out, in[0], o);
+    const DType sdt = in[2].dtype() == DType::f64 ? DType::f64 : DType::f32;
+    cross_entropy_backward_out(out, in[1], in[2], in[3], cast(in[4], sdt, o), 1, true, o);
+  };
+  d.tolerance = row_growth(4);
+  v.push_back(d);
+}
+
 }  // namespace
 
 void add_row_descriptors(std::vector<OpDescriptor>& v) {
+  add_cross_entropy_descriptors(v);
   const Shape xs = {4, 6, 33};
   const struct {
     const char* name;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "strata/cross_entropy.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
 #include "strata/reduce.hpp"
@@ -112,6 +113,33 @@ void record_norm(autograd::TapeState& tape, const char* op, const Tensor& out, c
         Tensor inner = sub(gh, mul(xhat, mean(mul(gh, xhat, o), -1, true, o), o), o);
         if (layer) inner = sub(inner, mean(gh, -1, true, o), o);
         c.accumulate(0, mul(inner, rstd, o));
+      },
+      opt);
+}
+
+// cross_entropy: the cross_entropy_backward kernel, straight into the
+// logits' gradient (accumulate) where it is a plain view, else into a fresh
+// tensor that accumulate() sums over the broadcast dims. A mean's gradient
+// is grad_out / count; ignored rows get nothing.
+void record_cross_entropy(autograd::TapeState& tape, const Tensor& out, const Tensor& logits,
+                          const Tensor& target, const Tensor& lse, const Tensor& count,
+                          std::int64_t ignore_index, const OpOptions& opt) {
+  autograd::detail::record(
+      tape, "cross_entropy", {&logits}, {&out}, {logits, target, lse, count},
+      [ignore_index](GradContext& c) {
+        const OpOptions& o = c.options();
+        Tensor g = c.grad_out(0);
+        if (!g.defined()) return;
+        if (c.saved(3).defined()) g = div(g, c.saved(3), o);
+        const Tensor &x = c.saved(0), &target = c.saved(1), &lse = c.saved(2);
+        const Tensor into = c.grad_view(0);
+        if (into.defined()) {
+          cross_entropy_backward_out(into, g, x, target, lse, ignore_index, true, o);
+          return;
+        }
+        const Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
+        cross_entropy_backward_out(t, g, x, target, lse, ignore_index, false, o);
+        c.accumulate(0, t);
       },
       opt);
 }

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "cpu/elementwise/engine.hpp"
@@ -47,6 +48,19 @@ C pairwise_sum(const F& f, std::int64_t lo, std::int64_t hi) {
   const std::int64_t half = (hi - lo) / 2;
   const std::int64_t mid = lo + (half + kSumBlock - 1) / kSumBlock * kSumBlock;
   return pairwise_sum<C>(f, lo, mid) + pairwise_sum<C>(f, mid, hi);
+}
+
+// The row's max; NaN when the row holds a NaN.
+template <class C>
+C row_max(const C* x, std::int64_t n) {
+  C m = -std::numeric_limits<C>::infinity();
+  bool nan = false;
+#pragma omp simd reduction(max : m) reduction(|| : nan)
+  for (std::int64_t j = 0; j < n; ++j) {
+    m = x[j] > m ? x[j] : m;
+    nan = nan || x[j] != x[j];
+  }
+  return nan ? std::numeric_limits<C>::quiet_NaN() : m;
 }
 
 template <class C, class T>
@@ -120,6 +134,36 @@ void for_rows(const IterArgs& a, const char* op, std::int64_t scratch_len, const
     const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     run_range(rows * t / nt, rows * (t + 1) / nt, scratch.data() + t * scratch_len);
   }
+}
+
+// The first row, in the order for_rows walks them, whose integer operand k
+// (I: i32 or i64; embedding's ids, cross_entropy's target) lies outside
+// [0, limit) and is not *allowed (when given): its index, its value in
+// *bad; -1 when every row is fine. Serial, outside any OpenMP region: the
+// caller throws.
+template <class I>
+std::int64_t first_bad_id(const IterArgs& a, int k, std::int64_t limit, std::int64_t* bad,
+                          const std::int64_t* allowed = nullptr) {
+  const int last = a.ndim - 1;
+  std::int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= a.shape[d];
+  std::int64_t idx[kMaxDims] = {};
+  std::int64_t off = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t id = *at<const I>(a.op[k], off);
+    if ((id < 0 || id >= limit) && (allowed == nullptr || id != *allowed)) {
+      *bad = id;
+      return r;
+    }
+    for (int d = last - 1; d >= 0; --d) {
+      ++idx[d];
+      off += a.op[k].strides[d];
+      if (idx[d] < a.shape[d]) break;
+      off -= a.op[k].strides[d] * a.shape[d];
+      idx[d] = 0;
+    }
+  }
+  return -1;
 }
 
 }  // namespace strata::cpu::rows

@@ -27,6 +27,7 @@ using rows::at;
 using rows::for_rows;
 using rows::gather;
 using rows::pairwise_sum;
+using rows::row_max;
 using rows::scatter;
 
 // The row can be used where it lies: stored type == compute type, unit stride.
@@ -95,19 +96,8 @@ void max_kernel(const IterArgs& a) {
 }
 
 // ---- softmax, log_softmax ----------------------------------------------------
-// The row's max; NaN when the row holds a NaN. A row of -inf has max -inf,
-// so x - max is NaN and the softmax NaN, as in PyTorch.
-template <class C>
-C row_max(const C* x, std::int64_t n) {
-  C m = -std::numeric_limits<C>::infinity();
-  bool nan = false;
-#pragma omp simd reduction(max : m) reduction(|| : nan)
-  for (std::int64_t j = 0; j < n; ++j) {
-    m = x[j] > m ? x[j] : m;
-    nan = nan || x[j] != x[j];
-  }
-  return nan ? std::numeric_limits<C>::quiet_NaN() : m;
-}
+// row_max (row_engine.hpp) is NaN when the row holds a NaN. A row of -inf
+// has max -inf, so x - max is NaN and the softmax NaN, as in PyTorch.
 
 // y may be x.
 template <class C, bool Log>
@@ -214,30 +204,6 @@ void norm_kernel(const IterArgs& a) {
 }
 
 // ---- embedding ---------------------------------------------------------------
-template <class I>
-std::int64_t first_bad_id(const IterArgs& a, std::int64_t vocab, std::int64_t* bad) {
-  // Serial, outside any OpenMP region: the error is thrown by the caller.
-  const int last = a.ndim - 1;
-  std::int64_t rows = 1;
-  for (int d = 0; d < last; ++d) rows *= a.shape[d];
-  std::int64_t idx[kMaxDims] = {};
-  std::int64_t off = 0;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::int64_t id = *at<const I>(a.op[1], off);
-    if (id < 0 || id >= vocab) {
-      *bad = id;
-      return r;
-    }
-    for (int d = last - 1; d >= 0; --d) {
-      ++idx[d];
-      off += a.op[1].strides[d];
-      if (idx[d] < a.shape[d]) break;
-      off -= a.op[1].strides[d] * a.shape[d];
-      idx[d] = 0;
-    }
-  }
-  return -1;
-}
 
 template <class T, class I>
 void embedding_gather(const IterArgs& a) {
@@ -262,8 +228,8 @@ void embedding_kernel(const IterArgs& a) {
   const std::int64_t vocab = a.side.shape[0];
   std::int64_t bad = 0;
   const std::int64_t where = a.op[1].dtype == DType::i32
-                                 ? first_bad_id<std::int32_t>(a, vocab, &bad)
-                                 : first_bad_id<std::int64_t>(a, vocab, &bad);
+                                 ? rows::first_bad_id<std::int32_t>(a, 1, vocab, &bad)
+                                 : rows::first_bad_id<std::int64_t>(a, 1, vocab, &bad);
   if (where >= 0)
     fail("embedding", "ids holds ", bad, " at index ", where, ", outside [0, ", vocab, ")");
   if (a.op[1].dtype == DType::i32)
@@ -408,6 +374,7 @@ void add(Registry& r, const char* op) {
 }  // namespace
 
 void register_cpu_embedding_backward(Registry& r);  // embedding_backward_cpu.cpp
+void register_cpu_cross_entropy(Registry& r);       // cross_entropy_cpu.cpp
 
 void register_cpu_rows(Registry& r) {
   STRATA_ROWS_ADD(r, "sum", sum_kernel, false);
@@ -421,6 +388,7 @@ void register_cpu_rows(Registry& r) {
   STRATA_ROWS_ADD(r, "embedding", embedding_kernel);
   register_cpu_embedding_backward(r);
   STRATA_ROWS_ADD(r, "rotary", rotary_kernel);
+  register_cpu_cross_entropy(r);
   for (DType dt :
        {DType::f32, DType::f64, DType::f16, DType::bf16, DType::boolean, DType::i32, DType::i64})
     r.add_kernel<IterArgs>("index_copy", "cpu", dt, "cpu.rows.index_copy", index_copy_for(dt));

@@ -1,13 +1,15 @@
 // first_bad_id (rows_ids.cuh): the device-side range check of embedding's
-// ids and index_copy's index.
+// ids, index_copy's index and cross_entropy's target.
 #include "cuda/rows/rows_ids.cuh"
 
 namespace strata::cuda {
 namespace {
 
+// has_allowed: `allowed` is fine too.
 template <class I>
 __global__ void __launch_bounds__(kRowThreads)
-    check_ids_kernel(RowParams p, int k, std::int64_t limit, unsigned long long* bad) {
+    check_ids_kernel(RowParams p, int k, std::int64_t limit, bool has_allowed, std::int64_t allowed,
+                     unsigned long long* bad) {
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
   for (std::int64_t row = std::int64_t(blockIdx.x) * kRowThreads + threadIdx.x; row < p.rows;
@@ -15,14 +17,17 @@ __global__ void __launch_bounds__(kRowThreads)
     std::int64_t off[kMaxOperands];
     row_offsets(p, row, off);
     const std::int64_t id = load_id<I>(p.ptr[k], off[k]);
-    if (id < 0 || id >= limit) atomicMin(bad, static_cast<unsigned long long>(row));
+    if ((id < 0 || id >= limit) && !(has_allowed && id == allowed))
+      atomicMin(bad, static_cast<unsigned long long>(row));
   }
 }
 
 }  // namespace
 
 BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cudaStream_t st,
-                   const char* what) {
+                   const char* what, const std::int64_t* allowed) {
+  const bool has_allowed = allowed != nullptr;
+  const std::int64_t allow = has_allowed ? *allowed : 0;
   BadId r;
   if (p.rows == 0) return r;
   unsigned long long* bad = nullptr;
@@ -34,9 +39,11 @@ BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cuda
     const int grid = static_cast<int>(want < std::int64_t(sm_count()) * 8 ? want : sm_count() * 8);
     // PDL: the kernel waits for the memset (and whatever ran before) first.
     if (dt == DType::i32)
-      err = launch_pdl(check_ids_kernel<std::int32_t>, grid, kRowThreads, 0, st, p, k, limit, bad);
+      err = launch_pdl(check_ids_kernel<std::int32_t>, grid, kRowThreads, 0, st, p, k, limit,
+                       has_allowed, allow, bad);
     else
-      err = launch_pdl(check_ids_kernel<std::int64_t>, grid, kRowThreads, 0, st, p, k, limit, bad);
+      err = launch_pdl(check_ids_kernel<std::int64_t>, grid, kRowThreads, 0, st, p, k, limit,
+                       has_allowed, allow, bad);
   }
   if (err == cudaSuccess)
     err = cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, st);

@@ -1,7 +1,8 @@
 #pragma once
 // Integer operands of the cuda row kernels (embedding's ids, rotary's
-// positions, index_copy's index): reading one, and the range check that
-// embedding and index_copy run before they write anything.
+// positions, index_copy's index, cross_entropy's target): reading one, and
+// the range check that embedding, index_copy and cross_entropy run before
+// they write anything.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -29,9 +30,10 @@ struct BadId {
 // word), which is copied back, the stream synchronised, and the id read
 // back when one is bad. Everything runs on `st`; the call blocks, so it must
 // not run while `st` is being captured into a graph. `what` names the check
-// in CUDA errors.
+// in CUDA errors. With `allowed`, that value is fine too (cross_entropy's
+// ignore_index).
 BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cudaStream_t st,
-                   const char* what);
+                   const char* what, const std::int64_t* allowed = nullptr);
 
 // The same for a 1-D index operand [T] (index_copy's index, the ids of
 // embedding_backward): its elements as rows of one element each.

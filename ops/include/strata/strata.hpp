@@ -2,6 +2,7 @@
 // Umbrella header: everything a Strata user needs.
 #include "strata/attention.hpp"
 #include "strata/concat.hpp"
+#include "strata/cross_entropy.hpp"
 #include "strata/device.hpp"
 #include "strata/dtype.hpp"
 #include "strata/elementwise.hpp"
