@@ -72,6 +72,13 @@ TEST_CASE("gradients: rotary, both conventions", "[autograd][runner]") {
 TEST_CASE("gradients: embedding (a deterministic scatter-add)", "[autograd][runner]") {
   check_gradients("embedding");
 }
+TEST_CASE("gradients: tril and triu", "[autograd][runner]") { check_gradients("tri"); }
+TEST_CASE("gradients: dropout (the mask regenerated from the seed)", "[autograd][runner]") {
+  check_gradients("dropout");
+}
+TEST_CASE("gradients: topk (scattered to the chosen positions)", "[autograd][runner]") {
+  check_gradients("topk");
+}
 TEST_CASE("gradients: the backward kernels refuse a second derivative", "[autograd][runner]") {
   check_gradients("activation backward");
 }

@@ -15,6 +15,7 @@
 #include "strata/reduce.hpp"
 #include "strata/registry.hpp"
 #include "strata/rotary.hpp"
+#include "strata/select.hpp"
 #include "strata/storage.hpp"
 #include "strata/tensor.hpp"
 #include "strata/version.hpp"
