@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -61,12 +62,16 @@ std::vector<double> masked(const Tensor& x, std::int64_t diagonal, bool upper) {
 }
 
 // A view of shape s whose strides are all unusual: every dim flipped,
-// inside a buffer with a gap after each row.
+// A view of shape s (rank >= 2) whose memory order is not its logical
+// order: the last two dims swapped in memory, a gap after each stored row,
+// every dim flipped.
 Tensor strided_view(const Shape& s, DType dt, Device dev) {
+  const int r = static_cast<int>(s.size());
   Shape f = s;
-  f.back() = 2 * s.back() + 1;
-  Tensor t = Tensor::full(f, kSentinel, dt, dev).narrow(-1, 1, s.back());
-  for (int d = 0; d < t.dim(); ++d) t = t.flip(d);
+  std::swap(f[r - 1], f[r - 2]);
+  f.back() = 2 * f.back() + 1;
+  Tensor t = Tensor::full(f, kSentinel, dt, dev).narrow(-1, 1, s[r - 2]).transpose(r - 1, r - 2);
+  for (int d = 0; d < r; ++d) t = t.flip(d);
   return t;
 }
 

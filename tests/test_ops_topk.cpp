@@ -13,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -67,12 +68,16 @@ std::vector<double> rows_of(const Tensor& x, int dim) {
   return x.transpose(dim, x.dim() - 1).to_vector<double>();
 }
 
-// A strided view of shape s (every dim flipped, a gap after each row).
+// A view of shape s (rank >= 2) whose memory order is not its logical
+// order: the last two dims swapped in memory, a gap after each stored row,
+// every dim flipped.
 Tensor strided_view(const Shape& s, DType dt, Device dev) {
+  const int r = static_cast<int>(s.size());
   Shape f = s;
-  f.back() = 2 * s.back() + 1;
-  Tensor t = Tensor::full(f, -5.0, dt, dev).narrow(-1, 1, s.back());
-  for (int d = 0; d < t.dim(); ++d) t = t.flip(d);
+  std::swap(f[r - 1], f[r - 2]);
+  f.back() = 2 * f.back() + 1;
+  Tensor t = Tensor::full(f, -5.0, dt, dev).narrow(-1, 1, s[r - 2]).transpose(r - 1, r - 2);
+  for (int d = 0; d < r; ++d) t = t.flip(d);
   return t;
 }
 
