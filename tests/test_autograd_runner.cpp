@@ -80,6 +80,13 @@ TEST_CASE("gradients: embedding (a deterministic scatter-add)", "[autograd][runn
 TEST_CASE("gradients: cross_entropy (its backward kernel)", "[autograd][runner]") {
   check_gradients("cross_entropy");
 }
+TEST_CASE("gradients: tril and triu", "[autograd][runner]") { check_gradients("tri"); }
+TEST_CASE("gradients: dropout (the mask regenerated from the seed)", "[autograd][runner]") {
+  check_gradients("dropout");
+}
+TEST_CASE("gradients: topk (scattered to the chosen positions)", "[autograd][runner]") {
+  check_gradients("topk");
+}
 TEST_CASE("gradients: the backward kernels refuse a second derivative", "[autograd][runner]") {
   check_gradients("activation backward");
   check_gradients("cross_entropy backward");

@@ -121,6 +121,9 @@ TEST_CASE("ops runner: cross_entropy and its backward", "[ops][runner]") {
 }
 TEST_CASE("ops runner: matmul, linear", "[ops][runner]") { check_family("matmul"); }
 TEST_CASE("ops runner: long rows", "[ops][runner]") { check_family("long rows"); }
+TEST_CASE("ops runner: tril and triu", "[ops][runner]") { check_family("tri"); }
+TEST_CASE("ops runner: dropout", "[ops][runner]") { check_family("dropout"); }
+TEST_CASE("ops runner: topk", "[ops][runner]") { check_family("topk"); }
 
 TEST_CASE("ops runner: every op has kernels on every available backend", "[ops][runner]") {
   // The runner reports an op without kernels as not checked rather than

@@ -10,6 +10,8 @@ namespace cpu {
 void register_cpu_elementwise(Registry& r);  // elementwise/elementwise_cpu.cpp
 void register_cpu_rows(Registry& r);         // rows/: reductions, softmax, norms, embedding, rotary
 void register_cpu_matmul(Registry& r);       // matmul/matmul_cpu.cpp
+void register_cpu_select(Registry& r);       // elementwise/select_cpu.cpp: tril, triu, dropout
+void register_cpu_topk(Registry& r);         // rows/topk_cpu.cpp
 }  // namespace cpu
 
 namespace {
@@ -86,6 +88,8 @@ void register_cpu_backend(Registry& r) {
   cpu::register_cpu_elementwise(r);
   cpu::register_cpu_rows(r);
   cpu::register_cpu_matmul(r);
+  cpu::register_cpu_select(r);
+  cpu::register_cpu_topk(r);
 }
 
 }  // namespace strata

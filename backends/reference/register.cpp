@@ -8,6 +8,7 @@ void register_reference_elementwise(Registry& r);  // elementwise_reference.cpp
 // rows_reference.cpp: reductions, softmax, norms, embedding, rotary, cross_entropy
 void register_reference_rows(Registry& r);
 void register_reference_matmul(Registry& r);  // matmul_reference.cpp
+void register_reference_select(Registry& r);  // select_reference.cpp: tril, triu, dropout, topk
 }  // namespace reference
 
 void register_reference_backend(Registry& r) {
@@ -28,6 +29,7 @@ void register_reference_backend(Registry& r) {
   reference::register_reference_elementwise(r);
   reference::register_reference_rows(r);
   reference::register_reference_matmul(r);
+  reference::register_reference_select(r);
 }
 
 }  // namespace strata

@@ -1,29 +1,18 @@
-// Counter-based random numbers: value i of seed s is a pure function of
-// (s, i), generated on the host in logical row-major order and then copied to
-// the target device, so every backend and platform sees the same tensor.
+// Counter-based random numbers (strata/detail/counter_rng.hpp): value i of
+// seed s is a pure function of (s, i), generated on the host in logical
+// row-major order and then copied to the target device, so every backend and
+// platform sees the same tensor.
 #include <cmath>
 #include <numbers>
 
+#include "strata/detail/counter_rng.hpp"
 #include "strata/tensor.hpp"
 
 namespace strata {
 
 namespace {
 
-// splitmix64's finaliser: a bijective 64-bit mixer with full avalanche.
-constexpr std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
-// The i-th output of splitmix64 started from a scrambled seed, so nearby seeds
-// give unrelated streams rather than shifted copies of one.
-constexpr std::uint64_t random_bits(std::uint64_t seed, std::uint64_t i) {
-  return mix64(mix64(seed + kGolden) + (i + 1) * kGolden);
-}
+using detail::random_bits;
 
 // Uniform [0, 1) with as many bits as `dt` holds exactly, so rounding to the
 // dtype can never produce 1.0 (bool: 0 or 1 with equal odds).

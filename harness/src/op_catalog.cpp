@@ -9,6 +9,7 @@ const std::vector<OpDescriptor>& op_catalog() {
     detail::add_elementwise_descriptors(v);
     detail::add_row_descriptors(v);
     detail::add_matmul_descriptors(v);
+    detail::add_select_descriptors(v);
     return v;
   }();
   return all;

@@ -12,6 +12,7 @@ namespace strata::harness::detail {
 void add_elementwise_descriptors(std::vector<OpDescriptor>& out);
 void add_row_descriptors(std::vector<OpDescriptor>& out);
 void add_matmul_descriptors(std::vector<OpDescriptor>& out);
+void add_select_descriptors(std::vector<OpDescriptor>& out);  // tril, triu, dropout, topk
 
 // Shorthands for the descriptor files.
 inline OpDescriptor descriptor(std::string name, std::string family, std::string registry_op) {

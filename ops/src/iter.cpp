@@ -46,9 +46,9 @@ void collect(IterArgs& it, const Tensor& out, std::initializer_list<const Tensor
 }
 
 // Drops size-1 dims among the first `n` dims, orders them by the output's
-// |stride| (largest outermost; ties by the inputs' strides), then merges
-// neighbours; dims from `n` on (the row) are kept as they are.
-void simplify(IterArgs& it, const Shape& shape, int n) {
+// |stride| (largest outermost; ties by the inputs' strides) unless `keep_order`,
+// then merges neighbours; dims from `n` on (the row) are kept as they are.
+void simplify(IterArgs& it, const Shape& shape, int n, bool keep_order = false) {
   const int r = static_cast<int>(shape.size());
   int dims[kMaxDims];
   int nd = 0;
@@ -62,7 +62,7 @@ void simplify(IterArgs& it, const Shape& shape, int n) {
     return x < y;
   };
   // Insertion sort: at most 8 dims.
-  for (int i = 1; i < nd; ++i)
+  for (int i = 1; i < nd && !keep_order; ++i)
     for (int j = i; j > 0 && outer_first(dims[j], dims[j - 1]); --j)
       std::swap(dims[j], dims[j - 1]);
   const int nd_outer = nd;
@@ -160,6 +160,14 @@ IterArgs make_iter(const Tensor& out, std::initializer_list<const Tensor*> input
   }
   collect(it, out, inputs, 0);
   simplify(it, out.shape(), out.dim());
+  return it;
+}
+
+IterArgs make_ordered_iter(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  IterArgs it;
+  // keep_last = every dim: collect() flips none.
+  collect(it, out, inputs, out.dim());
+  simplify(it, out.shape(), out.dim(), /*keep_order=*/true);
   return it;
 }
 

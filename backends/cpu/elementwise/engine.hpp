@@ -66,10 +66,14 @@ inline void inner_loop(const IterArgs& a, const std::int64_t* off, std::int64_t 
   }
 }
 
-// out = f(ins...) over the iteration; f takes and returns stored types.
-template <class Out, class... Ins, class F>
-void for_each(const IterArgs& a, const F& f) {
-  constexpr int N = 1 + static_cast<int>(sizeof...(Ins));
+// Calls seg(off, len, e) for consecutive runs of the innermost dim that
+// together cover the iteration once: off[k] is operand k's element offset
+// at the run's start (k < N), len the run's length, e the run's linear index
+// (row-major over a.shape: in out's row-major order for an IterArgs built
+// by make_ordered_iter). Runs are cut from chunks of kChunk elements spread
+// over OpenMP threads; seg must not throw.
+template <int N, class Seg>
+void for_segments(const IterArgs& a, const Seg& seg) {
   const std::int64_t total = a.numel();
   if (total == 0) return;
   const std::int64_t inner = a.shape[a.ndim - 1];
@@ -85,7 +89,7 @@ void for_each(const IterArgs& a, const F& f) {
         for (int k = 0; k < N; ++k) off[k] += i * a.op[k].strides[d];
       }
       for (int k = 0; k < N; ++k) off[k] += j0 * a.op[k].strides[a.ndim - 1];
-      inner_loop<Out, Ins...>(a, off, len, f, std::index_sequence_for<Ins...>{});
+      seg(static_cast<const std::int64_t*>(off), len, b);
       b += len;
     }
   };
@@ -97,6 +101,15 @@ void for_each(const IterArgs& a, const F& f) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t c = 0; c < chunks; ++c)
     run_range(c * kChunk, std::min(total, (c + 1) * kChunk));
+}
+
+// out = f(ins...) over the iteration; f takes and returns stored types.
+template <class Out, class... Ins, class F>
+void for_each(const IterArgs& a, const F& f) {
+  constexpr int N = 1 + static_cast<int>(sizeof...(Ins));
+  for_segments<N>(a, [&](const std::int64_t* off, std::int64_t len, std::int64_t) {
+    inner_loop<Out, Ins...>(a, off, len, f, std::index_sequence_for<Ins...>{});
+  });
 }
 
 // A maths functor (common/elementwise_functors.hpp) over one floating dtype T:

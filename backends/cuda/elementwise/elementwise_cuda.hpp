@@ -21,6 +21,7 @@ std::vector<EwEntry> ew_scalar_entries();   // ew_scalar.cu: add_scalar .. rdiv_
 std::vector<EwEntry> ew_cast_entries();     // ew_cast.cu: cast (every dtype pair)
 std::vector<EwEntry> ew_misc_entries();     // ew_misc.cu: where, fill (every dtype)
 std::vector<EwEntry> ew_compare_entries();  // ew_compare.cu: gt .. ne, gt_scalar .. ne_scalar
+std::vector<EwEntry> ew_indexed_entries();  // ew_indexed.cu: tril, triu (every dtype), dropout
 
 // STRATA_EW_VARIANT (ew_variant.cpp, read once): unset or "tiled16" sends
 // 16-bit iterations with a transposed input through ew_tiled16.cuh's kernel;

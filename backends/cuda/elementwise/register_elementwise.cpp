@@ -11,7 +11,7 @@ namespace strata::cuda {
 
 void register_cuda_elementwise(Registry& r) {
   for (auto table : {&ew_binary_entries, &ew_scalar_entries, &ew_unary_entries, &ew_misc_entries,
-                     &ew_cast_entries, &ew_compare_entries})
+                     &ew_cast_entries, &ew_compare_entries, &ew_indexed_entries})
     for (const EwEntry& e : table())
       r.add_kernel<IterArgs>(e.op, "cuda", e.dtype, std::string("cuda.elementwise.") + e.op, e.run);
 }

@@ -16,5 +16,6 @@ std::vector<EwEntry> row_index_copy_entries();  // rows_index_copy.cu: index_cop
 std::vector<EwEntry> row_embedding_backward_entries();  // rows_embedding_backward.cu
 std::vector<EwEntry> row_cross_entropy_entries();       // rows_cross_entropy.cu: cross_entropy,
                                                         // cross_entropy_backward
+std::vector<EwEntry> row_topk_entries();                // rows_topk.cu
 
 }  // namespace strata::cuda

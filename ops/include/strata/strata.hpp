@@ -16,6 +16,7 @@
 #include "strata/reduce.hpp"
 #include "strata/registry.hpp"
 #include "strata/rotary.hpp"
+#include "strata/select.hpp"
 #include "strata/storage.hpp"
 #include "strata/tensor.hpp"
 #include "strata/version.hpp"

@@ -20,6 +20,12 @@ void check_broadcasts_to(const char* op, const Tensor& t, const char* name, cons
 // input becomes an absent operand). The caller has checked shapes, dtypes,
 // devices and overlap.
 IterArgs make_iter(const Tensor& out, std::initializer_list<const Tensor*> inputs);
+// As make_iter, but in out's logical order: no dim is reordered or flipped
+// (size-1 dims are dropped and neighbours every operand walks as one are
+// merged), so the row-major linear index over the IterArgs' shape is each
+// element's index in out's row-major order. For kernels whose result
+// depends on that index (dropout's counter, tril's row and column).
+IterArgs make_ordered_iter(const Tensor& out, std::initializer_list<const Tensor*> inputs);
 // As make_iter, but the last dim of out (and of every input, after
 // broadcasting to out's shape) is a row kept whole.
 IterArgs make_row_iter(const Tensor& out, std::initializer_list<const Tensor*> inputs);
