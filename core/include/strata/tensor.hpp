@@ -40,6 +40,7 @@ class Tensor {
   // ---- factories ---------------------------------------------------------
   static Tensor empty(const Shape& shape, DType dt = DType::f32, Device dev = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dt = DType::f32, Device dev = Device::cpu());
+  static Tensor ones(const Shape& shape, DType dt = DType::f32, Device dev = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dt = DType::f32,
                      Device dev = Device::cpu());
   // [0, 1, ..., n-1]
