@@ -27,12 +27,10 @@ void check_gradients(const std::string& family) {
   for (const OpDescriptor& d : op_catalog()) {
     if (d.family != family) continue;
     ++n;
-    std::int64_t numel = 0;
-    for (const InputSpec& in : d.inputs) numel += shape_numel(in.shape);
     for (DType dt : d.dtypes) {
       for (OpLayout l : d.layouts) {
         // Finite differences once per descriptor: f64, contiguous, small.
-        const bool fd = dt == DType::f64 && l == OpLayout::contiguous && numel <= 1536;
+        const bool fd = grad_case_takes_finite_differences(d, dt, l);
         const GradCaseReport rep = run_grad_case(d, dt, l, ++seed, fd);
         INFO(rep.summary());
         if (rep.skipped()) {
