@@ -130,12 +130,12 @@ TEST_CASE("core: item and at refuse a bad tensor or index, naming it", "[core][a
   CORE_REQUIRE_ERROR(Tensor().item(), "Tensor::item", "undefined");
   CORE_REQUIRE_ERROR(t.at({1, 2}), "Tensor::at", "index [1, 2]", "2 entries", "3-d", "[2, 3, 4]");
   CORE_REQUIRE_ERROR(t.at({}), "Tensor::at", "index []", "0 entries");
-  CORE_REQUIRE_ERROR(t.at({1, 2, 4}), "Tensor::at", "entry 4", "dim 2", "size 4");
-  CORE_REQUIRE_ERROR(t.at({-3, 0, 0}), "Tensor::at", "entry -3", "dim 0", "size 2");
-  CORE_REQUIRE_ERROR(t.at<int>({0, 3, 0}), "Tensor::at", "entry 3", "dim 1", "size 3");
+  CORE_REQUIRE_ERROR(t.at({1, 2, 4}), "Tensor::at", "index 4", "dim 2", "size 4");
+  CORE_REQUIRE_ERROR(t.at({-3, 0, 0}), "Tensor::at", "index -3", "dim 0", "size 2");
+  CORE_REQUIRE_ERROR(t.at<int>({0, 3, 0}), "Tensor::at", "index 3", "dim 1", "size 3");
   CORE_REQUIRE_ERROR(Tensor().at({0}), "Tensor::at", "undefined");
-  CORE_REQUIRE_ERROR(t.item({0, 0, 9}), "Tensor::item", "entry 9");
-  CORE_REQUIRE_ERROR(t.set_item({0, 0, 9}, 1.0), "Tensor::set_item", "entry 9");
+  CORE_REQUIRE_ERROR(t.item({0, 0, 9}), "Tensor::item", "index 9");
+  CORE_REQUIRE_ERROR(t.set_item({0, 0, 9}, 1.0), "Tensor::set_item", "index 9");
   // A 0-d tensor is read with an empty index or item().
   const Tensor s = Tensor::full({}, 2.5, DType::f64);
   CHECK(s.at({}) == 2.5);

@@ -26,9 +26,8 @@ std::int64_t element_offset(const Tensor& t, const std::vector<std::int64_t>* in
   std::int64_t off = t.offset();
   for (int d = 0; d < t.dim(); ++d) {
     const std::int64_t n = t.shape()[d], i = (*index)[d];
-    STRATA_CHECK(i >= -n && i < n, op, "index ", shape_str(*index), ": entry ", i,
-                 " out of range for dim ", d, " of size ", n, " (shape ", shape_str(t.shape()),
-                 ")");
+    STRATA_CHECK(i >= -n && i < n, op, "index ", i, " out of range for dim ", d, " of size ", n,
+                 " (index ", shape_str(*index), ", shape ", shape_str(t.shape()), ")");
     off += (i < 0 ? i + n : i) * t.strides()[d];
   }
   return off;
