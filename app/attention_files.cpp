@@ -7,8 +7,8 @@
 
 #include "attention_cli.hpp"
 #include "commands.hpp"
-#include "npy_io.hpp"
 #include "output_files.hpp"
+#include "strata/npy.hpp"
 #include "table.hpp"
 
 namespace strata::cli {
@@ -89,8 +89,8 @@ int run_attention_files(const AttentionCli& cli) {
     }
   });
 
-  std::vector<std::pair<NamedPath, std::string>> files{{outputs[0], npy_bytes(r.out)}};
-  if (!cli.lse.empty()) files.emplace_back(outputs[1], npy_bytes(r.lse));
+  std::vector<std::pair<NamedPath, std::string>> files{{outputs[0], npy_bytes(r.out, kNpyOut)}};
+  if (!cli.lse.empty()) files.emplace_back(outputs[1], npy_bytes(r.lse, kNpyOut));
   write_outputs(files);
 
   // The kernel's name may carry " (via f32)" (f16/bf16 on a backend that
@@ -103,10 +103,10 @@ int run_attention_files(const AttentionCli& cli) {
             << "  backend " << ran_on << ", kernel " << kernel << ", " << runs
             << (runs == 1 ? " run" : " runs") << ", median " << fmt("%.3f", median(ms)) << " ms\n"
             << "  wrote " << cli.out << ' ' << shape_str(r.out.shape()) << ' '
-            << dtype_name(npy_dtype(r.out.dtype()));
+            << dtype_name(npy_dtype(r.out.dtype(), kNpyOut));
   if (!cli.lse.empty())
     std::cout << " and " << cli.lse << ' ' << shape_str(r.lse.shape()) << ' '
-              << dtype_name(npy_dtype(r.lse.dtype()));
+              << dtype_name(npy_dtype(r.lse.dtype(), kNpyOut));
   std::cout << std::endl;
   return kExitOk;
 }

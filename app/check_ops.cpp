@@ -91,11 +91,13 @@ int run_check_with_ops(bool full, const std::string& only, const std::function<i
   bool ops_match = false;
   for (const harness::OpDescriptor& d : harness::op_catalog())
     ops_match = ops_match || group_of(d).find(only) != std::string::npos;
-  if (!attention_matches && !ops_match)
+  const bool grads_match = grad_groups_match(only);
+  if (!attention_matches && !ops_match && !grads_match)
     throw UsageError("check: no group matches --group '" + only + "'");
   int status = kExitOk;
   if (attention_matches) status = attention();
   if (ops_match) status = std::max(status, run_op_checks(only));
+  if (grads_match) status = std::max(status, run_grad_checks(only));
   return status;
 }
 

@@ -1,6 +1,7 @@
 // `strata check [--full]`: the cross-backend sweep through the harness
-// (strata/harness.hpp), with a progress line and a summary per group and
-// backend.
+// (strata/harness.hpp), then the op runner and the gradient runner
+// (check_ops.cpp, check_grads.cpp), each with a progress line and a summary
+// per group.
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -82,7 +83,9 @@ void add_check_command(CLI::App& root, int& status) {
                   "Only the groups whose name contains this: attention's (shapes, layouts, "
                   "causal, window, masks, gqa, scale, batch, edge) and the op runner's "
                   "ops:<family> (ops:binary, ops:unary, ops:reduce, ops:softmax, ops:norm, "
-                  "ops:matmul, ...; 'ops:' alone runs every op family and no attention case)");
+                  "ops:matmul, ...; 'ops:' alone runs every op family and no attention case), "
+                  "and the gradient runner's grad:<family> (grad:matmul, ...; 'grad:' alone "
+                  "runs every family's gradients only)");
   cmd->callback(
       [&status] { status = run_check_with_ops(full, only, [] { return run_check(full, only); }); });
 }

@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "model_cli.hpp"
-#include "npy_io.hpp"
 #include "output_files.hpp"
+#include "strata/npy.hpp"
 
 namespace strata::cli {
 namespace {
@@ -34,10 +34,11 @@ int run_forward(const ForwardCli& cli) {
                   "forward: each row of --tokens '" + cli.tokens + "' " + shape_str(ids.shape()));
   // [B, T, V] f32; ids out of the vocabulary are an error from the embedding.
   const Tensor logits = model.forward(ids.to(model.device()));
-  write_outputs({{{cli.out, "--out"}, npy_bytes(logits)}});
+  write_outputs({{{cli.out, "--out"}, npy_bytes(logits, kNpyOut)}});
   std::cerr << "forward: " << dtype_name(model.dtype()) << " model on " << model_placement(model)
             << ": " << shape_str(ids.shape()) << " ids -> logits " << shape_str(logits.shape())
-            << ' ' << dtype_name(npy_dtype(logits.dtype())) << " written to " << cli.out << "\n";
+            << ' ' << dtype_name(npy_dtype(logits.dtype(), kNpyOut)) << " written to " << cli.out
+            << "\n";
   return kExitOk;
 }
 

@@ -15,7 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "strata/npy.hpp"
+
 namespace strata::cli {
+
+// How the tool writes .npy results (strata/npy.hpp): bf16 as float32, since
+// NumPy has no bfloat16; summaries name the written dtype (npy_dtype).
+inline constexpr NpyWriteOptions kNpyOut{.bf16_as_f32 = true};
 
 // A file named on the command line, with the option that named it ("--out").
 struct NamedPath {

@@ -1,4 +1,4 @@
-// libFuzzer target: the CLI's .npy reader (app/npy_io.cpp) on arbitrary
+// libFuzzer target: the library's .npy reader (core/src/npy.cpp) on arbitrary
 // bytes. Every input must load or throw strata::Error; anything else (a
 // crash, a sanitizer report, another exception type) is a finding. A file
 // that loads is written back with npy_bytes and must load again with the same
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "npy_io.hpp"
 #include "strata/error.hpp"
+#include "strata/npy.hpp"
 
 namespace {
 
@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   put(data, size);
   strata::Tensor t;
   try {
-    t = strata::cli::load_npy(file_path(), "--q");
+    t = strata::load_npy(file_path());
   } catch (const strata::Error&) {
     return 0;  // refused with a message: fine
   }
@@ -60,9 +60,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // buffer) and the round trip through the writer is exact.
   if (t.numel() > (1 << 20)) return 0;
   const std::vector<double> values = t.to_vector<double>();
-  const std::string bytes = strata::cli::npy_bytes(t);
+  const std::string bytes = strata::npy_bytes(t);
   put(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
-  const strata::Tensor back = strata::cli::load_npy(file_path(), "--q");
+  const strata::Tensor back = strata::load_npy(file_path());
   if (back.shape() != t.shape() || back.dtype() != t.dtype() ||
       !same_values(back.to_vector<double>(), values))
     std::abort();

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds and runs the libFuzzer targets in fuzz/ (docs/guide/fuzzing.md).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s each, every target
-# Targets: npy_reader (app/npy_io.cpp on arbitrary bytes), tensor_views
+# Targets: npy_reader (core/src/npy.cpp on arbitrary bytes), tensor_views
 # (Tensor::from_storage / as_strided / view chains against a storage extent),
 # safetensors_reader (nn/src/safetensors.cpp on arbitrary bytes), config_reader
 # (nn/src/config.cpp's config.json reader on arbitrary bytes).
 # Built with clang -fsanitize=fuzzer,address,undefined (UB is fatal) into
-# FUZZ_DIR (default build-fuzz/) from core/src, app/npy_io.cpp, the
-# safetensors and config readers and fuzz/ only (core alone has an empty
+# FUZZ_DIR (default build-fuzz/) from core/src (the .npy reader among them),
+# the safetensors and config readers and fuzz/ only (core alone has an empty
 # registry: no backend is linked). Each
 # run starts from the committed seed corpus fuzz/corpus/<target>/ plus the
 # working corpus FUZZ_DIR/corpus/<target>/ (new inputs go there, not into the
@@ -36,17 +36,16 @@ if [ -z "$cxx" ] || [ -z "$rt" ]; then
     clang-14 libclang-rt-14-dev
   cxx=$(command -v clang++-14)
 fi
-bash "$root/scripts/install-deps.sh"  # xtensor headers for npy_io.cpp
+bash "$root/scripts/install-deps.sh"  # nlohmann-json for the nn readers
 
 recover=-fno-sanitize-recover=all
 [ "${FUZZ_UB_RECOVER:-0}" = 1 ] && recover=-fsanitize-recover=undefined
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined "$recover"
-       -I"$root/core/include" -I"$root/ops/include" -I"$root/nn/include" -I"$root/app")
+       -I"$root/core/include" -I"$root/ops/include" -I"$root/nn/include")
 mkdir -p "$dir/obj"
 # core/src once per change, as fuzzer-instrumented objects.
 objs=()
-for src in "$root"/core/src/*.cpp "$root/app/npy_io.cpp" \
-           "$root/nn/src/safetensors.cpp" "$root/nn/src/config.cpp" "$root/nn/src/file_io.cpp"; do
+for src in "$root"/core/src/*.cpp "$root/nn/src/safetensors.cpp" "$root/nn/src/config.cpp"; do
   obj="$dir/obj/$(basename "$src" .cpp).o"
   if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] ||
      [ -n "$(find "$root/core/include" "$root/core/src" "$root/nn/include" "$root/nn/src" \

@@ -39,7 +39,7 @@ if [[ ! -f "$dir/compile_commands.json" ]]; then
   fi
 fi
 # Only files the build compiles: without their flags clang-tidy reports
-# nothing but missing includes (app/ is left out when xtensor or CLI11 is).
+# nothing but missing includes (app/ is left out when CLI11 is).
 tidy=()
 while IFS= read -r f; do
   if grep -qF "\"$root/$f\"" "$dir/compile_commands.json"; then

@@ -1,7 +1,8 @@
 // Autograd's semantics (strata/autograd.hpp), each against a gradient
 // worked out by hand: views of a fused weight, broadcasting, a tensor used
-// twice, in-place writes, detach, checkpointing, accumulation into a
-// caller's gradient, freeing, and the errors.
+// twice, in-place writes, index_copy_ into a KV cache, detach,
+// checkpointing, accumulation into a caller's gradient, freeing, and the
+// errors.
 #include <memory>
 #include <vector>
 
@@ -79,6 +80,63 @@ TEST_CASE("autograd: what an in-place write overwrote gets no gradient", "[autog
   const Tensor wts = Tensor::from_vector<double>({1, 2, 3, 4}, {4});
   tape.backward(total(mul(buf, wts)));
   require_close(tape.grad(a), Tensor::from_vector<double>({0, 2}, {2}));
+}
+
+TEST_CASE("autograd: index_copy_ into a view of a KV cache, by hand and by differences",
+          "[autograd]") {
+  // The k half of a fused cache [2, B, H, L, hd] takes the past (watched) by
+  // copy_, then index_copy_ writes new keys, a strided view of a projection
+  // of x by the watched w, at positions 4 and 1 of dim 2.
+  const std::int64_t B = 2, H = 2, L = 6, hd = 3, T = 2, in = 4;
+  const Tensor past = Tensor::randn({B, H, L, hd}, 21, DType::f64);
+  const Tensor w = Tensor::randn({H * hd, in}, 22, DType::f64);
+  const Tensor x = Tensor::randn({B, T, in}, 23, DType::f64);
+  const Tensor g = Tensor::randn({B, H, L, hd}, 24, DType::f64);
+  const std::vector<std::int64_t> pos{4, 1};
+  const auto loss = [&](const Tensor& past_in, const Tensor& w_in) {  // sum(k cache * g)
+    const Tensor k = Tensor::zeros({2, B, H, L, hd}, DType::f64).select(0, 0);
+    copy_(k, past_in);
+    const Tensor k_new = linear(x, w_in, {}).reshape({B, T, H, hd}).transpose(1, 2);
+    index_copy_(k, 2, Tensor::from_vector(pos, {T}), k_new);
+    return total(mul(k, g));
+  };
+  autograd::Tape tape;
+  tape.watch(past);
+  tape.watch(w);
+  tape.backward(loss(past, w));
+
+  // By hand: the past keeps g except at the written positions; the new key
+  // at t gets g at pos[t], so dw[h hd + j, i] = sum over b, t of
+  // g[b, h, pos[t], j] x[b, t, i].
+  const Tensor want_past = g.clone(), want_w = Tensor::zeros({H * hd, in}, DType::f64);
+  for (std::int64_t bb = 0; bb < B; ++bb)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t j = 0; j < hd; ++j)
+        for (std::int64_t t = 0; t < T; ++t) {
+          want_past.set_item({bb, h, pos[t], j}, 0.0);
+          for (std::int64_t i = 0; i < in; ++i)
+            want_w.set_item({h * hd + j, i}, want_w.at({h * hd + j, i}) +
+                                                 g.at({bb, h, pos[t], j}) * x.at({bb, t, i}));
+        }
+  require_close(tape.grad(past), want_past);
+  require_close(tape.grad(w), want_w);
+
+  // Central differences (the loss is linear in both: exact up to rounding).
+  for (const Tensor& p : {past, w}) {
+    const Tensor flat = p.reshape({-1});
+    const std::vector<double> grad = tape.grad(p).to_vector<double>();
+    for (std::int64_t e = 0; e < flat.numel(); ++e) {
+      const double v = flat.at({e});
+      flat.set_item({e}, v + 0.5);
+      const double up = loss(past, w).item();
+      flat.set_item({e}, v - 0.5);
+      const double down = loss(past, w).item();
+      flat.set_item({e}, v);
+      INFO("element " << e);
+      REQUIRE(std::abs((up - down) - grad[static_cast<std::size_t>(e)]) <=
+              1e-12 * (1 + std::abs(up)));
+    }
+  }
 }
 
 TEST_CASE("autograd: clone, contiguous and to(dtype) carry gradients", "[autograd]") {
@@ -183,13 +241,19 @@ TEST_CASE("autograd: errors name the op and leave memory unwritten", "[autograd]
     CHECK_THROWS_WITH(add_out(a, a, b), ContainsText("watched"));
     CHECK(a.to_vector<double>() == before);
   }
-  SECTION("an op without a backward") {
+  SECTION("an op without a backward (a backward kernel: no second derivative)") {
+    autograd::Tape tape;
+    tape.watch(b);
+    CHECK_THROWS_WITH(relu_backward(a, b),
+                      ContainsText("relu_backward") && ContainsText("no backward yet"));
+  }
+  SECTION("index_copy_ into a watched tensor") {
     const Tensor dst = Tensor::zeros({4, 3}, DType::f64);
     const Tensor src = Tensor::randn({2, 3}, 16, DType::f64);
     autograd::Tape tape;
-    tape.watch(src);
+    tape.watch(dst);
     CHECK_THROWS_WITH(index_copy_(dst, 0, Tensor::from_vector<std::int64_t>({0, 2}, {2}), src),
-                      ContainsText("index_copy") && ContainsText("no backward yet"));
+                      ContainsText("index_copy_") && ContainsText("watched"));
     for (double v : dst.to_vector<double>()) CHECK(v == 0);
   }
   SECTION("backward twice") {

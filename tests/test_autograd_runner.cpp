@@ -17,8 +17,7 @@ namespace {
 // Families whose op has no backward yet (or, for the backward kernels
 // themselves, no second derivative): under a tape they must refuse.
 bool refuses_family(const std::string& family) {
-  static const std::set<std::string> families = {"index_copy", "activation backward",
-                                                 "cross_entropy backward"};
+  static const std::set<std::string> families = {"activation backward", "cross_entropy backward"};
   return families.count(family) > 0;
 }
 bool refuses(const OpDescriptor& d) { return refuses_family(d.family); }
@@ -29,12 +28,10 @@ void check_gradients(const std::string& family) {
   for (const OpDescriptor& d : op_catalog()) {
     if (d.family != family) continue;
     ++n;
-    std::int64_t numel = 0;
-    for (const InputSpec& in : d.inputs) numel += shape_numel(in.shape);
     for (DType dt : d.dtypes) {
       for (OpLayout l : d.layouts) {
         // Finite differences once per descriptor: f64, contiguous, small.
-        const bool fd = dt == DType::f64 && l == OpLayout::contiguous && numel <= 1536;
+        const bool fd = grad_case_takes_finite_differences(d, dt, l);
         const GradCaseReport rep = run_grad_case(d, dt, l, ++seed, fd);
         INFO(rep.summary());
         if (rep.skipped()) {
@@ -86,6 +83,9 @@ TEST_CASE("gradients: dropout (the mask regenerated from the seed)", "[autograd]
 }
 TEST_CASE("gradients: topk (scattered to the chosen positions)", "[autograd][runner]") {
   check_gradients("topk");
+}
+TEST_CASE("gradients: index_copy_ (KV-cache appends into views)", "[autograd][runner]") {
+  check_gradients("index_copy");
 }
 TEST_CASE("gradients: the backward kernels refuse a second derivative", "[autograd][runner]") {
   check_gradients("activation backward");

@@ -3,6 +3,7 @@
 // the destination storage outside the view checked untouched.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -251,4 +252,40 @@ TEST_CASE("core: contiguous, clone, to, fill and full", "[core][copy]") {
   CORE_REQUIRE_ERROR(Tensor::from_vector(v, {4, 2}), "Tensor::from_vector", "6", "[4, 2]");
   const Tensor c = Tensor::arange(6, DType::f32).reshape({2, 3}).transpose(0, 1).reshape_copy({6});
   CHECK(c.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+}
+
+TEST_CASE("core: ones in every dtype, on the host and a device", "[core][copy]") {
+  // One, as each dtype's own bit pattern (written out here, not converted).
+  struct Want {
+    DType dt;
+    std::uint64_t bits;
+  };
+  const Want wants[] = {{DType::f32, 0x3f800000u}, {DType::f64, 0x3ff0000000000000u},
+                        {DType::f16, 0x3c00u},     {DType::bf16, 0x3f80u},
+                        {DType::boolean, 1u},      {DType::i32, 1u},
+                        {DType::i64, 1u}};
+  core_test::DeviceScope scope;
+  REQUIRE(scope.device);
+  for (const Want& w : wants) {
+    for (const Device dev : {Device::cpu(), *scope.device}) {
+      INFO(strata::dtype_name(w.dt) << " on " << dev.str());
+      const Tensor t = Tensor::ones({2, 3, 4}, w.dt, dev);
+      CHECK(t.dtype() == w.dt);
+      CHECK(t.device() == dev);
+      CHECK(t.shape() == Shape{2, 3, 4});
+      CHECK(t.is_contiguous());
+      const Tensor host = t.to(Device::cpu());
+      const std::size_t isz = strata::itemsize(w.dt);
+      for (std::int64_t i = 0; i < t.numel(); ++i) {
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, static_cast<const char*>(host.data_ptr()) + i * isz, isz);
+        REQUIRE(bits == w.bits);
+      }
+    }
+  }
+  CHECK(Tensor::ones({}).to_vector<float>() == std::vector<float>{1.f});  // 0-d
+  CHECK(Tensor::ones({3, 0}).numel() == 0);
+  CHECK(Tensor::ones({5}).dtype() == DType::f32);  // the defaults are zeros'
+  CHECK(Tensor::ones({5}).device() == Device::cpu());
+  CORE_REQUIRE_ERROR(Tensor::ones({2, -1}), "negative size -1", "[2, -1]");
 }

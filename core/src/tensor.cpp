@@ -223,6 +223,7 @@ Tensor Tensor::empty(const Shape& shape, DType dt, Device dev) {
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dt, Device dev) { return full(shape, 0.0, dt, dev); }
+Tensor Tensor::ones(const Shape& shape, DType dt, Device dev) { return full(shape, 1.0, dt, dev); }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dt, Device dev) {
   Tensor t = empty(shape, dt, dev);

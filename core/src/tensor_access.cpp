@@ -1,4 +1,6 @@
 // Element access and printing: slow, simple, for tests and small tools.
+#include <cmath>
+#include <cstring>
 #include <ostream>
 #include <sstream>
 
@@ -8,16 +10,24 @@ namespace strata {
 
 namespace {
 
-// Element offset of `index` (negative entries count from the end), checked.
-std::int64_t element_offset(const Tensor& t, const std::vector<std::int64_t>& index,
+// Element offset of `index` (negative entries count from the end), checked;
+// with no index, of the only element of a one-element tensor.
+std::int64_t element_offset(const Tensor& t, const std::vector<std::int64_t>* index,
                             const char* op) {
   STRATA_CHECK(t.defined(), op, "tensor is undefined");
-  STRATA_CHECK(static_cast<int>(index.size()) == t.dim(), op, "index has ", index.size(),
-               " entries for a ", t.dim(), "-d tensor of shape ", shape_str(t.shape()));
+  if (index == nullptr) {
+    STRATA_CHECK(t.numel() == 1, op, "needs a tensor of exactly one element, but shape ",
+                 shape_str(t.shape()), " has ", t.numel(), " (read one with at(index))");
+    return t.offset();  // every dim has size 1: index [0, ..., 0]
+  }
+  STRATA_CHECK(static_cast<int>(index->size()) == t.dim(), op, "index ", shape_str(*index), " has ",
+               index->size(), " entries for a ", t.dim(), "-d tensor of shape ",
+               shape_str(t.shape()));
   std::int64_t off = t.offset();
   for (int d = 0; d < t.dim(); ++d) {
-    const std::int64_t n = t.shape()[d], i = index[d];
-    STRATA_CHECK(i >= -n && i < n, op, "index ", i, " out of range for dim ", d, " of size ", n);
+    const std::int64_t n = t.shape()[d], i = (*index)[d];
+    STRATA_CHECK(i >= -n && i < n, op, "index ", i, " out of range for dim ", d, " of size ", n,
+                 " (index ", shape_str(*index), ", shape ", shape_str(t.shape()), ")");
     off += (i < 0 ? i + n : i) * t.strides()[d];
   }
   return off;
@@ -58,21 +68,47 @@ void print_values(std::ostream& os, const Tensor& host, int d, std::int64_t off,
   os << ']';
 }
 
+// The element's bytes in `buf` (8 bytes): read directly on the host, copied
+// back through the device's runtime otherwise.
+void read_element(const Tensor& t, std::int64_t off, unsigned char* buf, const char* op) {
+  if (t.device().is_cpu()) {
+    std::memcpy(buf, element_address(t, off), itemsize(t.dtype()));
+    return;
+  }
+  runtime_of(t.device(), op)
+      .copy_bytes(buf, Device::cpu(), element_address(t, off), t.device(), itemsize(t.dtype()));
+}
+
 }  // namespace
 
-double Tensor::item(const std::vector<std::int64_t>& index) const {
-  const char* op = "Tensor::item";
-  const std::int64_t off = element_offset(*this, index, op);
-  if (device().is_cpu()) return load_as_double(element_address(*this, off), dtype_);
+double Tensor::read_double(const std::vector<std::int64_t>* index, const char* op) const {
   unsigned char buf[8];
-  runtime_of(device(), op)
-      .copy_bytes(buf, Device::cpu(), element_address(*this, off), device(), itemsize(dtype_));
+  read_element(*this, element_offset(*this, index, op), buf, op);
   return load_as_double(buf, dtype_);
+}
+
+std::int64_t Tensor::read_int64(const std::vector<std::int64_t>* index, const char* op) const {
+  unsigned char buf[8];
+  read_element(*this, element_offset(*this, index, op), buf, op);
+  if (dtype_ == DType::i64) {  // exact beyond 2^53, where a double is not
+    std::int64_t v;
+    std::memcpy(&v, buf, sizeof v);
+    return v;
+  }
+  const double v = load_as_double(buf, dtype_);  // exact for bool and i32
+  // [-2^63, 2^63): the doubles whose truncation an int64 holds.
+  STRATA_CHECK(std::isfinite(v) && v >= -0x1p63 && v < 0x1p63, op, "value ", v, " of the ",
+               dtype_name(dtype_), " element does not fit a 64-bit integer");
+  return static_cast<std::int64_t>(v);
+}
+
+double Tensor::item(const std::vector<std::int64_t>& index) const {
+  return read_double(&index, "Tensor::item");
 }
 
 void Tensor::set_item(const std::vector<std::int64_t>& index, double value) const {
   const char* op = "Tensor::set_item";
-  const std::int64_t off = element_offset(*this, index, op);
+  const std::int64_t off = element_offset(*this, &index, op);
   if (device().is_cpu()) {
     store_from_double(element_address(*this, off), dtype_, value);
     return;

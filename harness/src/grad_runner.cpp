@@ -105,6 +105,12 @@ std::string GradCaseReport::summary() const {
   return os.str();
 }
 
+bool grad_case_takes_finite_differences(const OpDescriptor& d, DType dt, OpLayout layout) {
+  std::int64_t numel = 0;
+  for (const InputSpec& in : d.inputs) numel += shape_numel(in.shape);
+  return dt == DType::f64 && layout == OpLayout::contiguous && numel <= 1536;
+}
+
 GradCaseReport run_grad_case(const OpDescriptor& d, DType dt, OpLayout layout, std::uint64_t seed,
                              bool finite_differences) {
   GradCaseReport r;

@@ -217,7 +217,9 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
   // every layout gives it a stride of its own (transposed: 2, negative: -1,
   // strided: 2) and broadcast (stride 0 along the unused dim) keeps its
   // values distinct. First: the KV-cache append ([B, Hkv, max_len, hd] at
-  // dim 2); then the indexed dim as the row (-1) and as the outermost (0).
+  // dim 2), and a smaller one whose gradient case is also checked against
+  // finite differences; then the indexed dim as the row (-1) and as the
+  // outermost (0).
   const struct {
     const char* name;
     Shape dst;
@@ -225,6 +227,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     DType index_dt;
   } index_copies[] = {
       {"index_copy_ dim=2 (KV cache append)", {2, 3, 11, 16}, 2, DType::i64},
+      {"index_copy_ dim=2 (small KV cache append)", {2, 2, 7, 8}, 2, DType::i64},
       {"index_copy_ dim=-1 (index along the row)", {4, 9}, -1, DType::i32},
       {"index_copy_ dim=0", {6, 4, 8}, 0, DType::i32},
   };

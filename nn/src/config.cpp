@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "file_io.hpp"
 #include "json_brief.hpp"
 #include "strata/detail/checked_math.hpp"
+#include "strata/detail/file_io.hpp"
 #include "strata/error.hpp"
 
 namespace strata::nn {
@@ -234,7 +234,7 @@ ModelConfig parse_config(const std::string& json_text, const std::string& source
 }
 
 ModelConfig load_config(const std::string& path) {
-  const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, "config");
+  const std::vector<std::uint8_t> bytes = strata::detail::read_file_bytes(path, "config");
   return parse_config(std::string(bytes.begin(), bytes.end()), path);
 }
 
@@ -277,7 +277,7 @@ std::string config_to_json(const ModelConfig& cfg) {
 
 void save_config(const std::string& path, const ModelConfig& cfg) {
   const std::string text = config_to_json(cfg);  // validated before the file is touched
-  detail::ReplacingFile file(path, "save_config");
+  strata::detail::ReplacingFile file(path, "save_config");
   file.write(text.data(), text.size());
   file.commit();
 }

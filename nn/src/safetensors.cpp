@@ -19,9 +19,9 @@
 #include <tuple>
 #include <vector>
 
-#include "file_io.hpp"
 #include "json_brief.hpp"
 #include "strata/detail/checked_math.hpp"
+#include "strata/detail/file_io.hpp"
 
 namespace strata::nn {
 namespace {
@@ -301,7 +301,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     fail("safetensors", "cannot stat '", path, "': ", std::strerror(errno));
   STRATA_CHECK(!S_ISDIR(st.st_mode), "safetensors", where(path), ": is a directory");
   if (!S_ISREG(st.st_mode)) {  // a pipe: no size to check against, read it all
-    const std::vector<std::uint8_t> bytes = detail::read_file_bytes(path, "safetensors");
+    const std::vector<std::uint8_t> bytes = strata::detail::read_file_bytes(path, "safetensors");
     return parse_safetensors(bytes.data(), bytes.size(), path);
   }
   // A regular file: the header first, then each tensor straight into its
@@ -394,7 +394,7 @@ std::size_t nbytes_of(const Tensor& t) {
 void save_safetensors(const std::string& path, const TensorDict& tensors,
                       const std::map<std::string, std::string>& metadata) {
   const Plan p = plan_file(tensors, metadata, "save_safetensors", path);
-  detail::ReplacingFile file(path, "save_safetensors");
+  strata::detail::ReplacingFile file(path, "save_safetensors");
   file.write(p.head.data(), p.head.size());
   for (const auto* kv : p.order) {
     const Tensor host = host_bytes(kv->second);  // one tensor in host memory at a time

@@ -18,10 +18,17 @@
 // along `dim` rides as a third operand, so the kernels need no rank loop of
 // their own; when `dim` is the last dim the index varies along the row and
 // the kernels read it per element.
+//
+// Backward (docs/guide/autograd.md): src's gradient is the output's gradient
+// gathered at index along `dim`; dst's other elements pass theirs through,
+// and the elements index overwrote get none.
 #include "strata/index_copy.hpp"
+
+#include <vector>
 
 #include "row_common.hpp"
 #include "strata/detail/autograd_record.hpp"
+#include "strata/embedding.hpp"
 
 namespace strata {
 namespace {
@@ -31,6 +38,45 @@ constexpr const char* kOp = "index_copy_";
 OpId op_id() {
   static const OpId id = Registry::get().op_id("index_copy");
   return id;
+}
+
+// out[..., t, ...] = g[..., index[t], ...] along dim d: embedding's row
+// gather on g laid out as a table [g.size(d), rest] (a copy of g unless its
+// layout already is that table), then moved back.
+Tensor gather_rows(const Tensor& g, int d, const Tensor& index, const OpOptions& opt) {
+  std::vector<int> to_front{d}, back;
+  for (int k = 0; k < g.dim(); ++k) {
+    if (k != d) to_front.push_back(k);
+    back.push_back(k < d ? k + 1 : k == d ? 0 : k);
+  }
+  const Tensor table = g.permute(to_front).contiguous();
+  Shape rest(table.shape().begin() + 1, table.shape().end());
+  const Tensor rows = embedding(index, table.reshape({table.size(0), shape_numel(rest)}), opt);
+  rest.insert(rest.begin(), index.size(0));
+  return rows.reshape(rest).permute(back);
+}
+
+void record_index_copy(autograd::TapeState& tape, const Tensor& dst, int d, const Tensor& index,
+                       const Tensor& src, const OpOptions& opt) {
+  // The index is cloned (T integers): a caller that rewrites its positions
+  // buffer between steps (a decode loop) must not change this step's gradient.
+  autograd::detail::record(
+      tape, kOp, {&dst, &src}, {&dst}, {index.clone()},
+      [d, src_shape = src.shape()](autograd::GradContext& c) {
+        const Tensor& g = c.grad_out(0);
+        const Tensor& idx = c.saved(0);
+        const OpOptions& o = c.options();
+        // Duplicate indices: each of their src rows gets the gradient (PyTorch's rule).
+        if (c.needs(1) && shape_numel(src_shape) > 0) c.accumulate(1, gather_rows(g, d, idx, o));
+        if (c.needs(0)) {
+          // The tape zeroed dst's gradient (the op wrote dst); all but the
+          // overwritten rows comes back.
+          const Tensor kept = g.clone();
+          index_copy_(kept, d, idx, Tensor::zeros(src_shape, g.dtype(), g.device()), o);
+          c.accumulate(0, kept);
+        }
+      },
+      opt);
 }
 
 }  // namespace
@@ -59,7 +105,7 @@ void index_copy_(const Tensor& dst, int dim, const Tensor& index, const Tensor& 
   STRATA_CHECK(t == 0 || dst.size(d) > 0, kOp, "index has length ", t,
                " but dst has size 0 at dim ", d, " (no index is in range)");
   const BackendId be = detail::resolve_backend(kOp, opt.backend, dst.device());
-  autograd::detail::refuse_gradient(kOp, {&dst, &src});  // no backward yet
+  autograd::detail::refuse_write_to_watched(kOp, dst);
 
   // dst.size(d) is 0 only when T is too (src then has dst's shape).
   const Tensor dview = dst.size(d) > 0 ? dst.narrow(d, 0, 1).expand(src.shape()) : dst;
@@ -72,6 +118,8 @@ void index_copy_(const Tensor& dst, int dim, const Tensor& index, const Tensor& 
   it.iparam[0] = dst.stride(d);
   it.iparam[1] = dst.size(d);
   detail::run_row_kernel(id, be, dst.dtype(), it, dview, opt);
+  if (autograd::TapeState* tape = autograd::detail::recording_tape())
+    record_index_copy(*tape, dst, d, index, src, opt);
 }
 
 }  // namespace strata

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and exercises the strata tool on the GPU machine, which lacks
-# xtensor and CLI11: their headers and CMake configs travel in DEPS (staged
+# CLI11: its headers and CMake config travel in DEPS (staged
 # from the dev machine's Debian packages by stage_deps.sh). Logs go to ${OUT:-out/gpu_cli}.
 set -u
 DEPS=${DEPS:-build-cli/deps}
@@ -9,7 +9,6 @@ BUILD=${BUILD:-build-gpu-cli}
 mkdir -p "$OUT"
 D=$(cd "$DEPS" && pwd)
 cmake -S . -B "$BUILD" -G Ninja -DSTRATA_CUDA=ON -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WERROR=ON \
-  -Dxtensor_DIR="$D/lib/x86_64-linux-gnu/cmake/xtensor" -Dxtl_DIR="$D/share/cmake/xtl" \
   -DCLI11_DIR="$D/share/cmake/CLI11" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 ninja -C "$BUILD" strata_cli strata_cli_tests > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 S="$BUILD/app/strata"

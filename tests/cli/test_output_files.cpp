@@ -201,3 +201,23 @@ TEST_CASE("outputs: a character device is written in place, never replaced", "[c
   CHECK_FALSE(fs::exists(lse));
   CHECK(no_temporaries(dir.path));
 }
+
+TEST_CASE("outputs: several files are written all or nothing", "[cli][output]") {
+  TempDir dir;
+  const std::string out = dir.file("out.npy");
+  write(out, "precious");
+  const std::string missing_dir = dir.file("no/such/dir/lse.npy");
+  CHECK_THROWS_AS(
+      strata::cli::write_outputs({{{out, "--out"}, "new"}, {{missing_dir, "--lse"}, "x"}}),
+      strata::Error);
+  CHECK(slurp(out) == "precious");
+  for (const auto& entry : fs::directory_iterator(dir.path))
+    CHECK(entry.path().filename().string().rfind(".strata-tmp", 0) != 0);
+
+  strata::cli::write_outputs({{{out, "--out"}, "new"}, {{dir.file("lse.npy"), "--lse"}, "lse"}});
+  CHECK(slurp(out) == "new");
+  CHECK(slurp(dir.file("lse.npy")) == "lse");
+  CHECK_THROWS_AS(strata::cli::check_outputs({{missing_dir, "--lse"}}, {}), strata::Error);
+  CHECK_THROWS_AS(strata::cli::check_outputs({{dir.path.string(), "--out"}}, {}), strata::Error);
+  CHECK_NOTHROW(strata::cli::check_outputs({{out, "--out"}}, {}));
+}

@@ -40,6 +40,7 @@ class Tensor {
   // ---- factories ---------------------------------------------------------
   static Tensor empty(const Shape& shape, DType dt = DType::f32, Device dev = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dt = DType::f32, Device dev = Device::cpu());
+  static Tensor ones(const Shape& shape, DType dt = DType::f32, Device dev = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dt = DType::f32,
                      Device dev = Device::cpu());
   // [0, 1, ..., n-1]
@@ -112,7 +113,18 @@ class Tensor {
   void fill(double value) const;
 
   // ---- element access (tests, small tools) ---------------------------------
-  // Reads/writes one element as double; works on any device (copies one item).
+  // Small reads, on any view and any device (a device tensor copies the one
+  // element back through its DeviceRuntime). T is double by default, or any
+  // arithmetic type: integer dtypes convert exactly, a floating value to an
+  // integer T truncates, and a value outside T's range (or NaN/inf into an
+  // integer) is a strata::Error, as is a bad index or tensor.
+  // The only element of a tensor with numel() == 1, whatever its rank.
+  template <class T = double>
+  T item() const;
+  // One element; negative indices count from the end, as in Python.
+  template <class T = double>
+  T at(const std::vector<std::int64_t>& index) const;
+  // at(index) as double under its older name; set_item writes one element.
   double item(const std::vector<std::int64_t>& index) const;
   void set_item(const std::vector<std::int64_t>& index, double value) const;
   // Every element in row-major logical order, converted to T.
@@ -125,6 +137,13 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> s, Shape shape, Shape strides, std::int64_t offset, DType dt);
   void check_bounds(const char* op) const;
   void copy_unobserved(const Tensor& src) const;  // copy_from without telling the observer
+  // One element, checked as item() (index null) or at(*index) would, as a
+  // double, or as an exact integer (a floating value truncated, after a
+  // range check); `op` names the caller in errors.
+  double read_double(const std::vector<std::int64_t>* index, const char* op) const;
+  std::int64_t read_int64(const std::vector<std::int64_t>* index, const char* op) const;
+  template <class T>
+  T read_as(const std::vector<std::int64_t>* index, const char* op) const;
   Tensor with_layout(Shape shape, Shape strides, std::int64_t offset, const char* op) const;
 
   std::shared_ptr<Storage> storage_;
@@ -164,6 +183,34 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Dev
   T* p = host.data<T>();
   for (std::size_t i = 0; i < values.size(); ++i) p[i] = values[i];
   return host.to(dev);
+}
+
+template <class T>
+T Tensor::read_as(const std::vector<std::int64_t>* index, const char* op) const {
+  static_assert(std::is_arithmetic_v<T>, "item<T>/at<T>: T must be bool, an integer or a float");
+  if constexpr (std::is_same_v<T, bool>) {
+    return read_double(index, op) != 0.0;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (dtype_ == DType::i64) return static_cast<T>(read_int64(index, op));
+    return static_cast<T>(read_double(index, op));
+  } else {
+    const std::int64_t v = read_int64(index, op);
+    if (!std::in_range<T>(v))
+      fail(op, "value ", v, " of the ", dtype_name(dtype_), " element does not fit the ",
+           sizeof(T) * 8, "-bit ", std::is_signed_v<T> ? "signed" : "unsigned",
+           " integer type asked for");
+    return static_cast<T>(v);
+  }
+}
+
+template <class T>
+T Tensor::item() const {
+  return read_as<T>(nullptr, "Tensor::item");
+}
+
+template <class T>
+T Tensor::at(const std::vector<std::int64_t>& index) const {
+  return read_as<T>(&index, "Tensor::at");
 }
 
 template <class T>

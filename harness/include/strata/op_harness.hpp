@@ -226,6 +226,10 @@ struct GradCaseReport {
 };
 GradCaseReport run_grad_case(const OpDescriptor& d, DType dt, OpLayout layout, std::uint64_t seed,
                              bool finite_differences = false);
+// Whether a sweep checks this case against finite differences too: once per
+// descriptor, in f64 on contiguous inputs, when they hold at most 1536
+// elements in all (each element costs two runs of the op).
+bool grad_case_takes_finite_differences(const OpDescriptor& d, DType dt, OpLayout layout);
 
 // The descriptors of every public op (harness/src/op_catalog*.cpp).
 const std::vector<OpDescriptor>& op_catalog();

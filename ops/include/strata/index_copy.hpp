@@ -16,6 +16,9 @@ namespace strata {
 // negative. Duplicate indices: which of the writes wins is unspecified (the
 // cpu and cuda kernels copy rows in parallel), as in PyTorch.
 //
+// Under an autograd tape: src's gradient is dst's gathered at index, and the
+// overwritten elements of dst get none (docs/guide/autograd.md).
+//
 // Bad arguments and an index value outside [0, N) are a strata::Error naming
 // the op, the argument and the value ("index_copy_: index holds 7 at
 // position 2, outside [0, 5)"), raised before anything is written. On cuda

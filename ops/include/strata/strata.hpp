@@ -12,6 +12,7 @@
 #include "strata/index_copy.hpp"
 #include "strata/matmul.hpp"
 #include "strata/norm.hpp"
+#include "strata/npy.hpp"
 #include "strata/op_options.hpp"
 #include "strata/reduce.hpp"
 #include "strata/registry.hpp"

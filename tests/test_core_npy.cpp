@@ -1,8 +1,12 @@
-// The CLI's .npy reader and writer (app/npy_io.cpp): values, layouts without
-// copies, header variants xnpy gets wrong, error messages, all-or-nothing
-// writes. Files are written byte by byte here, independently of the code
-// under test.
+// The library's .npy reader and writer (strata/npy.hpp, core/src/npy.cpp):
+// values, layouts without copies, header variants xnpy gets wrong, error
+// messages, every dtype and view on save, bf16's refusal, atomic saves.
+// Files are written byte by byte here, independently of the code under test.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -12,8 +16,7 @@
 
 #include "catch.hpp"
 #include "cli/temp_dir.hpp"
-#include "npy_io.hpp"
-#include "output_files.hpp"
+#include "strata/npy.hpp"
 
 namespace fs = std::filesystem;
 using strata::DType;
@@ -60,7 +63,7 @@ std::string slurp(const std::string& path) {
 
 std::string error_of(const std::string& path) {
   try {
-    strata::cli::load_npy(path, "--q");
+    strata::load_npy(path, "--q");
   } catch (const strata::Error& e) {
     return e.what();
   }
@@ -69,20 +72,20 @@ std::string error_of(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("npy: C-order float64 loads with row-major strides and exact values", "[cli][npy]") {
+TEST_CASE("npy: C-order float64 loads with row-major strides and exact values", "[core][npy]") {
   TempDir dir;
   std::vector<double> v(24);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5 * static_cast<double>(i) - 3.25;
   write(dir.file("a.npy"),
         make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 4), }", raw(v)));
-  const Tensor t = strata::cli::load_npy(dir.file("a.npy"), "--q");
+  const Tensor t = strata::load_npy(dir.file("a.npy"));
   CHECK(t.dtype() == DType::f64);
   CHECK(t.shape() == Shape{2, 3, 4});
   CHECK(t.strides() == Shape{12, 4, 1});
   CHECK(t.to_vector<double>() == v);
 }
 
-TEST_CASE("npy: Fortran order becomes a column-major view of the loaded buffer", "[cli][npy]") {
+TEST_CASE("npy: Fortran order becomes a column-major view of the loaded buffer", "[core][npy]") {
   TempDir dir;
   // Element [i][j][k] of a 2x3x4 Fortran array sits at i + 2 j + 6 k.
   std::vector<float> colmajor(24);
@@ -91,13 +94,12 @@ TEST_CASE("npy: Fortran order becomes a column-major view of the loaded buffer",
       for (int k = 0; k < 4; ++k) colmajor[i + 2 * j + 6 * k] = 100.f * i + 10.f * j + k + 0.5f;
   write(dir.file("f.npy"),
         make_npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3, 4), }", raw(colmajor)));
-  const Tensor t = strata::cli::load_npy(dir.file("f.npy"), "--k");
+  const Tensor t = strata::load_npy(dir.file("f.npy"));
   CHECK(t.dtype() == DType::f32);
   CHECK(t.shape() == Shape{2, 3, 4});
   CHECK(t.strides() == Shape{1, 2, 6});
   CHECK_FALSE(t.is_contiguous());
-  // Borrowed, not copied: the storage wraps the loaded buffer at offset 0.
-  CHECK_FALSE(t.storage()->owns_memory());
+  // Not copied: the view starts at its storage, which holds just the data.
   CHECK(t.data_ptr() == t.storage()->data());
   CHECK(t.storage()->nbytes() == 24 * sizeof(float));
   for (int i = 0; i < 2; ++i)
@@ -108,13 +110,13 @@ TEST_CASE("npy: Fortran order becomes a column-major view of the loaded buffer",
       }
 }
 
-TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[cli][npy]") {
+TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[core][npy]") {
   TempDir dir;
   SECTION("bool, with a non-0/1 byte read as true") {
     const std::string bytes("\x01\x00\x00\x07\x01\x00", 6);
     write(dir.file("b.npy"),
           make_npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }", bytes));
-    const Tensor t = strata::cli::load_npy(dir.file("b.npy"), "--mask");
+    const Tensor t = strata::load_npy(dir.file("b.npy"));
     CHECK(t.dtype() == DType::boolean);
     CHECK(t.to_vector<double>() == std::vector<double>{1, 0, 0, 1, 1, 0});
   }
@@ -125,21 +127,20 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[cli]
     std::reverse(bytes.begin() + 4, bytes.end());
     write(dir.file("be.npy"),
           make_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", bytes));
-    CHECK(strata::cli::load_npy(dir.file("be.npy"), "--q").to_vector<double>() ==
+    CHECK(strata::load_npy(dir.file("be.npy")).to_vector<double>() ==
           std::vector<double>{1.75, -2.5});
   }
   SECTION("version 2.0 header, keys in any order") {
     write(dir.file("v2.npy"), make_npy("{'shape': (3,), 'fortran_order': False, 'descr': '<f8'}",
                                        raw(std::vector<double>{1, 2, 3}), 2));
-    CHECK(strata::cli::load_npy(dir.file("v2.npy"), "--q").to_vector<double>() ==
-          std::vector<double>{1, 2, 3});
+    CHECK(strata::load_npy(dir.file("v2.npy")).to_vector<double>() == std::vector<double>{1, 2, 3});
   }
   SECTION("a version 1.0 header longer than 127 bytes (xnpy misreads its length)") {
     std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 2), }";
     dict += std::string(150, ' ');
     write(dir.file("long.npy"), make_npy(dict, raw(std::vector<float>{4, 5})));
     CHECK(slurp(dir.file("long.npy")).size() > 128 + 8);
-    const Tensor t = strata::cli::load_npy(dir.file("long.npy"), "--q");
+    const Tensor t = strata::load_npy(dir.file("long.npy"));
     CHECK(t.shape() == Shape{1, 1, 1, 1, 2});
     CHECK(t.to_vector<double>() == std::vector<double>{4, 5});
   }
@@ -147,46 +148,46 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[cli]
     write(dir.file("i8.npy"),
           make_npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1, 3), }",
                    raw(std::vector<std::int64_t>{1, -2, 300000000000})));
-    const Tensor a = strata::cli::load_npy(dir.file("i8.npy"), "--tokens");
+    const Tensor a = strata::load_npy(dir.file("i8.npy"));
     CHECK(a.dtype() == DType::i64);
     CHECK(a.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, -2, 300000000000});
     std::string be = raw(std::vector<std::int32_t>{7, 65536});
     for (std::size_t i = 0; i < be.size(); i += 4) std::reverse(be.begin() + i, be.begin() + i + 4);
     write(dir.file("i4.npy"),
           make_npy("{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", be));
-    const Tensor b = strata::cli::load_npy(dir.file("i4.npy"), "--tokens");
+    const Tensor b = strata::load_npy(dir.file("i4.npy"));
     CHECK(b.dtype() == DType::i32);
     CHECK(b.to_vector<std::int32_t>() == std::vector<std::int32_t>{7, 65536});
     // 1.0, -2.5 and 65504 (the largest float16) as IEEE half bit patterns.
     write(dir.file("f2.npy"), make_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }",
                                        raw(std::vector<std::uint16_t>{0x3c00, 0xc100, 0x7bff})));
-    const Tensor h = strata::cli::load_npy(dir.file("f2.npy"), "--q");
+    const Tensor h = strata::load_npy(dir.file("f2.npy"));
     CHECK(h.dtype() == DType::f16);
     CHECK(h.to_vector<double>() == std::vector<double>{1.0, -2.5, 65504.0});
     // float16 is written as float16 ('<f2'), with the same bits.
-    write(dir.file("w2.npy"), strata::cli::npy_bytes(h));
+    write(dir.file("w2.npy"), strata::npy_bytes(h));
     CHECK(slurp(dir.file("w2.npy")).find("'descr': '<f2'") != std::string::npos);
-    const Tensor h2 = strata::cli::load_npy(dir.file("w2.npy"), "--out");
+    const Tensor h2 = strata::load_npy(dir.file("w2.npy"));
     CHECK(h2.dtype() == DType::f16);
     CHECK(h2.to_vector<double>() == h.to_vector<double>());
     // ids round trip through the writer.
-    write(dir.file("w8.npy"), strata::cli::npy_bytes(a));
-    CHECK(strata::cli::load_npy(dir.file("w8.npy"), "--out").to_vector<std::int64_t>() ==
+    write(dir.file("w8.npy"), strata::npy_bytes(a));
+    CHECK(strata::load_npy(dir.file("w8.npy")).to_vector<std::int64_t>() ==
           a.to_vector<std::int64_t>());
   }
   SECTION("empty and zero-dimensional arrays") {
     write(dir.file("e.npy"),
           make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0, 3), }", ""));
-    CHECK(strata::cli::load_npy(dir.file("e.npy"), "--k").shape() == Shape{2, 0, 3});
+    CHECK(strata::load_npy(dir.file("e.npy")).shape() == Shape{2, 0, 3});
     write(dir.file("s.npy"), make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
                                       raw(std::vector<double>{7})));
-    const Tensor s = strata::cli::load_npy(dir.file("s.npy"), "--k");
+    const Tensor s = strata::load_npy(dir.file("s.npy"));
     CHECK(s.dim() == 0);
     CHECK(s.to_vector<double>() == std::vector<double>{7});
   }
 }
 
-TEST_CASE("npy: malformed files give one message naming the option and file", "[cli][npy]") {
+TEST_CASE("npy: malformed files give one message naming the option and file", "[core][npy]") {
   TempDir dir;
   const std::string f4 = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
   const std::string six = raw(std::vector<float>{1, 2, 3, 4, 5, 6});
@@ -250,17 +251,25 @@ TEST_CASE("npy: malformed files give one message naming the option and file", "[
   }
   const std::string missing = error_of(dir.file("nope.npy"));
   CHECK(missing.find("cannot open") != std::string::npos);
+  // Without an argument name the messages start with the function's.
+  try {
+    strata::load_npy(dir.file("magic.npy"));
+    FAIL("no error");
+  } catch (const strata::Error& e) {
+    CHECK(std::string(e.what()).rfind("load_npy '" + dir.file("magic.npy") + "': not a .npy", 0) ==
+          0);
+  }
   CHECK(error_of(dir.path.string()).find("not a regular file") != std::string::npos);
 }
 
-TEST_CASE("npy: writing a strided view stores its logical values in C order", "[cli][npy]") {
+TEST_CASE("npy: writing a strided view stores its logical values in C order", "[core][npy]") {
   TempDir dir;
   // A transposed, sliced view: xt::dump_npy of such a view would write the raw buffer.
   const Tensor base = Tensor::arange(60, DType::f64).reshape({5, 12});
   const Tensor view = base.transpose(0, 1).slice(0, 1, 12, 3);  // [4, 5], strides [3, 12]
   REQUIRE_FALSE(view.is_contiguous());
-  write(dir.file("w.npy"), strata::cli::npy_bytes(view));
-  const Tensor back = strata::cli::load_npy(dir.file("w.npy"), "--out");
+  write(dir.file("w.npy"), strata::npy_bytes(view));
+  const Tensor back = strata::load_npy(dir.file("w.npy"));
   CHECK(back.shape() == view.shape());
   CHECK(back.is_contiguous());
   CHECK(back.to_vector<double>() == view.to_vector<double>());
@@ -270,27 +279,153 @@ TEST_CASE("npy: writing a strided view stores its logical values in C order", "[
   CHECK(bytes.find("'descr': '<f8'") != std::string::npos);
 
   const Tensor f = Tensor::arange(6, DType::f32).reshape({2, 3});
-  write(dir.file("f.npy"), strata::cli::npy_bytes(f));
-  CHECK(strata::cli::load_npy(dir.file("f.npy"), "--out").dtype() == DType::f32);
+  write(dir.file("f.npy"), strata::npy_bytes(f));
+  CHECK(strata::load_npy(dir.file("f.npy")).dtype() == DType::f32);
 }
 
-TEST_CASE("npy: writes are all or nothing", "[cli][npy]") {
+TEST_CASE("npy: save_npy writes every dtype from any view, in NumPy's own header layout",
+          "[core][npy]") {
   TempDir dir;
-  const std::string out = dir.file("out.npy");
-  write(out, "precious");
-  const std::string missing_dir = dir.file("no/such/dir/lse.npy");
-  using strata::cli::NamedPath;
-  CHECK_THROWS_AS(
-      strata::cli::write_outputs({{{out, "--out"}, "new"}, {{missing_dir, "--lse"}, "x"}}),
-      strata::Error);
-  CHECK(slurp(out) == "precious");
-  for (const auto& entry : fs::directory_iterator(dir.path))
-    CHECK(entry.path().filename().string().rfind(".strata-tmp", 0) != 0);
+  // NumPy's np.save header for a (2, 3) float32 array, byte for byte (NumPy
+  // 1.24 writes these 152 bytes): the dict padded with spaces to 117 bytes
+  // and a newline, so that the data starts at 128.
+  const std::string want_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  strata::save_npy(dir.file("h.npy"), Tensor::arange(6).reshape({2, 3}));
+  const std::string h = slurp(dir.file("h.npy"));
+  REQUIRE(h.size() == 128 + 24);
+  CHECK(h.substr(0, 10) == std::string("\x93NUMPY\x01\x00\x76\x00", 10));  // length 118
+  CHECK(h.substr(10, 118) == want_dict + std::string(117 - want_dict.size(), ' ') + "\n");
+  CHECK(h.substr(128) == raw(std::vector<float>{0, 1, 2, 3, 4, 5}));
+  // One dim is "(n,)", none "()".
+  strata::save_npy(dir.file("one.npy"), Tensor::zeros({7}));
+  CHECK(slurp(dir.file("one.npy")).find("'shape': (7,), }") != std::string::npos);
+  strata::save_npy(dir.file("zero.npy"), Tensor::zeros({}));
+  CHECK(slurp(dir.file("zero.npy")).find("'shape': (), }") != std::string::npos);
 
-  strata::cli::write_outputs({{{out, "--out"}, "new"}, {{dir.file("lse.npy"), "--lse"}, "lse"}});
-  CHECK(slurp(out) == "new");
-  CHECK(slurp(dir.file("lse.npy")) == "lse");
-  CHECK_THROWS_AS(strata::cli::check_outputs({{missing_dir, "--lse"}}, {}), strata::Error);
-  CHECK_THROWS_AS(strata::cli::check_outputs({{dir.path.string(), "--out"}}, {}), strata::Error);
-  CHECK_NOTHROW(strata::cli::check_outputs({{out, "--out"}}, {}));
+  const struct {
+    DType dt;
+    const char* descr;
+  } dtypes[] = {{DType::f32, "'<f4'"}, {DType::f64, "'<f8'"}, {DType::f16, "'<f2'"},
+                {DType::i32, "'<i4'"}, {DType::i64, "'<i8'"}, {DType::boolean, "'|b1'"}};
+  for (const auto& d : dtypes) {
+    // Values every dtype holds exactly; bool alternates.
+    std::vector<double> v(60);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = d.dt == DType::boolean ? static_cast<double>(i % 3 == 0)
+                                    : static_cast<double>((i * 37) % 61) - 30;
+    const Tensor base = Tensor::from_vector(v, {3, 4, 5}).to(d.dt);
+    const struct {
+      const char* name;
+      Tensor view;
+    } views[] = {
+        {"contiguous", base},
+        {"transposed", base.transpose(0, 2)},
+        {"narrowed", base.narrow(1, 1, 2).narrow(2, 2, 3)},
+        {"broadcast", base.narrow(0, 1, 1).expand({4, 4, 5})},
+        {"negative strides", base.flip(0).slice(2, strata::Slice{{}, {}, -2})},
+    };
+    for (const auto& vw : views) {
+      INFO(strata::dtype_name(d.dt) << ", " << vw.name);
+      const std::string path = dir.file("v.npy");
+      strata::save_npy(path, vw.view);
+      const std::string bytes = slurp(path);
+      CHECK(bytes.find(std::string("'descr': ") + d.descr) != std::string::npos);
+      CHECK(bytes.find("'fortran_order': False") != std::string::npos);
+      const Tensor back = strata::load_npy(path);
+      CHECK(back.dtype() == d.dt);
+      CHECK(back.shape() == vw.view.shape());
+      CHECK(back.is_contiguous());
+      CHECK(back.to_vector<double>() == vw.view.to_vector<double>());
+      CHECK(strata::npy_bytes(vw.view) == bytes);  // the same bytes in memory
+    }
+  }
+}
+
+TEST_CASE("npy: bf16 is refused unless asked for as float32", "[core][npy]") {
+  TempDir dir;
+  const std::string path = dir.file("b.npy");
+  write(path, "precious");
+  const Tensor b = Tensor::from_vector(std::vector<float>{1.5f, -0.1f, 3e38f}, {3}).to(DType::bf16);
+  std::string msg;
+  try {
+    strata::save_npy(path, b);
+  } catch (const strata::Error& e) {
+    msg = e.what();
+  }
+  CAPTURE(msg);
+  CHECK(msg.rfind("save_npy '" + path + "': dtype bf16 has no NumPy equivalent", 0) == 0);
+  CHECK(msg.find("bf16_as_f32") != std::string::npos);
+  CHECK(slurp(path) == "precious");  // refused before the file was touched
+  CHECK_THROWS_AS(strata::npy_bytes(b), strata::Error);
+  CHECK_THROWS_AS(strata::npy_dtype(DType::bf16), strata::Error);
+
+  strata::NpyWriteOptions as_f32;
+  as_f32.bf16_as_f32 = true;
+  CHECK(strata::npy_dtype(DType::bf16, as_f32) == DType::f32);
+  CHECK(strata::npy_dtype(DType::f16, as_f32) == DType::f16);
+  strata::save_npy(path, b.flip(0), as_f32);
+  const Tensor back = strata::load_npy(path);
+  CHECK(back.dtype() == DType::f32);
+  // Every bf16 value is a float32: exact, the flip's order kept.
+  const std::vector<float> bf = b.to_vector<float>();
+  CHECK(back.to_vector<float>() == std::vector<float>{bf[2], bf[1], bf[0]});
+}
+
+TEST_CASE("npy: save_npy replaces a file whole or not at all", "[core][npy]") {
+  TempDir dir;
+  const std::string path = dir.file("out.npy");
+  write(path, "precious");
+  ::chmod(path.c_str(), 0640);
+  const auto no_temporaries = [&] {
+    for (const auto& entry : fs::directory_iterator(dir.path))
+      if (entry.path().filename().string().rfind(".strata-tmp", 0) == 0) return false;
+    return true;
+  };
+
+  SECTION("a write that fails part way leaves the old file") {
+    // A file size limit makes write() fail with EFBIG after 4096 bytes.
+    struct rlimit old {};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old;
+    small.rlim_cur = 4096;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    std::string msg;
+    try {
+      strata::save_npy(path, Tensor::zeros({100000}));
+    } catch (const strata::Error& e) {
+      msg = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, old_handler);
+    CAPTURE(msg);
+    CHECK(msg.rfind("save_npy: cannot write '" + path + "'", 0) == 0);
+    CHECK(slurp(path) == "precious");
+    CHECK(no_temporaries());
+  }
+  SECTION("a complete write replaces it, keeping its mode") {
+    strata::save_npy(path, Tensor::arange(5, DType::i64));
+    CHECK(strata::load_npy(path).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0640);
+    CHECK(no_temporaries());
+  }
+  SECTION("through a symlink, into a missing directory, onto a directory") {
+    fs::create_symlink("out.npy", dir.file("link.npy"));
+    strata::save_npy(dir.file("link.npy"), Tensor::ones({2}));
+    CHECK(fs::is_symlink(dir.file("link.npy")));
+    CHECK(strata::load_npy(path).to_vector<float>() == std::vector<float>{1, 1});
+    const std::string nowhere = dir.file("no/such/dir/x.npy");
+    CHECK_THROWS_WITH(strata::save_npy(nowhere, Tensor::ones({2})),
+                      ContainsText("save_npy") && ContainsText(nowhere));
+    CHECK_FALSE(fs::exists(nowhere));
+    CHECK_THROWS_WITH(strata::save_npy(dir.path.string(), Tensor::ones({2})),
+                      ContainsText("is a directory"));
+    CHECK_THROWS_WITH(strata::save_npy(dir.file("u.npy"), Tensor()),
+                      ContainsText("save_npy") && ContainsText("undefined"));
+    CHECK_FALSE(fs::exists(dir.file("u.npy")));
+    CHECK(no_temporaries());
+  }
 }

@@ -1,4 +1,4 @@
-#include "file_io.hpp"
+#include "strata/detail/file_io.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 
 #include "strata/error.hpp"
 
-namespace strata::nn::detail {
+namespace strata::detail {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
@@ -135,4 +135,4 @@ void ReplacingFile::commit() {
   temp_.clear();
 }
 
-}  // namespace strata::nn::detail
+}  // namespace strata::detail

@@ -1,12 +1,13 @@
 #pragma once
-// Whole-file reads and replacing writes for the weights and config files
-// (nn/src only). Errors are strata::Error naming the path and errno's text.
+// Whole-file reads and replacing writes for the files the library reads and
+// writes (.npy in core, the weights and config files in nn). Not part of the
+// public API. Errors are strata::Error naming the path and errno's text.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace strata::nn::detail {
+namespace strata::detail {
 
 // The file's bytes; `op` starts the error message ("load_safetensors").
 std::vector<std::uint8_t> read_file_bytes(const std::string& path, const char* op);
@@ -38,4 +39,4 @@ class ReplacingFile {
   int fd_ = -1;
 };
 
-}  // namespace strata::nn::detail
+}  // namespace strata::detail

@@ -1,31 +1,36 @@
-#include "npy_io.hpp"
+// .npy reading and writing (strata/npy.hpp). The format: the magic
+// "\x93NUMPY", a version byte pair, a little-endian header length (2 bytes in
+// version 1.0, 4 in 2.0 and 3.0), a Python dict literal giving descr,
+// fortran_order and shape, padded so the data starts at a multiple of 64,
+// then the elements.
+#include "strata/npy.hpp"
 
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <memory>
-#include <xtensor/xadapt.hpp>
-#include <xtensor/xarray.hpp>
-#include <xtensor/xnpy.hpp>
+#include <utility>
 
-namespace strata::cli {
+#include "strata/detail/file_io.hpp"
+
+namespace strata {
 namespace {
 
-// Reading does not go through xt::load_npy, for reasons checked against
-// xtensor 0.24.3: load_npy<T> must be told the element type up front and
-// throws on a mismatch (we only learn f32 / f64 / bool from the header), it
-// does not detect a truncated data section (the buffer is left partly
-// uninitialised), it reads a version-1.0 header length through a signed char
-// (headers of 128 bytes or more, which numpy writes for long shapes, are
-// misread), and it rejects headers whose keys are not in pprint order. The
-// header is a tiny Python dict, so we parse it here and read the data straight
-// into a buffer that the tensor then borrows. Writing does use xt::dump_npy.
+// Not xtensor's xnpy (checked on 0.24.3): its reader must be told the
+// element type up front, misses a truncated data section, misreads a
+// version-1.0 header of 128 bytes or more (its length goes through a signed
+// char) and rejects keys in an order other than pprint's; its writer writes
+// an adaptor's raw buffer whatever its strides. The header is a tiny Python
+// dict, so it is parsed and written here, and the data is read straight into
+// the tensor's storage.
+
+static_assert(std::endian::native == std::endian::little,
+              "the .npy writer and the byte-order handling assume a little-endian host");
 
 struct Header {
   DType dtype = DType::f32;
@@ -112,31 +117,24 @@ class DictParser {
   std::size_t i_ = 0;
 };
 
+constexpr const char* kReadable = "float32, float64, float16, int32, int64 and bool";
+
 void parse_descr(const std::string& descr, Header& h, const DictParser& p,
                  const std::string& where) {
   if (descr.size() < 2) p.bad("bad descr '" + descr + "'");
   const char order = descr[0];
   const std::string kind = descr.substr(1);
   if (order != '<' && order != '>' && order != '=' && order != '|') p.bad("bad byte order");
-  if (kind == "f4") {
-    h.dtype = DType::f32;
-  } else if (kind == "f8") {
-    h.dtype = DType::f64;
-  } else if (kind == "f2") {
-    h.dtype = DType::f16;
-  } else if (kind == "i4") {
-    h.dtype = DType::i32;
-  } else if (kind == "i8") {
-    h.dtype = DType::i64;
-  } else if (kind == "b1") {
-    h.dtype = DType::boolean;
-  } else {
-    const std::string what = kind == "O" ? " (Python objects)" : "";
-    throw Error(where + ": dtype '" + descr + "'" + what +
-                " is not supported (strata reads float32, float64, float16, int32, int64 and "
-                "bool arrays)");
-  }
-  // x86 and ARM hosts are little-endian; '=' and '|' mean native or 1 byte.
+  const std::pair<const char*, DType> kinds[] = {{"f4", DType::f32}, {"f8", DType::f64},
+                                                 {"f2", DType::f16}, {"i4", DType::i32},
+                                                 {"i8", DType::i64}, {"b1", DType::boolean}};
+  const auto* k = std::find_if(std::begin(kinds), std::end(kinds),
+                               [&](const auto& e) { return kind == e.first; });
+  if (k == std::end(kinds))
+    throw Error(where + ": dtype '" + descr + "'" + (kind == "O" ? " (Python objects)" : "") +
+                " is not supported (strata reads " + kReadable + " arrays)");
+  h.dtype = k->second;
+  // '=' is native (little-endian here) and '|' means one byte.
   h.swap_bytes = order == '>' && h.dtype != DType::boolean;
 }
 
@@ -150,9 +148,7 @@ Header parse_header(const std::string& text, const std::string& where) {
     p.expect(':');
     if (key == "descr") {
       if (!p.peek('\'') && !p.peek('"'))
-        throw Error(where +
-                    ": structured dtypes are not supported (need float32, float64, float16, "
-                    "int32, int64 or bool)");
+        throw Error(where + ": structured dtypes are not supported (need " + kReadable + ")");
       parse_descr(p.string_literal(), h, p, where);
       have_descr = true;
     } else if (key == "fortran_order") {
@@ -180,25 +176,60 @@ std::uint64_t read_le(const unsigned char* p, int n) {
   return v;
 }
 
-void byteswap_all(unsigned char* p, std::size_t count, std::size_t isz) {
-  for (std::size_t e = 0; e < count; ++e) std::reverse(p + e * isz, p + (e + 1) * isz);
-}
-
 std::string errno_text() { return std::strerror(errno); }
 
-template <class T>
-std::string npy_bytes_as(const Tensor& host) {
-  std::vector<std::size_t> shape(host.shape().begin(), host.shape().end());
-  const auto n = static_cast<std::size_t>(host.numel());
-  // The tensor is contiguous row-major here, so this adaptor is dense; the
-  // copy into an xarray is still made because xnpy writes an adaptor's raw
-  // buffer whatever its strides; it costs one pass over the output.
-  xt::xarray<T> dense =
-      xt::adapt(static_cast<const T*>(host.data_ptr()), n, xt::no_ownership(), shape);
-  return xt::dump_npy(dense);
+// Header and contiguous host data of a tensor to write.
+struct Encoded {
+  std::string header;
+  Tensor host;
+};
+
+DType written_dtype(DType dt, const NpyWriteOptions& opt, const char* op) {
+  if (dt != DType::bf16) return dt;
+  STRATA_CHECK(opt.bf16_as_f32, op,
+               "dtype bf16 has no NumPy equivalent; NpyWriteOptions::bf16_as_f32 writes it as "
+               "float32 (exact), or convert the tensor first");
+  return DType::f32;
+}
+
+Encoded encode(const Tensor& t, const NpyWriteOptions& opt, const std::string& where) {
+  STRATA_CHECK(t.defined(), where.c_str(), "tensor is undefined");
+  const DType dt = written_dtype(t.dtype(), opt, where.c_str());
+  Tensor host = t.to(Device::cpu()).contiguous();
+  if (host.dtype() != dt) host = host.to(dt);
+  const char* descr = dt == DType::f32       ? "<f4"
+                      : dt == DType::f64     ? "<f8"
+                      : dt == DType::f16     ? "<f2"
+                      : dt == DType::i32     ? "<i4"
+                      : dt == DType::i64     ? "<i8"
+                      : dt == DType::boolean ? "|b1"
+                                             : nullptr;
+  STRATA_CHECK(descr != nullptr, where.c_str(), "dtype ", dtype_name(dt), " has no .npy form");
+  // NumPy's own layout: "(n,)" for one dim, "(a, b)" for more, "()" for 0-d.
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
+  for (std::size_t i = 0; i < host.shape().size(); ++i)
+    dict += (i ? ", " : "") + std::to_string(host.shape()[i]);
+  dict += host.dim() == 1 ? ",), }" : "), }";
+  // Version 1.0 (a 2-byte length) always suffices: at most kMaxDims dims.
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string header = "\x93NUMPY";
+  header += '\x01';
+  header += '\x00';
+  header += static_cast<char>(dict.size() & 0xff);
+  header += static_cast<char>((dict.size() >> 8) & 0xff);
+  return {header + dict, host};
+}
+
+std::size_t data_bytes(const Tensor& host) {
+  return static_cast<std::size_t>(host.numel()) * itemsize(host.dtype());
 }
 
 }  // namespace
+
+DType npy_dtype(DType dt, const NpyWriteOptions& opt) {
+  return written_dtype(dt, opt, "npy_dtype");
+}
 
 Tensor load_npy(const std::string& path, const std::string& what) {
   const std::string where = what + " '" + path + "'";
@@ -256,15 +287,18 @@ Tensor load_npy(const std::string& path, const std::string& what) {
                 shape_str(h.shape) + " of " + std::string(dtype_name(h.dtype)) + " needs " +
                 std::to_string(nbytes) + " data bytes but the file holds " + std::to_string(have));
 
-  // 64-byte aligned like Storage::allocate, so kernels see the same
-  // alignment whether a tensor was loaded or made.
-  const std::size_t alloc = (static_cast<std::size_t>(nbytes) + 63) / 64 * 64 + 64;
-  std::shared_ptr<void> buffer(std::aligned_alloc(64, alloc), std::free);
-  if (!buffer) throw Error(where + ": cannot allocate " + std::to_string(nbytes) + " bytes");
-  auto* bytes = static_cast<unsigned char*>(buffer.get());
+  // Read straight into the tensor's storage: no copy afterwards.
+  std::shared_ptr<Storage> storage;
+  try {
+    storage = Storage::allocate(static_cast<std::size_t>(nbytes), Device::cpu());
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  auto* bytes = static_cast<unsigned char*>(storage->data());
   in.read(reinterpret_cast<char*>(bytes), static_cast<std::streamsize>(nbytes));
   if (!in && nbytes > 0) throw Error(where + ": read failed (" + errno_text() + ")");
-  if (h.swap_bytes) byteswap_all(bytes, static_cast<std::size_t>(count), isz);
+  if (h.swap_bytes)
+    for (std::uint64_t e = 0; e < count; ++e) std::reverse(bytes + e * isz, bytes + (e + 1) * isz);
   if (h.dtype == DType::boolean) {
     // numpy writes 0/1, but any other byte would be an invalid C++ bool.
     for (std::uint64_t i = 0; i < count; ++i) bytes[i] = bytes[i] != 0;
@@ -278,43 +312,25 @@ Tensor load_npy(const std::string& path, const std::string& what) {
     strides[i] = step;
     step *= std::max<std::int64_t>(h.shape[i], 1);
   }
-  void* data = buffer.get();
-  auto storage =
-      Storage::wrap(data, static_cast<std::size_t>(nbytes), Device::cpu(), std::move(buffer));
   return Tensor::from_storage(std::move(storage), h.shape, strides, 0, h.dtype);
 }
 
-std::string npy_bytes(const Tensor& t) {
-  const Tensor host = t.to(Device::cpu()).contiguous();
-  switch (host.dtype()) {
-    case DType::f32:
-      return npy_bytes_as<float>(host);
-    case DType::f64:
-      return npy_bytes_as<double>(host);
-    case DType::boolean:
-      return npy_bytes_as<bool>(host);
-    case DType::i32:
-      return npy_bytes_as<std::int32_t>(host);
-    case DType::i64:
-      return npy_bytes_as<std::int64_t>(host);
-    case DType::f16: {
-      // xnpy knows no half type: the same bits as uint16, then the header's
-      // descr '<u2' becomes '<f2' (same length, so the padding still holds).
-      std::vector<std::size_t> shape(host.shape().begin(), host.shape().end());
-      xt::xarray<std::uint16_t> dense =
-          xt::adapt(static_cast<const std::uint16_t*>(host.data_ptr()),
-                    static_cast<std::size_t>(host.numel()), xt::no_ownership(), shape);
-      std::string out = xt::dump_npy(dense);
-      const std::size_t at = out.find("'<u2'");
-      if (at == std::string::npos) throw Error("npy: unexpected float16 header from xtensor");
-      out[at + 2] = 'f';
-      return out;
-    }
-    default:  // bf16: written as float32 (NumPy has no bfloat16)
-      return npy_bytes_as<float>(host.to(DType::f32));
-  }
+std::string npy_bytes(const Tensor& t, const NpyWriteOptions& opt) {
+  const Encoded e = encode(t, opt, "npy_bytes");
+  std::string out = e.header;
+  const std::size_t n = data_bytes(e.host);
+  if (n > 0) out.append(static_cast<const char*>(e.host.data_ptr()), n);
+  return out;
 }
 
-DType npy_dtype(DType dt) { return dt == DType::bf16 ? DType::f32 : dt; }
+void save_npy(const std::string& path, const Tensor& t, const NpyWriteOptions& opt) {
+  // Any refusal comes before the file is touched.
+  const Encoded e = encode(t, opt, "save_npy '" + path + "'");
+  detail::ReplacingFile file(path, "save_npy");
+  file.write(e.header.data(), e.header.size());
+  const std::size_t n = data_bytes(e.host);
+  if (n > 0) file.write(e.host.data_ptr(), n);
+  file.commit();
+}
 
-}  // namespace strata::cli
+}  // namespace strata
