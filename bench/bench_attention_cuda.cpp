@@ -1,8 +1,11 @@
 // softmax_attention on the cuda backend, timed with CUDA events after
 // warm-up (Google Benchmark manual time). Each shape reports TFLOP/s
 // (4*M*N*d per head for d == dv, halved for causal) and GB/s (q, k, v read
-// once, out written once). bench/peer_attention.py runs the same shapes
-// through PyTorch and reads this binary's JSON output.
+// once, out written once). The *_fwd_bwd shapes time the forward under a
+// tape plus Tape::backward (a training step's attention) and count the
+// backward at 2.5 times the forward (FlashAttention's convention), 3.5 in
+// all; the backward alone is their time less the forward shape's. bench/peer_attention.py runs the
+// same shapes through PyTorch and reads this binary's JSON output.
 //
 //   bench_attention_cuda --benchmark_out=cuda.json --benchmark_out_format=json
 //   STRATA_CUDA_VARIANT=<name> forces a kernel variant (tuning);
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "strata/attention.hpp"
+#include "strata/autograd.hpp"
 #include "strata/tensor.hpp"
 
 namespace {
@@ -37,6 +41,7 @@ struct Shape {
   DType dt = DType::f32;
   bool kt = false;  // k stored column-major ([d, N] transposed)
   strata::Precision precision = strata::Precision::highest;  // f32 only
+  bool fwd_bwd = false;  // forward and backward (softmax_attention_backward's kernel)
 };
 
 constexpr strata::Precision kHigh = strata::Precision::high;
@@ -80,6 +85,13 @@ const std::vector<Shape>& shapes() {
       {"bf16_b1h32_4096_d192", 1, 32, 4096, 4096, 192, false, false, false, DType::bf16},
       {"bf16_b1h32_4096_d256", 1, 32, 4096, 4096, 256, false, false, false, DType::bf16},
       {"f16_b4h16_4096_d64", 4, 16, 4096, 4096, 64, false, false, false, DType::f16},
+      // Forward plus backward under a tape.
+      {"bf16_b4h16_4096_d64_fwd_bwd", 4, 16, 4096, 4096, 64, false, false, false, DType::bf16,
+       false, strata::Precision::highest, true},
+      {"bf16_b4h16_4096_d64_causal_fwd_bwd", 4, 16, 4096, 4096, 64, true, false, false, DType::bf16,
+       false, strata::Precision::highest, true},
+      {"f32_b4h16_4096_d64_fwd_bwd", 4, 16, 4096, 4096, 64, false, false, false, DType::f32, false,
+       strata::Precision::highest, true},
       {"f16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f16},
       // f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core
       // kernel (backends/cuda/attention/sm80, sm90).
@@ -113,7 +125,8 @@ const std::vector<Shape>& shapes() {
 }
 
 double flops(const Shape& s) {
-  const double f = 4.0 * double(s.B * s.H) * double(s.M) * double(s.N) * double(s.d);
+  const double f =
+      4.0 * double(s.B * s.H) * double(s.M) * double(s.N) * double(s.d) * (s.fwd_bwd ? 3.5 : 1.0);
   return s.causal ? f / 2 : f;
 }
 
@@ -167,13 +180,24 @@ void run_shape(benchmark::State& state, const Shape& s) {
   strata::Shape oshape = q.shape();
   oshape.back() = s.d;
   const Tensor out = Tensor::empty(oshape, s.dt, gpu);
-  state.SetLabel(strata::softmax_attention_kernel(q, k, v, opt));
+  const std::string kernel = strata::softmax_attention_kernel(q, k, v, opt);
+  state.SetLabel(s.fwd_bwd ? kernel + " + backward" : kernel);
+  const Tensor grad = s.fwd_bwd ? random_on_gpu(oshape, seed + 3, s.dt) : Tensor();
+  auto call = [&] {
+    if (!s.fwd_bwd) {
+      strata::softmax_attention_out(out, q, k, v, opt);
+      return;
+    }
+    strata::autograd::Tape tape;
+    for (const Tensor* t : {&q, &k, &v}) tape.watch(*t);
+    tape.backward(strata::softmax_attention(q, k, v, opt), grad);
+  };
 
   // Several calls per timed iteration for short problems so that host-side
   // dispatch stays hidden behind queued GPU work.
   const double est_s = flops(s) / 15e12 + bytes(s) / 3e12;
   const int reps = est_s < 2e-4 ? 20 : est_s < 2e-3 ? 5 : 1;
-  for (int i = 0; i < 3; ++i) strata::softmax_attention_out(out, q, k, v, opt);
+  for (int i = 0; i < 3; ++i) call();
   check_cuda(cudaDeviceSynchronize(), "warm-up");
 
   double host_s = 0;  // enqueue time of the calls (front end + launcher), no waiting
@@ -183,7 +207,7 @@ void run_shape(benchmark::State& state, const Shape& s) {
   for (auto _ : state) {
     check_cuda(cudaEventRecord(start, nullptr), "cudaEventRecord");
     const auto h0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < reps; ++r) strata::softmax_attention_out(out, q, k, v, opt);
+    for (int r = 0; r < reps; ++r) call();
     host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - h0).count() / reps;
     check_cuda(cudaEventRecord(stop, nullptr), "cudaEventRecord");
     check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");

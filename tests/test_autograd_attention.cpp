@@ -1,8 +1,11 @@
 // softmax_attention's backward across the forward contract (causal in both
-// alignments, windows, bool and float masks, GQA, dv != d, lse): the
-// reference backend's gradients against central finite differences in f64,
-// and the cpu backend's (f32, bf16) against the reference's.
+// alignments, windows, bool and float masks, GQA, dv != d, lse, fully
+// masked rows, no keys): the reference backend's gradients against central
+// finite differences in f64, and every other backend's (f64, f32, bf16,
+// f16; cuda's kernels on the GPU) against the reference's, on contiguous
+// and transposed layouts, and the same bits run to run.
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -23,8 +26,12 @@ struct Case {
   Causal causal = Causal::none;
   std::optional<std::pair<std::int64_t, std::int64_t>> window;
   bool window_top_left = false;
-  int mask = 0;  // 0 none, 1 bool, 2 float
+  // 0 none, 1 bool, 2 float (its gradient too), 3 float (no gradient asked:
+  // a backward kernel still serves it), 4 bool dropping every key of some
+  // rows, 5 as 3 with -inf on every key of some rows (lse = -inf there)
+  int mask = 0;
   bool lse = false;
+  bool transposed = false;         // q, k, v as [.., d, rows] buffers seen transposed
   std::int64_t batch = 1;          // q's batch; k and v have one, broadcast over it
   bool finite_differences = true;  // small enough for them
 };
@@ -87,6 +94,55 @@ std::vector<Case> cases() {
   c.n = 67;
   c.mask = 1;
   v.push_back(c);
+  c = named("rows with every key masked");
+  c.mask = 4;
+  c.m = 6;
+  v.push_back(c);
+  c = named("rows with every key at -inf in a float mask");
+  c.mask = 5;
+  c.m = 6;
+  v.push_back(c);
+  c = named("no keys (N = 0)");
+  c.n = 0;
+  v.push_back(c);
+  // Head dims of the tensor-core kernels (d, dv multiples of 8 up to 128,
+  // read in place), past one tile each way; the FFMA path beyond 128.
+  c = named("d 64, several tiles, causal bottom_right, GQA");
+  c.finite_differences = false;
+  c.m = 150;
+  c.n = 200;
+  c.hq = 4;
+  c.d = 64;
+  c.dv = 64;
+  c.causal = Causal::bottom_right;
+  v.push_back(c);
+  c = named("d 128, dv 72, window (50, 20), float mask without its gradient, lse used");
+  c.finite_differences = false;
+  c.m = 90;
+  c.n = 130;
+  c.d = 128;
+  c.dv = 72;
+  c.window = std::make_pair(std::int64_t{50}, std::int64_t{20});
+  c.mask = 3;
+  c.lse = true;
+  v.push_back(c);
+  c = named("d 136 (over the tensor cores' 128), dv 24, bool mask");
+  c.finite_differences = false;
+  c.m = 40;
+  c.n = 50;
+  c.d = 136;
+  c.dv = 24;
+  c.mask = 1;
+  v.push_back(c);
+  c = named("q, k, v transposed views, causal top_left, several blocks");
+  c.finite_differences = false;
+  c.m = 70;
+  c.n = 90;
+  c.d = 16;
+  c.dv = 24;
+  c.causal = Causal::top_left;
+  c.transposed = true;
+  v.push_back(c);
   return v;
 }
 
@@ -99,15 +155,21 @@ Inputs make_inputs(const Case& c, std::uint64_t seed) {
   in.q = Tensor::randn({c.batch, c.hq, c.m, c.d}, seed, DType::f64);
   in.k = Tensor::randn({1, c.hkv, c.n, c.d}, seed + 1, DType::f64);
   in.v = Tensor::randn({1, c.hkv, c.n, c.dv}, seed + 2, DType::f64);
-  if (c.mask == 1) {  // keep about 3 in 4, never a whole row out
+  if (c.mask == 1 || c.mask == 4) {  // keep about 3 in 4; mask 4: no key of rows 1, 4, ...
     std::vector<bool> keep(static_cast<std::size_t>(c.m * c.n));
-    for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = (i * 7 + 3) % 4 != 0 || i % c.n == 0;
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+      keep[i] = (i * 7 + 3) % 4 != 0 || i % c.n == 0;
+      if (c.mask == 4 && i / c.n % 3 == 1) keep[i] = false;
+    }
     Tensor t = Tensor::empty({c.m, c.n}, DType::boolean);
     for (std::int64_t i = 0; i < c.m * c.n; ++i)
       t.reshape({-1}).set_item({i}, keep[static_cast<std::size_t>(i)] ? 1.0 : 0.0);
     in.mask = t;
-  } else if (c.mask == 2) {
+  } else if (c.mask == 2 || c.mask == 3 || c.mask == 5) {
     in.mask = Tensor::randn({c.hq, c.m, c.n}, seed + 3, DType::f64);
+    for (std::int64_t h = 0; c.mask == 5 && h < c.hq; ++h)
+      for (std::int64_t i = 1; i < c.m; i += 3)
+        for (std::int64_t j = 0; j < c.n; ++j) in.mask.set_item({h, i, j}, -INFINITY);
   }
   in.g_out = Tensor::randn({c.batch, c.hq, c.m, c.dv}, seed + 4, DType::f64);
   in.g_lse = Tensor::randn({c.batch, c.hq, c.m}, seed + 5, DType::f64);
@@ -143,8 +205,11 @@ double loss(const Case& c, const Inputs& in) {
 std::vector<std::vector<double>> gradients(const Case& c, const Inputs& in64, DType dt,
                                            const std::string& backend, Device dev = Device::cpu()) {
   Inputs in = in64;
-  for (Tensor* t : {&in.q, &in.k, &in.v}) *t = t->to(dt).to(dev);
-  if (c.mask == 2) in.mask = in.mask.to(dt);
+  for (Tensor* t : {&in.q, &in.k, &in.v}) {
+    *t = t->to(dt).to(dev);
+    if (c.transposed) *t = t->transpose(-1, -2).contiguous().transpose(-1, -2);
+  }
+  if (c.mask >= 2 && c.mask != 4) in.mask = in.mask.to(dt);
   if (in.mask.defined()) in.mask = in.mask.to(dev);
   in.g_out = in.g_out.to(dev);
   in.g_lse = in.g_lse.to(dev);
@@ -198,7 +263,7 @@ TEST_CASE("attention gradients: the reference against finite differences",
   }
 }
 
-TEST_CASE("attention gradients: cpu and cuda in f64, f32 and bf16 against the reference",
+TEST_CASE("attention gradients: cpu and cuda in f64, f32, bf16 and f16 against the reference",
           "[autograd][attention]") {
   std::uint64_t seed = 500;
   for (const Case& c : cases()) {
@@ -207,7 +272,7 @@ TEST_CASE("attention gradients: cpu and cuda in f64, f32 and bf16 against the re
     for (const BackendInfo& b : Registry::get().backends()) {
       if (!b.compiled || !b.available || b.name == "reference") continue;
       const Device dev = b.device == DeviceType::cpu ? Device::cpu() : Device::cuda(0);
-      for (DType dt : {DType::f64, DType::f32, DType::bf16}) {
+      for (DType dt : {DType::f64, DType::f32, DType::bf16, DType::f16}) {
         INFO(c.name << " " << b.name << " " << dtype_name(dt));
         const auto got = gradients(c, in, dt, b.name, dev);
         const double tol = dt == DType::f64 ? 1e-10 : dt == DType::f32 ? 1e-5 : 4e-2;
@@ -219,6 +284,35 @@ TEST_CASE("attention gradients: cpu and cuda in f64, f32 and bf16 against the re
             CHECK(std::abs(got[w][e] - ref[w][e]) <= tol * scale);
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention gradients: the same bits run to run on every backend",
+          "[autograd][attention]") {
+  // dK and dV sum over a group of q heads and over query tiles, dQ over key
+  // tiles: no atomics, so two runs agree bit for bit.
+  Case c = named("GQA, causal, several tiles, float mask without its gradient");
+  c.m = 150;
+  c.n = 200;
+  c.hq = 4;
+  c.d = 64;
+  c.dv = 64;
+  c.causal = Causal::bottom_right;
+  c.mask = 3;
+  const Inputs in = make_inputs(c, 900);
+  for (const BackendInfo& b : Registry::get().backends()) {
+    if (!b.compiled || !b.available) continue;
+    const Device dev = b.device == DeviceType::cpu ? Device::cpu() : Device::cuda(0);
+    for (DType dt : {DType::f32, DType::bf16}) {
+      INFO(b.name << " " << dtype_name(dt));
+      const auto first = gradients(c, in, dt, b.name, dev);
+      const auto second = gradients(c, in, dt, b.name, dev);
+      for (std::size_t w = 0; w < first.size(); ++w) {
+        REQUIRE(first[w].size() == second[w].size());
+        CHECK(std::memcmp(first[w].data(), second[w].data(), first[w].size() * sizeof(double)) ==
+              0);
       }
     }
   }

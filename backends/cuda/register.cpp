@@ -1,6 +1,6 @@
 // Registers the cuda backend: installs the CUDA DeviceRuntime (always, so
 // that core can report a precise reason when there is no device) and the
-// softmax_attention kernels.
+// softmax_attention kernels (forward and backward).
 #include <memory>
 #include <string>
 
@@ -38,6 +38,7 @@ void register_cuda_backend(Registry& r) {
   r.add_kernel<AttentionArgs>("softmax_attention", "cuda", DType::f64, "cuda.attention.streaming",
                               &cuda::attention_f64, &cuda::attention_supports);
   cuda::register_cuda_flash_mma(r);  // bf16, f16 on the tensor cores
+  cuda::register_cuda_attention_backward(r);
   cuda::register_cuda_elementwise(r);
   cuda::register_cuda_rows(r);
   cuda::register_cuda_matmul(r);

@@ -2,7 +2,9 @@
 // alignments, windows, bool and float masks, GQA, dv != d, lse). Two ways:
 // - the backend's softmax_attention_backward kernel, when it has one
 //   (FlashAttention-2's recomputation of P from the saved lse, block by
-//   block; f16/bf16 widen to f32 first, as the forward's detour does);
+//   block): in the inputs' own dtype where the backend registers it (cuda:
+//   f32, f64, bf16, f16), else f16/bf16 widen to f32 first, as the forward's
+//   detour does (cpu);
 // - otherwise, and for a float mask that needs its own gradient, the
 //   formula written with the ops on every backend. P comes from the forward
 //   itself, run with v = the identity [N, N] (so every mask rule is the
@@ -62,10 +64,16 @@ OpId backward_op() {
   return id;
 }
 
+// The dtype the backend's backward kernel runs in for inputs of dtype dt:
+// dt itself where the backend registers it, else the compute dtype.
+DType kernel_dtype(BackendId backend, DType dt) {
+  return Registry::get().has_kernel(backward_op(), backend, dt) ? dt : compute_dtype(dt);
+}
+
 // dq, dk, dv by the backend's backward kernel; saved = q, k, v, out, lse.
 void backward_by_kernel(GradContext& c, const AttentionOptions& opt, BackendId backend) {
   const OpOptions& o = c.options();
-  const DType ct = compute_dtype(c.saved(0).dtype());
+  const DType ct = kernel_dtype(backend, c.saved(0).dtype());
   const Tensor q = widened(c.saved(0), ct, o), k = widened(c.saved(1), ct, o),
                v = widened(c.saved(2), ct, o), out = widened(c.saved(3), ct, o);
   const Tensor& lse = c.saved(4);
@@ -75,12 +83,15 @@ void backward_by_kernel(GradContext& c, const AttentionOptions& opt, BackendId b
   const detail::AttentionPlan p = detail::plan_attention(kBackwardOp, q, k, v, wo);
   const Tensor dout = c.grad_out(0).defined() ? widened(c.grad_out(0), ct, o)
                                               : Tensor::zeros(out.shape(), ct, out.device());
-  const Tensor dlse =
-      c.num_outputs() > 1 && c.grad_out(1).defined() ? widened(c.grad_out(1), ct, o) : Tensor();
+  const Tensor dlse = c.num_outputs() > 1 && c.grad_out(1).defined()
+                          ? widened(c.grad_out(1), lse.dtype(), o)
+                          : Tensor();
+  // The kernel writes every element of the gradients; with nothing to run
+  // (M == 0, say), dk and dv are zeros.
   auto full = [&](std::int64_t h, std::int64_t rows, std::int64_t cols) {
     Shape s = p.batch;
     s.insert(s.end(), {h, rows, cols});
-    return Tensor::zeros(s, ct, q.device());
+    return p.empty_output() ? Tensor::zeros(s, ct, q.device()) : Tensor::empty(s, ct, q.device());
   };
   const Tensor dq = full(p.Hq, p.M, p.d), dk = full(p.Hkv, p.N, p.d), dv = full(p.Hkv, p.N, p.dv);
   if (!p.empty_output()) {
@@ -96,7 +107,7 @@ void backward_by_kernel(GradContext& c, const AttentionOptions& opt, BackendId b
 }  // namespace
 
 bool attention_backward_has_kernel(BackendId backend, DType dt) {
-  return Registry::get().has_kernel(backward_op(), backend, compute_dtype(dt));
+  return Registry::get().has_kernel(backward_op(), backend, kernel_dtype(backend, dt));
 }
 
 void record_attention(autograd::TapeState& tape, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -117,6 +128,7 @@ void record_attention(autograd::TapeState& tape, const Tensor& q, const Tensor& 
     const Tensor &q = c.saved(0), &k = c.saved(1);
     const DType ct = compute_dtype(q.dtype());
     const std::int64_t n = k.size(-2), d = q.size(-1), g = q.size(-3) / k.size(-3);
+    if (n == 0) return;  // no keys: out is 0 whatever q is; k, v (and a mask) are empty
     const double scale = opt.scale.value_or(1.0 / std::sqrt(static_cast<double>(d)));
     // P from the forward with v = I: [..., Hq, M, N].
     AttentionOptions po = opt;

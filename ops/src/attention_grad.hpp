@@ -8,7 +8,8 @@
 namespace strata::detail {
 
 // True when `backend` has a softmax_attention_backward kernel for inputs
-// of dtype dt (16-bit inputs ask for the f32 one).
+// of dtype dt: its own, or for 16-bit inputs the f32 one (which they are
+// widened for).
 bool attention_backward_has_kernel(BackendId backend, DType dt);
 
 // out (and lse when defined) = softmax_attention(q, k, v, opt) on

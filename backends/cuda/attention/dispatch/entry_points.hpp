@@ -49,5 +49,12 @@ void register_cuda_flash_mma(Registry& r);
 // decode-like calls too small to fill the GPU run highest.
 void register_cuda_flash_tf32(Registry& r);
 
+// ---- the backward (attention/backward/launch.cu) ----
+
+// Registers softmax_attention_backward on "cuda" for f32, f64 (FFMA:
+// "cuda.attention_backward.ffma") and bf16, f16 ("..._mma_<dt>": the
+// tensor cores for head dims up to 128, FFMA beyond).
+void register_cuda_attention_backward(Registry& r);
+
 }  // namespace cuda
 }  // namespace strata
