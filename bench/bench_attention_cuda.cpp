@@ -183,6 +183,12 @@ void run_shape(benchmark::State& state, const Shape& s) {
   const std::string kernel = strata::softmax_attention_kernel(q, k, v, opt);
   state.SetLabel(s.fwd_bwd ? kernel + " + backward" : kernel);
   const Tensor grad = s.fwd_bwd ? random_on_gpu(oshape, seed + 3, s.dt) : Tensor();
+  // fwd_bwd: events around Tape::backward give the backward's own time.
+  cudaEvent_t bwd0 = nullptr, bwd1 = nullptr;
+  if (s.fwd_bwd) {
+    check_cuda(cudaEventCreate(&bwd0), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&bwd1), "cudaEventCreate");
+  }
   auto call = [&] {
     if (!s.fwd_bwd) {
       strata::softmax_attention_out(out, q, k, v, opt);
@@ -190,13 +196,16 @@ void run_shape(benchmark::State& state, const Shape& s) {
     }
     strata::autograd::Tape tape;
     for (const Tensor* t : {&q, &k, &v}) tape.watch(*t);
-    tape.backward(strata::softmax_attention(q, k, v, opt), grad);
+    const Tensor o = strata::softmax_attention(q, k, v, opt);
+    check_cuda(cudaEventRecord(bwd0, nullptr), "cudaEventRecord");
+    tape.backward(o, grad);
+    check_cuda(cudaEventRecord(bwd1, nullptr), "cudaEventRecord");
   };
-
   // Several calls per timed iteration for short problems so that host-side
   // dispatch stays hidden behind queued GPU work.
   const double est_s = flops(s) / 15e12 + bytes(s) / 3e12;
-  const int reps = est_s < 2e-4 ? 20 : est_s < 2e-3 ? 5 : 1;
+  const int reps = s.fwd_bwd ? 1 : est_s < 2e-4 ? 20 : est_s < 2e-3 ? 5 : 1;
+  double bwd_s = 0;
   for (int i = 0; i < 3; ++i) call();
   check_cuda(cudaDeviceSynchronize(), "warm-up");
 
@@ -214,9 +223,21 @@ void run_shape(benchmark::State& state, const Shape& s) {
     float ms = 0;
     check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
     state.SetIterationTime(double(ms) / 1e3 / reps);
+    if (s.fwd_bwd) {
+      check_cuda(cudaEventElapsedTime(&ms, bwd0, bwd1), "cudaEventElapsedTime");
+      bwd_s += double(ms) / 1e3;
+    }
   }
   check_cuda(cudaEventDestroy(start), "cudaEventDestroy");
   check_cuda(cudaEventDestroy(stop), "cudaEventDestroy");
+  if (s.fwd_bwd) {
+    check_cuda(cudaEventDestroy(bwd0), "cudaEventDestroy");
+    check_cuda(cudaEventDestroy(bwd1), "cudaEventDestroy");
+    // The backward alone: Tape::backward's time, at 2.5 forwards' FLOPs.
+    const double n = double(std::max<std::int64_t>(1, state.iterations()));
+    state.counters["bwd_ms"] = benchmark::Counter(1e3 * bwd_s / n);
+    state.counters["bwd_TFLOPs"] = benchmark::Counter(flops(s) / 3.5 * 2.5 / (bwd_s / n) / 1e12);
+  }
   state.counters["TFLOPs"] =
       benchmark::Counter(flops(s) / 1e12, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GBps"] =

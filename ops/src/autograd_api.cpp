@@ -79,7 +79,7 @@ Tensor GradContext::grad_view(int i) {
   if (r.id < 0) return {};
   for (std::int64_t s : r.strides)
     if (s == 0) return {};
-  return tape_.grad_region(r, true);
+  return tape_.grad_region(r, true, node_.opt);
 }
 
 const Tensor& GradContext::saved(int k) const {

@@ -76,8 +76,9 @@ class TapeState final : public ::strata::detail::CopyObserver {
 
   // The buffer id of t's storage, or -1 when it is not tracked.
   int lookup(const Tensor& t);
-  // t's gradient view; allocates (zeros) the buffer when `allocate`.
-  Tensor grad_region(const Region& r, bool allocate);
+  // t's gradient view; allocates (zeros, by fill_ with opt) the buffer when
+  // `allocate`.
+  Tensor grad_region(const Region& r, bool allocate, const OpOptions& opt = {});
   Region region_of(const Tensor& t, int id) const;
   void accumulate(const Region& r, const Tensor& g, const OpOptions& opt);
   const Buffer& buffer(int id) const { return bufs_.at(static_cast<std::size_t>(id)); }

@@ -65,7 +65,7 @@ Region TapeState::region_of(const Tensor& t, int id) const {
   return Region{id, t.shape(), t.strides(), t.offset(), t.dtype()};
 }
 
-Tensor TapeState::grad_region(const Region& r, bool allocate) {
+Tensor TapeState::grad_region(const Region& r, bool allocate, const OpOptions& opt) {
   Buffer& b = bufs_.at(static_cast<std::size_t>(r.id));
   STRATA_CHECK(r.dtype == b.dtype, "autograd", "one storage is read as ", dtype_name(b.dtype),
                " and as ", dtype_name(r.dtype), "; gradients need one dtype per storage");
@@ -73,7 +73,11 @@ Tensor TapeState::grad_region(const Region& r, bool allocate) {
     if (!allocate) return {};
     const auto isz = static_cast<std::int64_t>(itemsize(b.dtype));
     const auto n = (static_cast<std::int64_t>(b.nbytes) + isz - 1) / isz;
-    b.grad = Tensor::zeros({n}, b.dtype, b.device);
+    // Zeros by the device's fill op, on the caller's stream: Tensor::zeros
+    // fills on the host and copies, which for a GPU tensor of activations'
+    // size costs more than the backward's kernels.
+    b.grad = Tensor::empty({n}, b.dtype, b.device);
+    fill_(b.grad, 0.0, opt);
     b.shift = 0;
   }
   return Tensor::from_storage(b.grad.storage(), r.shape, r.strides, r.offset + b.shift, r.dtype);
@@ -116,7 +120,7 @@ void TapeState::accumulate(const Region& r, const Tensor& g_in, const OpOptions&
     }
     target.shape[d] = 1;
   }
-  const Tensor view = grad_region(target, true);
+  const Tensor view = grad_region(target, true, on_dev);
   add_out(view, view, g, on_dev);
 }
 

@@ -5,12 +5,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "cuda/attention/backward/ffma.cuh"
 #include "cuda/attention/backward/launchers.hpp"
 #include "cuda/attention/backward/preprocess.cuh"
 #include "cuda/cuda_check.hpp"
-#include "cuda/runtime/kernel_occupancy.hpp"
 
 namespace strata::cuda::bwd {
 namespace {
@@ -20,6 +22,26 @@ constexpr const char* kOp = "softmax_attention_backward";
 std::int64_t checked_grid(std::int64_t blocks) {
   check(blocks <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", blocks, " blocks)");
   return blocks;
+}
+
+int smem_optin(int dev) {
+  int optin = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return optin;
+}
+
+// The FFMA kernels' shared memory grows with the head dims, so the limit of
+// each is raised once per device to all that the device grants (the
+// launchers' resident_blocks raises it once, to the first call's size).
+void allow_device_smem(const void* kernel, int dev) {
+  static std::mutex m;
+  static std::vector<std::pair<const void*, int>> done;
+  const std::lock_guard<std::mutex> lock(m);
+  for (const auto& x : done)
+    if (x.first == kernel && x.second == dev) return;
+  CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin(dev)));
+  done.emplace_back(kernel, dev);
 }
 
 template <class S, class T>
@@ -33,11 +55,8 @@ template <class S, class T, int B>
 void ffma(BwdParams p, int dev, cudaStream_t st) {
   const AttentionArgs& a = p.g.fwd;
   const std::size_t smem = std::size_t(ffma_layout(B, a.d, a.dv).total) * sizeof(T);
-  const void* dkdv = reinterpret_cast<const void*>(&ffma_dkdv_kernel<S, T, B>);
-  const void* dq = reinterpret_cast<const void*>(&ffma_dq_kernel<S, T, B>);
-  check(resident_blocks(dkdv, kFfmaThreads, smem, dev) > 0 &&
-            resident_blocks(dq, kFfmaThreads, smem, dev) > 0,
-        kOp, "cuda: the FFMA kernels cannot be resident with ", smem, " bytes of shared memory");
+  allow_device_smem(reinterpret_cast<const void*>(&ffma_dkdv_kernel<S, T, B>), dev);
+  allow_device_smem(reinterpret_cast<const void*>(&ffma_dq_kernel<S, T, B>), dev);
   if (a.N > 0) {  // N = 0: dk and dv are empty
     p.tiles = (a.N + B - 1) / B;
     const std::int64_t grid = checked_grid(p.tiles * a.batch_count() * a.Hkv);
@@ -78,8 +97,7 @@ std::size_t ffma_smem(const AttentionArgs& a, int tile) {
 }
 
 int ffma_tile(const AttentionArgs& a, int dev) {
-  int optin = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const int optin = smem_optin(dev);
   for (int tile : {32, 8})
     if (ffma_smem(a, tile) <= std::size_t(optin)) return tile;
   return 0;
