@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "reference/operand_access.hpp"
+#include "reference/row_walk.hpp"
 #include "strata/error.hpp"
 #include "strata/iter_args.hpp"
 #include "strata/registry.hpp"
@@ -20,37 +21,6 @@ namespace strata::reference {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// The element offsets of one row of every operand, and how to step along it.
-struct Row {
-  std::int64_t off[kMaxOperands];
-  std::int64_t step[kMaxOperands];
-  std::int64_t n;
-  std::int64_t at(int k, std::int64_t j) const { return off[k] + j * step[k]; }
-};
-
-// Calls body(row) for every row, in order; the outer dims are every dim
-// but the last.
-template <class Body>
-void for_each_row(const IterArgs& a, Body body) {
-  const int last = a.ndim - 1;
-  std::int64_t rows = 1;
-  for (int d = 0; d < last; ++d) rows *= a.shape[d];
-  std::int64_t idx[kMaxDims] = {};
-  Row row{};
-  row.n = a.shape[last];
-  for (int k = 0; k < a.nops; ++k) row.step[k] = a.op[k].strides[last];
-  for (std::int64_t r = 0; r < rows; ++r) {
-    body(static_cast<const Row&>(row));
-    for (int d = last - 1; d >= 0; --d) {
-      ++idx[d];
-      for (int k = 0; k < a.nops; ++k) row.off[k] += a.op[k].strides[d];
-      if (idx[d] < a.shape[d]) break;
-      for (int k = 0; k < a.nops; ++k) row.off[k] -= a.op[k].strides[d] * a.shape[d];
-      idx[d] = 0;
-    }
-  }
-}
 
 // An integer operand's element, exactly (ids and positions: i32 or i64).
 std::int64_t load_int(const Operand& o, std::int64_t off) {
@@ -270,6 +240,8 @@ void add(Registry& r, const char* op, void (*run)(const IterArgs&)) {
 
 }  // namespace
 
+void register_reference_rows_backward(Registry& r);  // rows_backward_reference.cpp
+
 void register_reference_rows(Registry& r) {
   add(r, "sum", &sum);
   add(r, "mean", &mean);
@@ -279,6 +251,7 @@ void register_reference_rows(Registry& r) {
   add(r, "log_softmax", &softmax<true>);
   add(r, "layer_norm", &layer_norm);
   add(r, "rms_norm", &rms_norm);
+  register_reference_rows_backward(r);
   add(r, "embedding", &embedding);
   add(r, "embedding_backward", &embedding_backward);
   add(r, "rotary", &rotary);

@@ -2,7 +2,8 @@
 // the last, the norms with and without weight/bias, embedding with i32 and
 // i64 ids, index_copy_ along an outer dim, the row dim and dim 0, rotary in
 // both styles with partial rotary dims, on a slice of a fused QKV buffer and
-// in place, and concat.
+// in place, and concat; then the backward kernels of softmax, log_softmax
+// and the norms (each of dx, dweight and dbias as the output).
 #include "op_catalog.hpp"
 #include "strata/concat.hpp"
 #include "strata/elementwise.hpp"
@@ -17,6 +18,8 @@ namespace {
 
 using ReduceOut = void (*)(const Tensor&, const Tensor&, int, bool, const OpOptions&);
 using SoftmaxOut = void (*)(const Tensor&, const Tensor&, int, const OpOptions&);
+using SoftmaxBackwardOut = void (*)(const Tensor&, const Tensor&, const Tensor&, int,
+                                    const OpOptions&);
 
 std::function<Tolerance(DType)> row_growth(double n) {
   return [n](DType) { return Tolerance{4, 4, n}; };
@@ -30,6 +33,78 @@ Tensor k_of_fused(const Tensor& qkv, std::int64_t H, std::int64_t d) {
       .as_strided({k.size(0), k.size(1), H, d},
                   {k.stride(0), k.stride(1), d * k.stride(2), k.stride(2)}, k.offset())
       .transpose(1, 2);
+}
+
+// The row ops' backward kernels, family "row backward" (autograd's
+// gradient runner checks that they refuse a second derivative).
+void add_row_backward_descriptors(std::vector<OpDescriptor>& v) {
+  const Shape xs = {4, 6, 33};
+  for (const bool log : {false, true})
+    for (const int dim : {1, -1}) {
+      const SoftmaxBackwardOut fn = log ? &log_softmax_backward_out : &softmax_backward_out;
+      const std::string name = log ? "log_softmax_backward" : "softmax_backward";
+      OpDescriptor d = descriptor(name + " dim=" + std::to_string(dim), "row backward", name);
+      d.inputs = {input("grad", xs), input("y", xs)};
+      d.run = [fn, dim](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+        fn(out, in[0], in[1], dim, o);
+      };
+      d.tolerance = row_growth(static_cast<double>(xs[dim < 0 ? 2 : dim]));
+      v.push_back(d);
+    }
+  // The norms: which output the case checks (dx, dweight, dbias), with and
+  // without a weight, on small rows and on enough rows for several cpu
+  // chunks and threads.
+  enum class Out { dx, dweight, dbias };
+  const struct {
+    const char* name;
+    bool layer, weight;
+    Out out;
+    Shape shape;
+  } norms[] = {
+      {"layer_norm_backward dx", true, true, Out::dx, {4, 5, 48}},
+      {"layer_norm_backward dx (no weight)", true, false, Out::dx, {4, 5, 48}},
+      {"layer_norm_backward dweight", true, true, Out::dweight, {4, 5, 48}},
+      {"layer_norm_backward dbias", true, false, Out::dbias, {4, 5, 48}},
+      {"layer_norm_backward dweight (many rows)", true, true, Out::dweight, {300, 130}},
+      {"rms_norm_backward dx", false, true, Out::dx, {4, 5, 48}},
+      {"rms_norm_backward dx (no weight)", false, false, Out::dx, {4, 5, 48}},
+      {"rms_norm_backward dweight", false, true, Out::dweight, {4, 5, 48}},
+      {"rms_norm_backward dx (many rows)", false, true, Out::dx, {300, 130}},
+      {"layer_norm_backward dx (long rows)", true, true, Out::dx, {3, 4099}},
+      {"layer_norm_backward dweight (long rows)", true, true, Out::dweight, {3, 4099}},
+      {"rms_norm_backward dx (long rows)", false, true, Out::dx, {3, 4099}},
+  };
+  for (const auto& c : norms) {
+    const std::int64_t n = c.shape.back(), rows = shape_numel(c.shape) / n;
+    OpDescriptor d =
+        descriptor(c.name, "row backward", c.layer ? "layer_norm_backward" : "rms_norm_backward");
+    d.inputs = {input("grad", c.shape), input("x", c.shape)};
+    if (c.weight) d.inputs.push_back(input("weight", {n}));
+    const Out out = c.out;
+    if (out != Out::dx)
+      d.output = [n](const std::vector<Tensor>&, DType dt) { return OpOutput{{n}, dt}; };
+    d.run = [layer = c.layer, out](const Tensor& o, const std::vector<Tensor>& in,
+                                   const OpOptions& opt) {
+      const Tensor w = in.size() > 2 ? in[2] : Tensor();
+      const Tensor dx = out == Out::dx ? o : Tensor(), dw = out == Out::dweight ? o : Tensor();
+      if (layer)
+        layer_norm_backward_out(dx, dw, out == Out::dbias ? o : Tensor(), in[0], in[1], w, 1e-5,
+                                opt);
+      else
+        rms_norm_backward_out(dx, dw, in[0], in[1], w, 1e-6, opt);
+    };
+    // dweight and dbias sum over rows what each row computed over n.
+    d.tolerance = row_growth(static_cast<double>(out == Out::dx ? n : n + rows));
+    v.push_back(d);
+  }
+  OpDescriptor s =
+      descriptor("softmax_backward dim=-1 (long rows)", "row backward", "softmax_backward");
+  s.inputs = {input("grad", {3, 4099}), input("y", {3, 4099})};
+  s.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+    softmax_backward_out(out, in[0], in[1], -1, o);
+  };
+  s.tolerance = row_growth(4099);
+  v.push_back(s);
 }
 
 }  // namespace
@@ -321,6 +396,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     };
     v.push_back(d);
   }
+  add_row_backward_descriptors(v);
 }
 
 }  // namespace strata::harness::detail
