@@ -52,8 +52,9 @@ void add_row_backward_descriptors(std::vector<OpDescriptor>& v) {
       v.push_back(d);
     }
   // The norms: which output the case checks (dx, dweight, dbias), with and
-  // without a weight, on small rows and on enough rows for several cpu
-  // chunks and threads.
+  // without a weight; small rows, many rows (several cpu chunks and
+  // threads; on cuda several rows per block, more than one pass of
+  // blocks), rows of 4096 (a block per row) and rows of several tiles.
   enum class Out { dx, dweight, dbias };
   const struct {
     const char* name;
@@ -65,14 +66,21 @@ void add_row_backward_descriptors(std::vector<OpDescriptor>& v) {
       {"layer_norm_backward dx (no weight)", true, false, Out::dx, {4, 5, 48}},
       {"layer_norm_backward dweight", true, true, Out::dweight, {4, 5, 48}},
       {"layer_norm_backward dbias", true, false, Out::dbias, {4, 5, 48}},
-      {"layer_norm_backward dweight (many rows)", true, true, Out::dweight, {300, 130}},
+      {"layer_norm_backward dweight (many rows)", true, true, Out::dweight, {300, 136}},
       {"rms_norm_backward dx", false, true, Out::dx, {4, 5, 48}},
       {"rms_norm_backward dx (no weight)", false, false, Out::dx, {4, 5, 48}},
       {"rms_norm_backward dweight", false, true, Out::dweight, {4, 5, 48}},
       {"rms_norm_backward dx (many rows)", false, true, Out::dx, {300, 130}},
-      {"layer_norm_backward dx (long rows)", true, true, Out::dx, {3, 4099}},
-      {"layer_norm_backward dweight (long rows)", true, true, Out::dweight, {3, 4099}},
-      {"rms_norm_backward dx (long rows)", false, true, Out::dx, {3, 4099}},
+      {"rms_norm_backward dweight (more rows than one pass of blocks)",
+       false,
+       true,
+       Out::dweight,
+       {4500, 64}},
+      {"layer_norm_backward dx (rows of 4096)", true, true, Out::dx, {3, 4096}},
+      {"layer_norm_backward dweight (rows of 4096)", true, true, Out::dweight, {3, 4096}},
+      {"layer_norm_backward dx (long rows)", true, true, Out::dx, {3, 8201}},
+      {"layer_norm_backward dweight (long rows)", true, true, Out::dweight, {3, 8201}},
+      {"rms_norm_backward dx (long rows)", false, true, Out::dx, {3, 8201}},
   };
   for (const auto& c : norms) {
     const std::int64_t n = c.shape.back(), rows = shape_numel(c.shape) / n;
@@ -97,14 +105,18 @@ void add_row_backward_descriptors(std::vector<OpDescriptor>& v) {
     d.tolerance = row_growth(static_cast<double>(out == Out::dx ? n : n + rows));
     v.push_back(d);
   }
-  OpDescriptor s =
-      descriptor("softmax_backward dim=-1 (long rows)", "row backward", "softmax_backward");
-  s.inputs = {input("grad", {3, 4099}), input("y", {3, 4099})};
-  s.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
-    softmax_backward_out(out, in[0], in[1], -1, o);
-  };
-  s.tolerance = row_growth(4099);
-  v.push_back(s);
+  // Rows that fit the registers on cuda (4096), and rows of several tiles.
+  for (const std::int64_t n : {4096, 8201}) {
+    OpDescriptor s = descriptor(
+        std::string("softmax_backward dim=-1 (") + (n == 4096 ? "rows of 4096)" : "long rows)"),
+        "row backward", "softmax_backward");
+    s.inputs = {input("grad", {3, n}), input("y", {3, n})};
+    s.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+      softmax_backward_out(out, in[0], in[1], -1, o);
+    };
+    s.tolerance = row_growth(static_cast<double>(n));
+    v.push_back(s);
+  }
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cpu/elementwise/engine.hpp"
@@ -47,6 +48,26 @@ C pairwise_sum(const F& f, std::int64_t lo, std::int64_t hi) {
   const std::int64_t half = (hi - lo) / 2;
   const std::int64_t mid = lo + (half + kSumBlock - 1) / kSumBlock * kSumBlock;
   return pairwise_sum<C>(f, lo, mid) + pairwise_sum<C>(f, mid, hi);
+}
+
+// Pairwise sums of both members of the pairs f(lo) ... f(hi - 1), in C,
+// as pairwise_sum (two sums in one pass over memory).
+template <class C, class F>
+std::pair<C, C> pairwise_sum2(const F& f, std::int64_t lo, std::int64_t hi) {
+  if (hi - lo <= kSumBlock) {
+    C s = 0, t = 0;
+#pragma omp simd reduction(+ : s, t)
+    for (std::int64_t j = lo; j < hi; ++j) {
+      const std::pair<C, C> uv = f(j);
+      s += uv.first;
+      t += uv.second;
+    }
+    return {s, t};
+  }
+  const std::int64_t half = (hi - lo) / 2;
+  const std::int64_t mid = lo + (half + kSumBlock - 1) / kSumBlock * kSumBlock;
+  const std::pair<C, C> l = pairwise_sum2<C>(f, lo, mid), r = pairwise_sum2<C>(f, mid, hi);
+  return {l.first + r.first, l.second + r.second};
 }
 
 template <class C, class T>

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cpu/rows/row_engine.hpp"
@@ -96,28 +97,46 @@ void norm_backward_row(const C* g, const C* x, C* dx, std::int64_t n, C eps, con
       },
       0, n);
   const C rstd = C(1) / std::sqrt(q / C(n) + eps);
-  if (pw != nullptr) {
+  // The chunk's partial sums first: dx may be g.
+  if (pw != nullptr && pb != nullptr) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j) {
+      pw[j] += g[j] * (x[j] - mu) * rstd;
+      pb[j] += g[j];
+    }
+  } else if (pw != nullptr) {
 #pragma omp simd
     for (std::int64_t j = 0; j < n; ++j) pw[j] += g[j] * (x[j] - mu) * rstd;
-  }
-  if (pb != nullptr) {
+  } else if (pb != nullptr) {
 #pragma omp simd
     for (std::int64_t j = 0; j < n; ++j) pb[j] += g[j];
   }
   if (dx == nullptr) return;
-  // gh = g w; a = mean(gh) (layer_norm), b = mean(gh xhat) = rstd mean(gh (x - mu)).
+  // gh = g w; a = mean(gh) (layer_norm), b = sum(gh (x - mu)); one pass
+  // for both sums.
   auto gh = [g, w](std::int64_t j) { return w != nullptr ? g[j] * w[j] : g[j]; };
-  const C a = Layer ? pairwise_sum<C>(gh, 0, n) / C(n) : C(0);
-  const C b = pairwise_sum<C>([&gh, x, mu](std::int64_t j) { return gh(j) * (x[j] - mu); }, 0, n) *
-              rstd / C(n);
-  // dx = rstd (gh - a - xhat b), xhat = (x - mu) rstd.
-  const C rb = rstd * b;
+  C a = 0, b = 0;
+  if constexpr (Layer) {
+    const std::pair<C, C> s = rows::pairwise_sum2<C>(
+        [&gh, x, mu](std::int64_t j) {
+          const C h = gh(j);
+          return std::pair<C, C>(h, h * (x[j] - mu));
+        },
+        0, n);
+    a = s.first / C(n);
+    b = s.second;
+  } else {
+    b = pairwise_sum<C>([&gh, x](std::int64_t j) { return gh(j) * x[j]; }, 0, n);
+  }
+  // dx = rstd (gh - a - xhat mean(gh xhat)) with xhat = (x - mu) rstd and
+  // mean(gh xhat) = rstd b / n: rstd (gh - a) - (x - mu) rb, rb = rstd^3 b / n.
+  const C rb = b * rstd * rstd * rstd / C(n);
   if (w != nullptr) {
 #pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) dx[j] = rstd * (g[j] * w[j] - a - (x[j] - mu) * rb);
+    for (std::int64_t j = 0; j < n; ++j) dx[j] = rstd * (g[j] * w[j] - a) - (x[j] - mu) * rb;
   } else {
 #pragma omp simd
-    for (std::int64_t j = 0; j < n; ++j) dx[j] = rstd * (g[j] - a - (x[j] - mu) * rb);
+    for (std::int64_t j = 0; j < n; ++j) dx[j] = rstd * (g[j] - a) - (x[j] - mu) * rb;
   }
 }
 
