@@ -14,5 +14,8 @@ std::vector<EwEntry> row_norm_entries();        // rows_norm.cu: layer_norm, rms
 std::vector<EwEntry> row_gather_entries();      // rows_gather.cu: embedding, rotary
 std::vector<EwEntry> row_index_copy_entries();  // rows_index_copy.cu: index_copy (every dtype)
 std::vector<EwEntry> row_embedding_backward_entries();  // rows_embedding_backward.cu
+std::vector<EwEntry> row_backward_entries();            // rows_backward.cu: softmax_backward,
+                                              // log_softmax_backward, layer_norm_backward,
+                                              // rms_norm_backward
 
 }  // namespace strata::cuda
