@@ -3,8 +3,9 @@
 // the default stream, divided by the batch). Counter "bytes_per_second":
 // every input read once and the output written once. "copy_d2d" is the
 // device-to-device cudaMemcpyAsync ceiling of the same run (read + write
-// bytes). bench/peer_ops.py runs the same shapes through PyTorch and reads
-// this binary's JSON output.
+// bytes), "copy_bytes" the same for a given byte count (the row
+// backward's ceiling). bench/peer_ops.py runs the same shapes through
+// PyTorch and reads this binary's JSON output.
 //
 //   bench_ops_cuda --benchmark_out=ops.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
@@ -151,6 +152,42 @@ void row_op(benchmark::State& state, DType dt, int which) {
     time_gpu(state, bytes, [&] { strata::rms_norm_out(o, x, w, 1e-6); });
   else
     time_gpu(state, bytes, [&] { strata::softmax_out(o, x, 1); });
+}
+
+// The row ops' backward kernels on [r, n]: 0 softmax_backward, 1
+// log_softmax_backward (grad and y read, dx written), 2
+// layer_norm_backward (grad and x read, dx written, dweight and dbias: the
+// weight's gradient of a training step), 3 rms_norm_backward (dx and
+// dweight). bytes: the three [r, n] tensors once (the [n] rows are
+// negligible). Their ceiling is copy_bytes at half those bytes.
+void row_backward(benchmark::State& state, DType dt, int which) {
+  const std::int64_t r = state.range(0), n = state.range(1);
+  const Tensor g = random_dev({r, n}, dt, 20), x = random_dev({r, n}, dt, 21);
+  const Tensor w = random_dev({n}, dt, 22), dx = Tensor::empty({r, n}, dt, kGpu);
+  const Tensor dw = Tensor::empty({n}, dt, kGpu), db = Tensor::empty({n}, dt, kGpu);
+  const Tensor y = which == 0 ? strata::softmax(x, 1) : which == 1 ? strata::log_softmax(x, 1) : x;
+  const double bytes = 3.0 * isz(dt) * double(r) * double(n);
+  if (which == 0)
+    time_gpu(state, bytes, [&] { strata::softmax_backward_out(dx, g, y, 1); });
+  else if (which == 1)
+    time_gpu(state, bytes, [&] { strata::log_softmax_backward_out(dx, g, y, 1); });
+  else if (which == 2)
+    time_gpu(state, bytes, [&] { strata::layer_norm_backward_out(dx, dw, db, g, x, w, 1e-5); });
+  else
+    time_gpu(state, bytes, [&] { strata::rms_norm_backward_out(dx, dw, g, x, w, 1e-6); });
+}
+
+// A device-to-device copy of state.range(0) bytes (read + write counted):
+// the ceiling of a run that moves twice those bytes.
+void copy_bytes(benchmark::State& state) {
+  const std::int64_t nb = state.range(0);
+  const Tensor a = random_dev({nb / 4}, DType::f32, 23),
+               o = Tensor::empty({nb / 4}, DType::f32, kGpu);
+  time_gpu(state, 2.0 * double(nb), [&] {
+    check_cuda(
+        cudaMemcpyAsync(o.data_ptr(), a.data_ptr(), std::size_t(nb), cudaMemcpyDeviceToDevice, 0),
+        "copy");
+  });
 }
 
 // Host wall time per call of a 4-element add (front end, allocation of the
@@ -300,6 +337,41 @@ BENCHMARK_CAPTURE(row_op, softmax_f32, DType::f32, 2)
 BENCHMARK_CAPTURE(row_op, softmax_bf16, DType::bf16, 2)
     ->Args({4096, 4096})
     ->Args({8192, 2048})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// The backward kernels at 4096 x 4096 beside copies of the same bytes
+// (f32: 3 x 64 MiB moved, so 96 MiB copied; bf16: 48 MiB copied).
+BENCHMARK(copy_bytes)->Arg(3 << 25)->Arg(3 << 24)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, softmax_f32, DType::f32, 0)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, softmax_bf16, DType::bf16, 0)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, log_softmax_f32, DType::f32, 1)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, log_softmax_bf16, DType::bf16, 1)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, layer_norm_f32, DType::f32, 2)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, layer_norm_bf16, DType::bf16, 2)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, rms_norm_f32, DType::f32, 3)
+    ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(row_backward, rms_norm_bf16, DType::bf16, 3)
+    ->Args({4096, 4096})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(tiny_add, alloc, 1, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);

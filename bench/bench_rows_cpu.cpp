@@ -4,10 +4,13 @@
 // cross_entropy's forward and backward through the tape (mean over 512 rows
 // of a GPT-2 sized vocabulary, 50304: 98 MiB of logits and as much of
 // gradient), counted as reading the logits twice and the gradient once
-// (added into) and writing it.
+// (added into) and writing it; and the row ops' backward kernels
+// (softmax_backward: grad and y in, dx out; layer_norm_backward: grad and x
+// in, dx, dweight and dbias out; rms_norm_backward: dx and dweight).
 //
-// Counters: bytes/s counts reading x and writing out once (plus weight and
-// bias, negligible); elements/s the rows times the row length. Each
+// Counters: bytes/s counts reading every [rows, n] input and writing the
+// [rows, n] output once (weight, bias and their gradients, [n], are
+// negligible); elements/s the rows times the row length. Each
 // benchmark's last argument is the OpenMP thread count, so 1-thread and
 // all-thread rows sit side by side.
 //
@@ -30,7 +33,14 @@ namespace {
 using strata::Tensor;
 using i64 = std::int64_t;
 
-enum class Op { layer_norm, rms_norm, softmax };
+enum class Op {
+  layer_norm,
+  rms_norm,
+  softmax,
+  softmax_backward,
+  layer_norm_backward,
+  rms_norm_backward
+};
 
 void bm_row_op(benchmark::State& st, Op op) {
   const i64 rows = st.range(0), n = st.range(1);
@@ -39,6 +49,8 @@ void bm_row_op(benchmark::State& st, Op op) {
   const Tensor x = Tensor::randn({rows, n}, 1);
   const Tensor w = Tensor::randn({n}, 2), b = Tensor::randn({n}, 3);
   const Tensor out = Tensor::empty({rows, n});
+  const Tensor g = Tensor::randn({rows, n}, 4), y = strata::softmax(x, -1);
+  const Tensor dw = Tensor::empty({n}), db = Tensor::empty({n});
   strata::OpOptions opt;
   opt.backend = "cpu";
   for (auto _ : st) {
@@ -52,12 +64,22 @@ void bm_row_op(benchmark::State& st, Op op) {
       case Op::softmax:
         strata::softmax_out(out, x, -1, opt);
         break;
+      case Op::softmax_backward:
+        strata::softmax_backward_out(out, g, y, -1, opt);
+        break;
+      case Op::layer_norm_backward:
+        strata::layer_norm_backward_out(out, dw, db, g, x, w, 1e-5, opt);
+        break;
+      case Op::rms_norm_backward:
+        strata::rms_norm_backward_out(out, dw, g, x, w, 1e-6, opt);
+        break;
     }
     benchmark::DoNotOptimize(out.data_ptr());
     benchmark::ClobberMemory();
   }
   const double elems = static_cast<double>(rows * n);
-  st.counters["bytes/s"] = benchmark::Counter(2.0 * elems * sizeof(float),
+  const double tensors = op == Op::layer_norm || op == Op::rms_norm || op == Op::softmax ? 2 : 3;
+  st.counters["bytes/s"] = benchmark::Counter(tensors * elems * sizeof(float),
                                               benchmark::Counter::kIsIterationInvariantRate);
   st.counters["elements/s"] =
       benchmark::Counter(elems, benchmark::Counter::kIsIterationInvariantRate);
@@ -95,7 +117,12 @@ void register_all() {
   const struct {
     const char* name;
     Op op;
-  } ops[] = {{"layer_norm", Op::layer_norm}, {"rms_norm", Op::rms_norm}, {"softmax", Op::softmax}};
+  } ops[] = {{"layer_norm", Op::layer_norm},
+             {"rms_norm", Op::rms_norm},
+             {"softmax", Op::softmax},
+             {"softmax_backward", Op::softmax_backward},
+             {"layer_norm_backward", Op::layer_norm_backward},
+             {"rms_norm_backward", Op::rms_norm_backward}};
   for (const auto& o : ops) {
     auto* b = benchmark::RegisterBenchmark((std::string(o.name) + "/f32").c_str(), bm_row_op, o.op);
     b->Args({4096, 4096, 1});

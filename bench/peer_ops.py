@@ -94,6 +94,39 @@ def cases():
     if hasattr(F, "rms_norm"):
         out.append(("row_op/rms_norm_bf16/8192/2048", by, lambda: F.rms_norm(X, (2048,), w, 1e-6)))
     out.append(("row_op/softmax_bf16/8192/2048", by, lambda: torch.softmax(X, 1)))
+    out += backward_cases()
+    return out
+
+
+def rms_norm(x, w, eps=1e-6):
+    """F.rms_norm where this torch has it, else Hugging Face's LlamaRMSNorm formula."""
+    if hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), w, eps)
+    var = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+    return w * (x.to(torch.float32) * torch.rsqrt(var + eps)).to(x.dtype)
+
+
+def backward_cases():
+    """The row ops' backward at 4096 x 4096: torch.autograd.grad of the
+    forward's graph, kept with retain_graph so that only the backward is timed
+    (the inputs' gradients: x, and weight and bias for the norms), beside a
+    copy of the same bytes (grad and x or y read, dx written)."""
+    out = []
+    for dt, tag, sz in [(torch.float32, "f32", 4), (torch.bfloat16, "bf16", 2)]:
+        nb = 3 * sz * 4096 * 4096
+        src = torch.empty(nb // 2, device=dev, dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        out.append((f"copy_bytes/{nb // 2}", nb, (lambda src=src, dst=dst: dst.copy_(src))))
+        X = randn((4096, 4096), dt).requires_grad_()
+        G = randn((4096, 4096), dt)
+        w, b = randn(4096, dt).requires_grad_(), randn(4096, dt).requires_grad_()
+        for name, y, wrt in [("softmax", F.softmax(X, 1), (X,)),
+                             ("log_softmax", F.log_softmax(X, 1), (X,)),
+                             ("layer_norm", F.layer_norm(X, (4096,), w, b, 1e-5), (X, w, b)),
+                             ("rms_norm", rms_norm(X, w), (X, w))]:
+            out.append((f"row_backward/{name}_{tag}/4096/4096", nb,
+                        (lambda y=y, wrt=wrt, G=G: torch.autograd.grad(y, wrt, G,
+                                                                       retain_graph=True))))
     return out
 
 

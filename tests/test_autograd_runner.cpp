@@ -17,7 +17,8 @@ namespace {
 // Families whose op has no backward yet (or, for the backward kernels
 // themselves, no second derivative): under a tape they must refuse.
 bool refuses_family(const std::string& family) {
-  static const std::set<std::string> families = {"activation backward", "cross_entropy backward"};
+  static const std::set<std::string> families = {"activation backward", "cross_entropy backward",
+                                                 "row backward"};
   return families.count(family) > 0;
 }
 bool refuses(const OpDescriptor& d) { return refuses_family(d.family); }
@@ -74,6 +75,9 @@ TEST_CASE("gradients: rotary, both conventions", "[autograd][runner]") {
 TEST_CASE("gradients: embedding (a deterministic scatter-add)", "[autograd][runner]") {
   check_gradients("embedding");
 }
+TEST_CASE("gradients: long rows (several warps or blocks per row on cuda)", "[autograd][runner]") {
+  check_gradients("long rows");
+}
 TEST_CASE("gradients: cross_entropy (its backward kernel)", "[autograd][runner]") {
   check_gradients("cross_entropy");
 }
@@ -90,4 +94,5 @@ TEST_CASE("gradients: index_copy_ (KV-cache appends into views)", "[autograd][ru
 TEST_CASE("gradients: the backward kernels refuse a second derivative", "[autograd][runner]") {
   check_gradients("activation backward");
   check_gradients("cross_entropy backward");
+  check_gradients("row backward");
 }

@@ -111,6 +111,9 @@ TEST_CASE("ops runner: fill_", "[ops][runner]") { check_family("fill"); }
 TEST_CASE("ops runner: sum, mean, max, argmax", "[ops][runner]") { check_family("reduce"); }
 TEST_CASE("ops runner: softmax, log_softmax", "[ops][runner]") { check_family("softmax"); }
 TEST_CASE("ops runner: layer_norm, rms_norm", "[ops][runner]") { check_family("norm"); }
+TEST_CASE("ops runner: the softmax and norm backward kernels", "[ops][runner]") {
+  check_family("row backward");
+}
 TEST_CASE("ops runner: embedding", "[ops][runner]") { check_family("embedding"); }
 TEST_CASE("ops runner: index_copy_", "[ops][runner]") { check_family("index_copy"); }
 TEST_CASE("ops runner: rotary", "[ops][runner]") { check_family("rotary"); }

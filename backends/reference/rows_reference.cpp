@@ -301,6 +301,8 @@ void add(Registry& r, const char* op, void (*run)(const IterArgs&)) {
 
 }  // namespace
 
+void register_reference_rows_backward(Registry& r);  // rows_backward_reference.cpp
+
 void register_reference_rows(Registry& r) {
   add(r, "sum", &sum);
   add(r, "mean", &mean);
@@ -310,6 +312,7 @@ void register_reference_rows(Registry& r) {
   add(r, "log_softmax", &softmax<true>);
   add(r, "layer_norm", &layer_norm);
   add(r, "rms_norm", &rms_norm);
+  register_reference_rows_backward(r);
   add(r, "embedding", &embedding);
   add(r, "embedding_backward", &embedding_backward);
   add(r, "rotary", &rotary);

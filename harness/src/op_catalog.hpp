@@ -1,6 +1,7 @@
 #pragma once
 // Internal to the harness: the families of op descriptors that make up
 // op_catalog(), one function per op family (op_catalog_*.cpp).
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,8 +14,15 @@ void add_elementwise_descriptors(std::vector<OpDescriptor>& out);
 void add_row_descriptors(std::vector<OpDescriptor>& out);
 void add_matmul_descriptors(std::vector<OpDescriptor>& out);
 void add_select_descriptors(std::vector<OpDescriptor>& out);  // tril, triu, dropout, topk
+// softmax, log_softmax and the norms' backward kernels (op_catalog_rows_backward.cpp)
+void add_row_backward_descriptors(std::vector<OpDescriptor>& out);
 
 // Shorthands for the descriptor files.
+
+// The row ops' tolerance: rounding grows with the row length n.
+inline std::function<Tolerance(DType)> row_growth(double n) {
+  return [n](DType) { return Tolerance{4, 4, n}; };
+}
 inline OpDescriptor descriptor(std::string name, std::string family, std::string registry_op) {
   OpDescriptor d;
   d.name = std::move(name);

@@ -2,7 +2,8 @@
 // the last, the norms with and without weight/bias, embedding with i32 and
 // i64 ids, index_copy_ along an outer dim, the row dim and dim 0, rotary in
 // both styles with partial rotary dims, on a slice of a fused QKV buffer and
-// in place, concat, and cross_entropy with its backward.
+// in place, concat, cross_entropy with its backward (the backward kernels
+// of softmax, log_softmax and the norms: op_catalog_rows_backward.cpp).
 #include "op_catalog.hpp"
 #include "strata/concat.hpp"
 #include "strata/cross_entropy.hpp"
@@ -18,10 +19,6 @@ namespace {
 
 using ReduceOut = void (*)(const Tensor&, const Tensor&, int, bool, const OpOptions&);
 using SoftmaxOut = void (*)(const Tensor&, const Tensor&, int, const OpOptions&);
-
-std::function<Tolerance(DType)> row_growth(double n) {
-  return [n](DType) { return Tolerance{4, 4, n}; };
-}
 
 // x [B, T, (Hq + 2 Hkv) d] as a fused QKV projection leaves it -> its k part
 // viewed as [B, Hkv, T, d], built with strides only (works on any layout of x).
@@ -381,6 +378,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     };
     v.push_back(d);
   }
+  add_row_backward_descriptors(v);
 }
 
 }  // namespace strata::harness::detail

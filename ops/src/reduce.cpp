@@ -1,7 +1,8 @@
-// Reduction and softmax front ends: validate (dim, dtype, device, the
-// caller's out, overlap), allocate where the op owns the output, move the
-// op's dim last with transpose views, build IterArgs with make_row_iter and
-// dispatch through the registry. No maths here (docs/guide/ops.md: row ops).
+// Reduction and softmax front ends (and softmax's backward): validate (dim,
+// dtype, device, the caller's out, overlap), allocate where the op owns the
+// output, move the op's dim last with transpose views, build IterArgs with
+// make_row_iter and dispatch through the registry. No maths here
+// (docs/guide/ops.md: row ops).
 #include "strata/reduce.hpp"
 
 #include <limits>
@@ -129,6 +130,49 @@ void softmax_out_impl(const char* op, OpId id, const Tensor& out, const Tensor& 
   run_softmax(op, id, out, x, d, opt);
 }
 
+// softmax_backward / log_softmax_backward: grad and y of one shape and
+// dtype; dx has y's and may be exactly grad.
+int check_softmax_backward(const char* op, const Tensor& grad, const Tensor& y, int dim) {
+  detail::check_defined(op, grad, "grad");
+  detail::check_defined(op, y, "y");
+  detail::check_floating(op, y, "y");
+  detail::check_dtype(op, grad, "grad", y.dtype(), "y");
+  STRATA_CHECK(grad.shape() == y.shape(), op, "grad has shape ", shape_str(grad.shape()),
+               " but y has ", shape_str(y.shape()));
+  detail::check_same_device(op, {{&y, "y"}, {&grad, "grad"}});
+  return detail::wrap_dim(op, dim, y.dim(), "dim");
+}
+
+void run_softmax_backward(const char* op, OpId id, const Tensor& dx, const Tensor& grad,
+                          const Tensor& y, int d, const OpOptions& opt) {
+  const BackendId be = detail::resolve_backend(op, opt.backend, y.device());
+  autograd::detail::refuse_gradient(op, {&grad, &y});  // no second derivative
+  const Tensor dv = detail::dim_last(dx, d), gv = detail::dim_last(grad, d);
+  const Tensor yv = detail::dim_last(y, d);
+  IterArgs it = detail::make_row_iter(dv, {&gv, &yv});
+  detail::run_row_kernel(id, be, y.dtype(), it, dx, opt);
+}
+
+Tensor softmax_backward_new(const char* op, OpId id, const Tensor& grad, const Tensor& y, int dim,
+                            const OpOptions& opt) {
+  const int d = check_softmax_backward(op, grad, y, dim);
+  detail::resolve_backend(op, opt.backend, y.device());
+  Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
+  run_softmax_backward(op, id, dx, grad, y, d, opt);
+  return dx;
+}
+
+void softmax_backward_out_impl(const char* op, OpId id, const Tensor& dx, const Tensor& grad,
+                               const Tensor& y, int dim, const OpOptions& opt) {
+  detail::check_defined(op, dx, "dx");
+  const int d = check_softmax_backward(op, grad, y, dim);
+  detail::check_output(op, dx, "dx", y.shape(), y.dtype(), y.device(), "y");
+  detail::check_no_overlap(op, dx, "dx", {{&grad, "grad"}}, /*allow_same=*/true);
+  detail::check_no_overlap(op, dx, "dx", {{&y, "y"}});
+  autograd::detail::refuse_write_to_watched(op, dx);
+  run_softmax_backward(op, id, dx, grad, y, d, opt);
+}
+
 OpId op_id_of(const char* op) { return Registry::get().op_id(op); }
 
 }  // namespace
@@ -165,5 +209,20 @@ void log_softmax_out(const Tensor& out, const Tensor& x, int dim, const OpOption
   static const OpId id = op_id_of("log_softmax");
   softmax_out_impl("log_softmax", id, out, x, dim, opt);
 }
+
+// grad, y [..., n, ...] -> dx, same shape (the softmax / log_softmax backward along dim)
+#define STRATA_SOFTMAX_BACKWARD(name)                                               \
+  Tensor name(const Tensor& grad, const Tensor& y, int dim, const OpOptions& opt) { \
+    static const OpId id = op_id_of(#name);                                         \
+    return softmax_backward_new(#name, id, grad, y, dim, opt);                      \
+  }                                                                                 \
+  void name##_out(const Tensor& dx, const Tensor& grad, const Tensor& y, int dim,   \
+                  const OpOptions& opt) {                                           \
+    static const OpId id = op_id_of(#name);                                         \
+    softmax_backward_out_impl(#name, id, dx, grad, y, dim, opt);                    \
+  }
+STRATA_SOFTMAX_BACKWARD(softmax_backward)
+STRATA_SOFTMAX_BACKWARD(log_softmax_backward)
+#undef STRATA_SOFTMAX_BACKWARD
 
 }  // namespace strata

@@ -1,6 +1,7 @@
-// The backward of the row ops, written with the forward ops. 16-bit inputs
-// are widened to f32 first, so that the formulas' intermediates round once
-// (as the forward kernels compute in f32); accumulate() rounds the result.
+// The backward of the row ops: softmax, log_softmax, layer_norm and
+// rms_norm run their backward kernels (softmax_backward ... rms_norm_backward,
+// which read f16/bf16 as they are and compute in f32); the reductions and
+// rotary are written with the forward ops.
 #include "row_grad.hpp"
 
 #include <cstring>
@@ -8,16 +9,13 @@
 #include "strata/cross_entropy.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/embedding.hpp"
+#include "strata/norm.hpp"
 #include "strata/reduce.hpp"
 
 namespace strata::detail {
 namespace {
 
 using autograd::GradContext;
-
-Tensor widen(const Tensor& t, const OpOptions& o) {
-  return t.dtype() == DType::f16 || t.dtype() == DType::bf16 ? cast(t, DType::f32, o) : t;
-}
 
 // max: the gradient goes to the first maximum of each row (the index
 // argmax gives, as PyTorch's max(dim) does). A scatter-add of g into the
@@ -81,12 +79,8 @@ void record_softmax(autograd::TapeState& tape, const char* op, const Tensor& out
       tape, op, {&x}, {&out}, {out},
       [d, log](GradContext& c) {
         const OpOptions& o = c.options();
-        const Tensor g = widen(c.grad_out(0), o), y = widen(c.saved(0), o);
-        if (log) {  // dx = g - softmax(x) sum(g)
-          c.accumulate(0, sub(g, mul(exp(y, o), sum(g, d, true, o), o), o));
-        } else {  // dx = y (g - sum(g y))
-          c.accumulate(0, mul(y, sub(g, sum(mul(g, y, o), d, true, o), o), o));
-        }
+        const Tensor &g = c.grad_out(0), &y = c.saved(0);
+        c.accumulate(0, log ? log_softmax_backward(g, y, d, o) : softmax_backward(g, y, d, o));
       },
       opt);
 }
@@ -98,21 +92,24 @@ void record_norm(autograd::TapeState& tape, const char* op, const Tensor& out, c
       tape, op, {&x, &weight, &bias}, {&out}, {x, weight},
       [layer, eps](GradContext& c) {
         const OpOptions& o = c.options();
-        const Tensor g = widen(c.grad_out(0), o), xw = widen(c.saved(0), o);
-        // The statistics again (cheap next to the matmuls around a norm),
-        // rather than kept from the forward.
-        const Tensor xc = layer ? sub(xw, mean(xw, -1, true, o), o) : xw;
-        const Tensor rstd = rsqrt(add(mean(mul(xc, xc, o), -1, true, o), eps, o), o);
-        const Tensor xhat = mul(xc, rstd, o);
-        if (c.needs(2)) c.accumulate(2, g);  // bias: summed over rows by accumulate
-        if (c.needs(1)) c.accumulate(1, mul(g, xhat, o));
-        if (!c.needs(0)) return;
-        const Tensor& w = c.saved(1);
-        const Tensor gh = w.defined() ? mul(g, widen(w, o), o) : g;
-        // dx = rstd (gh - mean(gh) - xhat mean(gh xhat)); rms_norm has no mean(gh) term
-        Tensor inner = sub(gh, mul(xhat, mean(mul(gh, xhat, o), -1, true, o), o), o);
-        if (layer) inner = sub(inner, mean(gh, -1, true, o), o);
-        c.accumulate(0, mul(inner, rstd, o));
+        const Tensor &g = c.grad_out(0), &x = c.saved(0), &w = c.saved(1);
+        // Only the gradients wanted; the kernel recomputes each row's
+        // statistics rather than keeping them from the forward.
+        auto wanted = [&](bool want, const Shape& s) {
+          return want ? Tensor::empty(s, x.dtype(), x.device()) : Tensor();
+        };
+        const Shape row{x.size(-1)};
+        const Tensor dx = wanted(c.needs(0), x.shape());
+        const Tensor dw = wanted(w.defined() && c.needs(1), row);
+        const Tensor db = wanted(layer && c.needs(2), row);
+        if (!dx.defined() && !dw.defined() && !db.defined()) return;
+        if (layer)
+          layer_norm_backward_out(dx, dw, db, g, x, w, eps, o);
+        else
+          rms_norm_backward_out(dx, dw, g, x, w, eps, o);
+        if (dx.defined()) c.accumulate(0, dx);
+        if (dw.defined()) c.accumulate(1, dw);
+        if (db.defined()) c.accumulate(2, db);
       },
       opt);
 }

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cpu/elementwise/engine.hpp"
@@ -63,6 +64,26 @@ C row_max(const C* x, std::int64_t n) {
   return nan ? std::numeric_limits<C>::quiet_NaN() : m;
 }
 
+// Pairwise sums of both members of the pairs f(lo) ... f(hi - 1), in C,
+// as pairwise_sum (two sums in one pass over memory).
+template <class C, class F>
+std::pair<C, C> pairwise_sum2(const F& f, std::int64_t lo, std::int64_t hi) {
+  if (hi - lo <= kSumBlock) {
+    C s = 0, t = 0;
+#pragma omp simd reduction(+ : s, t)
+    for (std::int64_t j = lo; j < hi; ++j) {
+      const std::pair<C, C> uv = f(j);
+      s += uv.first;
+      t += uv.second;
+    }
+    return {s, t};
+  }
+  const std::int64_t half = (hi - lo) / 2;
+  const std::int64_t mid = lo + (half + kSumBlock - 1) / kSumBlock * kSumBlock;
+  const std::pair<C, C> l = pairwise_sum2<C>(f, lo, mid), r = pairwise_sum2<C>(f, mid, hi);
+  return {l.first + r.first, l.second + r.second};
+}
+
 template <class C, class T>
 inline void gather(const T* x, std::int64_t step, std::int64_t n, C* buf) {
   if (step == 1) {
@@ -89,41 +110,56 @@ inline T* at(const Operand& o, std::int64_t off) {
   return static_cast<T*>(o.data) + off;
 }
 
+// Calls f(off) for rows [b, e) of a, in order: off[k] is the element offset
+// of row element 0 of operand k, advanced as an odometer.
+template <class F>
+void walk_rows(const IterArgs& a, std::int64_t b, std::int64_t e, const F& f) {
+  const int last = a.ndim - 1;
+  std::int64_t idx[kMaxDims] = {};
+  std::int64_t off[kMaxOperands] = {};
+  std::int64_t r = b;
+  for (int d = last - 1; d >= 0; --d) {
+    idx[d] = r % a.shape[d];
+    r /= a.shape[d];
+    for (int k = 0; k < a.nops; ++k) off[k] += idx[d] * a.op[k].strides[d];
+  }
+  for (std::int64_t row = b; row < e; ++row) {
+    f(static_cast<const std::int64_t*>(off));
+    for (int d = last - 1; d >= 0; --d) {
+      ++idx[d];
+      for (int k = 0; k < a.nops; ++k) off[k] += a.op[k].strides[d];
+      if (idx[d] < a.shape[d]) break;
+      for (int k = 0; k < a.nops; ++k) off[k] -= a.op[k].strides[d] * a.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+inline std::int64_t row_count(const IterArgs& a) {
+  std::int64_t rows = 1;
+  for (int d = 0; d < a.ndim - 1; ++d) rows *= a.shape[d];
+  return rows;
+}
+
+// Threads for `rows` rows of n elements: one below kParallelWork elements
+// read (more than int64 holds when a broadcast row is long).
+inline int row_threads(std::int64_t rows, std::int64_t n) {
+  std::int64_t work = 0;
+  if (__builtin_mul_overflow(rows, std::max<std::int64_t>(n, 1), &work)) work = INT64_MAX;
+  return work < kParallelWork || rows == 1 ? 1 : omp_get_max_threads();
+}
+
 // Calls f(off, scratch) for every row: off[k] is the element offset of row
 // element 0 of operand k; scratch points at `scratch_len` elements of S
 // owned by the calling thread. `op` names the op in errors; f must not throw.
 template <class S, class F>
 void for_rows(const IterArgs& a, const char* op, std::int64_t scratch_len, const F& f) {
-  const int last = a.ndim - 1;
-  std::int64_t rows = 1;
-  for (int d = 0; d < last; ++d) rows *= a.shape[d];
+  const std::int64_t rows = row_count(a);
   if (rows == 0) return;
-  // Elements read: more than int64 holds when a broadcast row is long.
-  std::int64_t work = 0;
-  if (__builtin_mul_overflow(rows, std::max<std::int64_t>(a.shape[last], 1), &work))
-    work = INT64_MAX;
-  const int threads = work < kParallelWork || rows == 1 ? 1 : omp_get_max_threads();
+  const int threads = row_threads(rows, a.shape[a.ndim - 1]);
   std::vector<S> scratch = workspace<S>({scratch_len, threads}, op, "per-thread row scratch");
-
   auto run_range = [&](std::int64_t b, std::int64_t e, S* buf) {
-    std::int64_t idx[kMaxDims] = {};
-    std::int64_t off[kMaxOperands] = {};
-    std::int64_t r = b;
-    for (int d = last - 1; d >= 0; --d) {
-      idx[d] = r % a.shape[d];
-      r /= a.shape[d];
-      for (int k = 0; k < a.nops; ++k) off[k] += idx[d] * a.op[k].strides[d];
-    }
-    for (std::int64_t row = b; row < e; ++row) {
-      f(static_cast<const std::int64_t*>(off), buf);
-      for (int d = last - 1; d >= 0; --d) {
-        ++idx[d];
-        for (int k = 0; k < a.nops; ++k) off[k] += a.op[k].strides[d];
-        if (idx[d] < a.shape[d]) break;
-        for (int k = 0; k < a.nops; ++k) off[k] -= a.op[k].strides[d] * a.shape[d];
-        idx[d] = 0;
-      }
-    }
+    walk_rows(a, b, e, [&](const std::int64_t* off) { f(off, buf); });
   };
   if (threads == 1) {
     run_range(0, rows, scratch.data());
@@ -164,6 +200,44 @@ std::int64_t first_bad_id(const IterArgs& a, int k, std::int64_t limit, std::int
     }
   }
   return -1;
+}
+
+// As for_rows, but the rows go in fixed chunks of `chunk` rows (the last
+// one shorter), each chunk's rows in order on one thread: f(c, off,
+// scratch) for every row of chunk c. The chunks depend on the shape only,
+// so a result summed per chunk (a partial sum over rows) has the same bits
+// whatever the number of threads.
+template <class S, class F>
+void for_row_chunks(const IterArgs& a, const char* op, std::int64_t chunk, std::int64_t scratch_len,
+                    const F& f) {
+  const std::int64_t rows = row_count(a);
+  if (rows == 0) return;
+  const std::int64_t chunks = (rows + chunk - 1) / chunk;
+  const int threads =
+      static_cast<int>(std::min<std::int64_t>(row_threads(rows, a.shape[a.ndim - 1]), chunks));
+  std::vector<S> scratch = workspace<S>({scratch_len, threads}, op, "per-thread row scratch");
+  auto run_chunk = [&](std::int64_t c, S* buf) {
+    walk_rows(a, c * chunk, std::min(rows, (c + 1) * chunk),
+              [&](const std::int64_t* off) { f(c, off, buf); });
+  };
+  if (threads == 1) {
+    for (std::int64_t c = 0; c < chunks; ++c) run_chunk(c, scratch.data());
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t c = 0; c < chunks; ++c)
+    run_chunk(c, scratch.data() + omp_get_thread_num() * scratch_len);
+}
+
+// A weight / bias row (the same for every row) converted once to the
+// compute type C, or empty when absent.
+template <class C, class T>
+std::vector<C> param_row(const Operand& p, int last, std::int64_t n, const char* op) {
+  std::vector<C> v;
+  if (p.data == nullptr) return v;
+  v = workspace<C>({n}, op, "the weight / bias row in the compute type");
+  gather(static_cast<const T*>(p.data), p.strides[last], n, v.data());
+  return v;
 }
 
 }  // namespace strata::cpu::rows

@@ -27,6 +27,7 @@ using rows::at;
 using rows::for_rows;
 using rows::gather;
 using rows::pairwise_sum;
+using rows::param_row;
 using rows::row_max;
 using rows::scatter;
 
@@ -139,17 +140,6 @@ void softmax_kernel(const IterArgs& a) {
 }
 
 // ---- layer_norm, rms_norm ----------------------------------------------------
-// weight / bias converted once to the compute type (they are the same for
-// every row), or empty when absent.
-template <class C, class T>
-std::vector<C> param_row(const Operand& p, int last, std::int64_t n, const char* op) {
-  std::vector<C> v;
-  if (p.data == nullptr) return v;
-  v = workspace<C>({n}, op, "the weight / bias row in the compute type");
-  gather(static_cast<const T*>(p.data), p.strides[last], n, v.data());
-  return v;
-}
-
 // y may be x. w, b may be null.
 template <class C, bool Layer>
 void norm_row(const C* x, C* y, std::int64_t n, C eps, const C* w, const C* b) {
@@ -375,6 +365,7 @@ void add(Registry& r, const char* op) {
 
 void register_cpu_embedding_backward(Registry& r);  // embedding_backward_cpu.cpp
 void register_cpu_cross_entropy(Registry& r);       // cross_entropy_cpu.cpp
+void register_cpu_rows_backward(Registry& r);       // rows_backward_cpu.cpp
 
 void register_cpu_rows(Registry& r) {
   STRATA_ROWS_ADD(r, "sum", sum_kernel, false);
@@ -385,6 +376,7 @@ void register_cpu_rows(Registry& r) {
   STRATA_ROWS_ADD(r, "log_softmax", softmax_kernel, true);
   STRATA_ROWS_ADD(r, "layer_norm", norm_kernel, true);
   STRATA_ROWS_ADD(r, "rms_norm", norm_kernel, false);
+  register_cpu_rows_backward(r);
   STRATA_ROWS_ADD(r, "embedding", embedding_kernel);
   register_cpu_embedding_backward(r);
   STRATA_ROWS_ADD(r, "rotary", rotary_kernel);

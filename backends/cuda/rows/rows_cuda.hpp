@@ -17,5 +17,8 @@ std::vector<EwEntry> row_embedding_backward_entries();  // rows_embedding_backwa
 std::vector<EwEntry> row_cross_entropy_entries();       // rows_cross_entropy.cu: cross_entropy,
                                                         // cross_entropy_backward
 std::vector<EwEntry> row_topk_entries();                // rows_topk.cu
+std::vector<EwEntry> row_backward_entries();            // rows_backward.cu: softmax_backward,
+                                              // log_softmax_backward, layer_norm_backward,
+                                              // rms_norm_backward
 
 }  // namespace strata::cuda

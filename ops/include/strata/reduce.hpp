@@ -31,4 +31,19 @@ Tensor log_softmax(const Tensor& x, int dim, const OpOptions& opt = {});
 void softmax_out(const Tensor& out, const Tensor& x, int dim, const OpOptions& opt = {});
 void log_softmax_out(const Tensor& out, const Tensor& x, int dim, const OpOptions& opt = {});
 
+// The backward of softmax / log_softmax along dim, given y (the forward's
+// output) and grad = dL/dy, both [..., n, ...] of one shape and dtype:
+//   softmax_backward:     dx = y (grad - sum(grad y))
+//   log_softmax_backward: dx = grad - exp(y) sum(grad)
+// (sums along dim, in f32 for f16/bf16/f32, f64 for f64). dx has y's shape
+// and dtype; the _out form's dx may be exactly grad. What autograd runs
+// (docs/guide/autograd.md); no second derivative.
+Tensor softmax_backward(const Tensor& grad, const Tensor& y, int dim, const OpOptions& opt = {});
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& y, int dim,
+                            const OpOptions& opt = {});
+void softmax_backward_out(const Tensor& dx, const Tensor& grad, const Tensor& y, int dim,
+                          const OpOptions& opt = {});
+void log_softmax_backward_out(const Tensor& dx, const Tensor& grad, const Tensor& y, int dim,
+                              const OpOptions& opt = {});
+
 }  // namespace strata
