@@ -19,6 +19,7 @@
 #include <string>
 
 #include "launch_mode.hpp"
+#include "strata/cross_entropy.hpp"
 #include "strata/detail/iter.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/norm.hpp"
@@ -175,6 +176,26 @@ void row_backward(benchmark::State& state, DType dt, int which) {
     time_gpu(state, bytes, [&] { strata::layer_norm_backward_out(dx, dw, db, g, x, w, 1e-5); });
   else
     time_gpu(state, bytes, [&] { strata::rms_norm_backward_out(dx, dw, g, x, w, 1e-6); });
+}
+
+// A language model's loss over [r, v] logits (GPT-2: 16 x 1024 rows of a
+// 50304 vocabulary) and its backward, what one training step runs:
+// cross_entropy_out (mean, the rows' lse kept) then
+// cross_entropy_backward_out straight into the logits' gradient. bytes: the
+// logits read twice and the gradient written once. Its ceiling is
+// copy_bytes at half those bytes.
+void cross_entropy_step(benchmark::State& state, DType dt) {
+  const std::int64_t r = state.range(0), v = state.range(1);
+  const Tensor x = random_dev({r, v}, dt, 24), dx = Tensor::empty({r, v}, dt, kGpu);
+  const Tensor t = strata::cast(strata::abs(random_dev({r}, DType::f32, 25)) * 1000.0, DType::i64);
+  const Tensor loss = Tensor::empty({}, DType::f32, kGpu),
+               lse = Tensor::empty({r}, DType::f32, kGpu);
+  const Tensor g = Tensor::full({}, 1.0 / double(r), DType::f32).to(kGpu);
+  const double bytes = 3.0 * isz(dt) * double(r) * double(v);
+  time_gpu(state, bytes, [&] {
+    strata::cross_entropy_out(loss, x, t, {}, {}, lse);
+    strata::cross_entropy_backward_out(dx, g, x, t, lse);
+  });
 }
 
 // A device-to-device copy of state.range(0) bytes (read + write counted):
@@ -372,6 +393,13 @@ BENCHMARK_CAPTURE(row_backward, rms_norm_f32, DType::f32, 3)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(row_backward, rms_norm_bf16, DType::bf16, 3)
     ->Args({4096, 4096})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+// cross_entropy's step beside a copy of half its bytes (bf16 logits
+// 16384 x 50304: 1.5 x 1.65 GB).
+BENCHMARK(copy_bytes)->Arg(2472591360)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(cross_entropy_step, bf16, DType::bf16)
+    ->Args({16384, 50304})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(tiny_add, alloc, 1, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);

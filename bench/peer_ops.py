@@ -95,6 +95,7 @@ def cases():
         out.append(("row_op/rms_norm_bf16/8192/2048", by, lambda: F.rms_norm(X, (2048,), w, 1e-6)))
     out.append(("row_op/softmax_bf16/8192/2048", by, lambda: torch.softmax(X, 1)))
     out += backward_cases()
+    out += cross_entropy_cases()
     return out
 
 
@@ -128,6 +129,24 @@ def backward_cases():
                         (lambda y=y, wrt=wrt, G=G: torch.autograd.grad(y, wrt, G,
                                                                        retain_graph=True))))
     return out
+
+
+def cross_entropy_cases():
+    """F.cross_entropy over bf16 logits [16384, 50304] (GPT-2's 16 x 1024
+    rows) and its backward into the logits, beside a copy of half the bytes
+    (logits read twice, their gradient written once)."""
+    r, v = 16384, 50304
+    nb = 3 * 2 * r * v
+    src = torch.empty(nb // 2, device=dev, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    X = randn((r, v), torch.bfloat16).requires_grad_()
+    t = torch.randint(0, v, (r,), device=dev)
+
+    def step():
+        loss = F.cross_entropy(X, t)
+        torch.autograd.grad(loss, (X,))
+    return [(f"copy_bytes/{nb // 2}", nb, lambda: dst.copy_(src)),
+            (f"cross_entropy_step/bf16/{r}/{v}", nb, step)]
 
 
 def tiny_us(alloc):

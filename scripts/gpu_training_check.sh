@@ -8,7 +8,8 @@
 #   scripts/gpu_training_check.sh OUTDIR
 # Env: CMAKE_PREFIX_PATH=$PWD/.device-deps; TEST_FILTER (default the
 # gradient, runner, optimizer and model tags); CUDA_TEST_FILTER (a
-# strata_cuda_tests filter, default none: skipped); SKIP_BENCH=1; timeouts
+# strata_cuda_tests filter, default none: skipped); OPS_FILTER (bench_ops_cuda),
+# PEER_OPS_FILTER (bench/peer_ops.py --only); SKIP_BENCH=1; SKIP_CPU_BENCH=1; timeouts
 # TEST_TIMEOUT, MEMCHECK_TIMEOUT, BENCH_TIMEOUT.
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_training_check.sh OUTDIR}
@@ -54,17 +55,25 @@ timeout $bt python3 bench/peer_attention_backward.py --strata "$L/attention_bwd.
   > "$L/attention_bwd_peer.txt" 2>&1
 say "attention backward peers rc=$?"
 cat "$L/attention_bwd_peer.txt" | tee -a "$S"
-timeout $bt build-new/bench/bench_ops_cuda --benchmark_filter="${OPS_FILTER:-backward|copy}" \
-  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true > "$L/ops_bwd.txt" 2>&1
-say "bench_ops_cuda '${OPS_FILTER:-backward|copy}' rc=$?"
+ops=${OPS_FILTER:-row_backward|cross_entropy|copy|tiny_add/(alloc|out)}
+timeout $bt build-new/bench/bench_ops_cuda --benchmark_filter="$ops" \
+  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$L/ops_bwd.json" --benchmark_out_format=json > "$L/ops_bwd.txt" 2>&1
+say "bench_ops_cuda '$ops' rc=$?"
 grep -E 'median' "$L/ops_bwd.txt" | head -40 | tee -a "$S"
-OMP_NUM_THREADS=2 timeout $bt build-new/bench/bench_matmul_backward_cpu --benchmark_repetitions=3 \
-  --benchmark_report_aggregates_only=true > "$L/matmul_bwd_cpu.txt" 2>&1
-say "bench_matmul_backward_cpu (2 threads, this machine's CPU: $(lscpu | grep 'Model name' | sed 's/ \+/ /g')) rc=$?"
-grep -E 'median' "$L/matmul_bwd_cpu.txt" | tee -a "$S"
-timeout $bt python3 bench/cpu_peer_attention_backward.py build-new/bench/bench_attention_backward_cpu \
-  --threads 2 --reps 3 > "$L/attention_bwd_cpu.txt" 2>&1
-say "cpu attention backward against PyTorch's, 2 threads rc=$?"
-tee -a "$S" < "$L/attention_bwd_cpu.txt"
+timeout $bt python3 bench/peer_ops.py --strata "$L/ops_bwd.json" \
+  --only "${PEER_OPS_FILTER:-row_backward|cross_entropy|copy_bytes}" > "$L/ops_peer.txt" 2>&1
+say "PyTorch eager beside them rc=$?"
+tee -a "$S" < "$L/ops_peer.txt"
+if [ -z "${SKIP_CPU_BENCH:-}" ]; then
+  OMP_NUM_THREADS=2 timeout $bt build-new/bench/bench_matmul_backward_cpu --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true > "$L/matmul_bwd_cpu.txt" 2>&1
+  say "bench_matmul_backward_cpu (2 threads, this machine's CPU: $(lscpu | grep 'Model name' | sed 's/ \+/ /g')) rc=$?"
+  grep -E 'median' "$L/matmul_bwd_cpu.txt" | tee -a "$S"
+  timeout $bt python3 bench/cpu_peer_attention_backward.py build-new/bench/bench_attention_backward_cpu \
+    --threads 2 --reps 3 > "$L/attention_bwd_cpu.txt" 2>&1
+  say "cpu attention backward against PyTorch's, 2 threads rc=$?"
+  tee -a "$S" < "$L/attention_bwd_cpu.txt"
+fi
 pack
 say "done"
