@@ -2,7 +2,8 @@
 // (docs/guide/ops.md, "cross_entropy"): rows of a GPT-2 sized vocabulary
 // (50304: vector loads, several tiles per block) and of 37 (a warp per
 // row), 16-bit logits read natively, the gradient through the tape; a bad
-// target (an error, out untouched); and determinism (two runs bit for bit).
+// target (an error, out untouched); the backward written over a buffer
+// that held values; and determinism (two runs bit for bit).
 // Every layout and dtype at small sizes: the op runner's descriptors, which
 // strata_tests runs on every available backend. Runs only with a GPU
 // (main.cpp exits 77 otherwise).
@@ -97,4 +98,32 @@ TEST_CASE("cross_entropy cuda: deterministic, bit for bit", "[ops][rows][cuda][c
           b.loss.to(Device::cpu()).to_vector<double>());
   REQUIRE(a.grad.to(Device::cpu()).to_vector<double>() ==
           b.grad.to(Device::cpu()).to_vector<double>());
+}
+
+TEST_CASE("cross_entropy_backward cuda: written over what the buffer held (no accumulate)",
+          "[ops][rows][cuda][cross_entropy]") {
+  // Rows of 50304 (the long-row kernels) and 37; every fifth row ignored
+  // must come out exactly zero, the others as the reference.
+  for (const std::int64_t v : {std::int64_t{50304}, std::int64_t{37}}) {
+    for (DType dt : {DType::f32, DType::bf16}) {
+      INFO("V " << v << " " << dtype_name(dt));
+      const std::int64_t rows = 10;
+      const Tensor x = mul(Tensor::randn({rows, v}, 5, DType::f32), 2.0).to(dt);
+      const Tensor t = targets(rows, v);
+      const Tensor grad = Tensor::full({rows}, 0.25, DType::f32);
+      const Tensor lse = Tensor::empty({rows}, DType::f32);
+      CrossEntropyOptions ce;
+      ce.reduction = R::none;
+      cross_entropy_out(Tensor::empty({rows}, DType::f32), x, t, ce, kRef, lse);
+      const Tensor want = Tensor::full({rows, v}, 7.25, dt);
+      cross_entropy_backward_out(want, grad, x, t, lse, -100, false, kRef);
+      const Tensor got = Tensor::full({rows, v}, 7.25, dt, kGpu);
+      cross_entropy_backward_out(got, grad.to(kGpu), x.to(kGpu), t.to(kGpu), lse.to(kGpu), -100,
+                                 false, kCuda);
+      require_close(got, want, 1e-7, dt == DType::f32 ? 2e-5 : tol(dt));
+      const std::vector<double> g = got.to(Device::cpu()).to_vector<double>();
+      for (std::int64_t r = 4; r < rows; r += 5)
+        for (std::int64_t j = 0; j < v; ++j) REQUIRE(g[r * v + j] == 0.0);
+    }
+  }
 }

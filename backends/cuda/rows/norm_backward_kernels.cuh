@@ -18,8 +18,8 @@
 //    group's partial rows live in global memory (L2), read and written per
 //    row by the thread that owns each element.
 //  * norm_backward_fast: contiguous f32/f16/bf16 rows of up to 8192
-//    elements, NV 16-byte vectors per thread (a row of TPR threads,
-//    kNormBlock / TPR rows per block at a time), grad and x read once, the
+//    elements over one outer dim (the rows of a [rows, n] view), NV 16-byte vectors per thread (a
+//    row of TPR threads, kNormBlock / TPR rows per block at a time), grad and x read once, the
 //    weight held in registers for every row, the partial sums in registers;
 //    at the end the block's rows add theirs through shared memory, in group
 //    order, and the block writes one partial row.
@@ -188,8 +188,15 @@ __global__ void __launch_bounds__(kNormBlock, 1)
   constexpr int VEC = 16 / sizeof(T);
   constexpr int RPB = kNormBlock / TPR;
   constexpr int E = NV * VEC;  // elements of a row per thread
+  // PIPE: the staged row in its slots (grad and x: 32 B per vector per
+  // thread); the block's partial sums go through the same memory (comb)
+  // once every row is done.
+  constexpr bool PIPE = NV == 1;
+  constexpr int kStageBytes = PIPE ? 2 * NV * kNormBlock * 16 : 16;
+  constexpr int kCombBytes = PARAMS && RPB > 1 ? kNormBlock * E * 4 : 4;
   __shared__ float red_sh[2 * (kNormBlock / 32) * 3];
-  __shared__ float comb[PARAMS && RPB > 1 ? kNormBlock * E : 1];
+  __shared__ __align__(16) unsigned char smem[kStageBytes > kCombBytes ? kStageBytes : kCombBytes];
+  float* const comb = reinterpret_cast<float*>(smem);
   GroupSum<TPR> red{red_sh};
   grid_dependency_wait();  // launched with PDL: nothing is read before this
   allow_dependents();
@@ -207,18 +214,53 @@ __global__ void __launch_bounds__(kNormBlock, 1)
     for (int j = 0; j < VEC; ++j) aw[i][j] = ab[i][j] = 0.0f;
   // Every group walks as many rows as the block's first (the reductions
   // have block barriers); a group past the last row works on zeros and
-  // writes nothing.
-  for (std::int64_t base = std::int64_t(blockIdx.x) * RPB; base < p.rows;
-       base += std::int64_t(gridDim.x) * RPB) {
+  // writes nothing. With PIPE, each thread copies its vectors of the next
+  // row's grad and x into its own shared slots (cp.async) as soon as it
+  // has taken this row's into registers, so that a block keeps a row's
+  // loads in flight while it reduces and writes the one before: one block
+  // per SM leaves no other block to hide the latency. The rows are one
+  // outer dim here (norm_backward_dispatch), so an offset is a product.
+  const std::int64_t step = std::int64_t(gridDim.x) * RPB;
+  const T* const gp = reinterpret_cast<const T*>(p.ptr[1]);
+  const T* const xp = reinterpret_cast<const T*>(p.ptr[2]);
+  Vec<T, VEC>* const stage = reinterpret_cast<Vec<T, VEC>*>(smem);  // [grad, x][NV][block]
+  auto slot = [&](int t, int i) -> Vec<T, VEC>& {
+    return stage[(t * NV + i) * kNormBlock + threadIdx.x];
+  };
+  auto stage_row = [&](std::int64_t base) {
+    const std::int64_t row = base + grp;
+    if (row < p.rows)
+#pragma unroll
+      for (int i = 0; i < NV; ++i) {
+        const std::int64_t e = lane + std::int64_t(i) * TPR;
+        if (e < nvec) {
+          fastrow::cp_async16(&slot(0, i), gp + row * p.outer_strides[1][0] + e * VEC);
+          fastrow::cp_async16(&slot(1, i), xp + row * p.outer_strides[2][0] + e * VEC);
+        }
+      }
+    fastrow::cp_async_commit();
+  };
+  std::int64_t base = std::int64_t(blockIdx.x) * RPB;
+  if constexpr (PIPE) stage_row(base);
+#pragma unroll 1
+  for (; base < p.rows; base += step) {
     const std::int64_t row = base + grp;
     const bool active = row < p.rows;
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, active ? row : 0, off);
     Vec<T, VEC> g[NV], x[NV];
-    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[1]) + off[1], active ? nvec : 0,
-                                  lane, g);
-    fastrow::load_row<T, TPR, NV>(reinterpret_cast<const T*>(p.ptr[2]) + off[2], active ? nvec : 0,
-                                  lane, x);
+    if constexpr (PIPE) {
+      fastrow::cp_async_wait<0>();  // this thread's copies of the row are in
+#pragma unroll
+      for (int i = 0; i < NV; ++i) {
+        const bool in = active && lane + std::int64_t(i) * TPR < nvec;
+        g[i] = in ? slot(0, i) : splat<VEC, T>(cvt<T>(0.0f));
+        x[i] = in ? slot(1, i) : splat<VEC, T>(cvt<T>(0.0f));
+      }
+      stage_row(base + step);  // its own slots, already read: no barrier
+    } else {
+      const std::int64_t r = active ? row : 0;
+      fastrow::load_row<T, TPR, NV>(gp + r * p.outer_strides[1][0], active ? nvec : 0, lane, g);
+      fastrow::load_row<T, TPR, NV>(xp + r * p.outer_strides[2][0], active ? nvec : 0, lane, x);
+    }
     auto valid = [&](int i) { return lane + std::int64_t(i) * TPR < nvec; };
     auto gh = [&](int i, int j) {
       const float gj = fastrow::widen(g[i], j);
@@ -266,12 +308,11 @@ __global__ void __launch_bounds__(kNormBlock, 1)
     // dx = rstd (gh - a - xhat mean(gh xhat)), xhat = (x - mu) rstd and
     // mean(gh xhat) = rstd bsum / n: rstd (gh - a) - (x - mu) rb.
     const float rb = bsum * inv_n * rstd * rstd * rstd;
-    if (!active) continue;
-    T* const dx = dxp == nullptr ? nullptr : dxp + off[0];
+    T* const dx = dxp == nullptr ? nullptr : dxp + (active ? row : 0) * p.outer_strides[0][0];
 #pragma unroll
     for (int i = 0; i < NV; ++i) {
       const std::int64_t e = lane + std::int64_t(i) * TPR;
-      if (e >= nvec) continue;
+      if (!active || e >= nvec) continue;
       Vec<T, VEC> o;
 #pragma unroll
       for (int j = 0; j < VEC; ++j) {
@@ -286,6 +327,7 @@ __global__ void __launch_bounds__(kNormBlock, 1)
       if (dx != nullptr) st_vec<T, VEC>(dx + e * VEC, o);
     }
   }
+  if constexpr (PIPE) fastrow::cp_async_wait<0>();  // nothing in flight past here
   if constexpr (PARAMS) {
     // The block's groups add into group 0 in group order; slot (i, j) of a
     // thread is comb[(grp * E + i * VEC + j) * TPR + lane]. Group 0 writes

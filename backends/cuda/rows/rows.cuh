@@ -199,7 +199,7 @@ __device__ __forceinline__ C group_reduce(C v, Op op, C* sh) {
 // drains; every row kernel calls grid_dependency_wait() before touching
 // global memory and allow_dependents() right after.
 template <class... Params, class... Args>
-void launch_row_kernel(void (*kernel)(Params...), int grid, int block, cudaStream_t st,
+void launch_row_kernel(void (*kernel)(Params...), dim3 grid, int block, cudaStream_t st,
                        Args... args) {
   CUDA_CHECK(launch_pdl(kernel, grid, block, 0, st, args...));
 }

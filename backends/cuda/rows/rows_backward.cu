@@ -50,14 +50,15 @@ struct StreamScratch {
 // per thread (NV = 1) and the fewest threads per row from 32 to kNormBlock,
 // else two vectors per thread (NV = 2: f32 rows of 4097-8192 elements,
 // where a few registers spill); false when none fits (not vectorisable,
-// f64, or rows of more than kNormBlock * 2 vectors).
+// f64, rows over more than one outer dim, or rows of more than
+// kNormBlock * 2 vectors).
 template <class T, class L>
 bool norm_backward_dispatch(const RowParams& p, L&& launch) {
   if constexpr (sizeof(T) == 8) {
     return false;
   } else {
     using std::integral_constant;
-    if (!p.vec) return false;
+    if (!p.vec || p.outer_dims != 1) return false;
     const std::int64_t nvec = p.n / (16 / sizeof(T));
     auto pick = [&](auto nv) {
       constexpr int NV = decltype(nv)::value;

@@ -23,11 +23,38 @@
 
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
+#include "cuda/rows/rows_fused.cuh"
 #include "cuda/rows/rows_ids.cuh"
 #include "strata/error.hpp"
 
 namespace strata::cuda {
 namespace {
+
+// The end of a row of the forward, once each thread of the group holds its
+// running max m, its sum s of exp(x - m) and its NaN flag: the group
+// reduces them in a fixed order and its first thread writes the loss and
+// the (lse, valid) pair.
+template <class C, class I, int G, class T>
+__device__ __forceinline__ void finish_row(const RowParams& p,
+                                           const std::int64_t (&off)[kMaxOperands], const T* x, C m,
+                                           C s, bool nan, int lane, C* sh) {
+  const std::int64_t ignore = p.iparam[0];
+  const C rm = group_reduce<G>(m, MaxOp{}, sh);
+  s = m == -INFINITY ? C(0) : s * fn::m_exp(m - rm);
+  const C rs = group_reduce<G>(s, SumOp{}, sh);
+  const C any_nan = group_reduce<G>(nan ? C(1) : C(0), MaxOp{}, sh);
+  if (lane != 0) return;
+  // A row of -inf: lse -inf (and the loss -inf - -inf = NaN).
+  const C lse = any_nan != C(0) ? C(NAN) : rm == -INFINITY ? rm : rm + fn::m_log(rs);
+  const std::int64_t t = load_id<I>(p.ptr[2], off[2]);
+  C loss = 0;
+  if (t != ignore)  // out of range only while capturing (checked otherwise)
+    loss = t >= 0 && t < p.n ? lse - cvt<C>(x[t * p.row_stride[1]]) : C(NAN);
+  C* pair = reinterpret_cast<C*>(p.ptr[3]) + off[3];
+  pair[0] = lse;
+  pair[1] = t == ignore ? C(0) : C(1);
+  reinterpret_cast<C*>(p.ptr[0])[off[0]] = loss;
+}
 
 template <class T, class I, int G>
 __global__ void __launch_bounds__(kRowThreads) forward_kernel(RowParams p) {
@@ -39,7 +66,6 @@ __global__ void __launch_bounds__(kRowThreads) forward_kernel(RowParams p) {
   allow_dependents();
   const int lane = threadIdx.x % G;
   const int rpb = kRowThreads / G;
-  const std::int64_t ignore = p.iparam[0];
   for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
        row += std::int64_t(gridDim.x) * rpb) {
     std::int64_t off[kMaxOperands];
@@ -68,22 +94,7 @@ __global__ void __launch_bounds__(kRowThreads) forward_kernel(RowParams p) {
         for (int j = 0; j < VEC; ++j)
           if (tile_elem<G, VEC>(t0, lane, i, j) < p.n) s += fn::m_exp(v[i * VEC + j] - m);
     }
-    const C rm = group_reduce<G>(m, MaxOp{}, sh);
-    s = m == -INFINITY ? C(0) : s * fn::m_exp(m - rm);
-    const C rs = group_reduce<G>(s, SumOp{}, sh);
-    const C any_nan = group_reduce<G>(nan ? C(1) : C(0), MaxOp{}, sh);
-    if (lane == 0) {
-      // A row of -inf: lse -inf (and the loss -inf - -inf = NaN).
-      const C lse = any_nan != C(0) ? C(NAN) : rm == -INFINITY ? rm : rm + fn::m_log(rs);
-      const std::int64_t t = load_id<I>(p.ptr[2], off[2]);
-      C loss = 0;
-      if (t != ignore)  // out of range only while capturing (checked otherwise)
-        loss = t >= 0 && t < p.n ? lse - cvt<C>(x[t * p.row_stride[1]]) : C(NAN);
-      C* pair = reinterpret_cast<C*>(p.ptr[3]) + off[3];
-      pair[0] = lse;
-      pair[1] = t == ignore ? C(0) : C(1);
-      reinterpret_cast<C*>(p.ptr[0])[off[0]] = loss;
-    }
+    finish_row<C, I, G>(p, off, x, m, s, nan, lane, sh);
   }
 }
 
@@ -134,6 +145,110 @@ __global__ void __launch_bounds__(kRowThreads) backward_kernel(RowParams p) {
   }
 }
 
+// ---- long contiguous rows (a vocabulary) of f32, f16, bf16 ------------------------
+// The general kernels hold a tile of kCap values per thread in registers
+// (the backward about 190 registers: one block of 256 threads per SM), too
+// few loads in flight to stream the logits at full bandwidth. These hold U
+// raw 16-byte vectors per thread instead.
+inline constexpr int kFastU = 4;  // 16-byte vectors per thread per step
+
+// Forward: a 256-thread block per row, U vectors per thread per step, the
+// online logsumexp of the general kernel per step.
+template <class T, class I>
+__global__ void __launch_bounds__(kRowThreads) forward_fast(RowParams p) {
+  constexpr int VEC = 16 / sizeof(T);
+  __shared__ float sh[kRowThreads / 32];
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
+  const std::int64_t nvec = p.n / VEC;
+  for (std::int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
+    float m = -INFINITY, s = 0;
+    bool nan = false;
+    for (std::int64_t v0 = threadIdx.x; v0 < nvec; v0 += kRowThreads * kFastU) {
+      Vec<T, VEC> r[kFastU];
+#pragma unroll
+      for (int u = 0; u < kFastU; ++u) {
+        const std::int64_t v = v0 + std::int64_t(u) * kRowThreads;
+        r[u] = v < nvec ? ld_vec<T, VEC>(x + v * VEC) : splat<VEC, T>(cvt<T>(-INFINITY));
+      }
+      float tm = m;
+#pragma unroll
+      for (int u = 0; u < kFastU; ++u)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const float e = fastrow::widen(r[u], j);
+          tm = MaxOp{}(tm, e);
+          nan = nan || e != e;
+        }
+      if (tm == -INFINITY) continue;  // only -inf (or NaN, flagged) so far: adds 0
+      s *= fn::m_exp(m - tm);
+      m = tm;
+#pragma unroll
+      for (int u = 0; u < kFastU; ++u)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) s += fn::m_exp(fastrow::widen(r[u], j) - m);
+    }
+    finish_row<float, I, kRowThreads>(p, off, x, m, s, nan, static_cast<int>(threadIdx.x), sh);
+  }
+}
+
+// Backward: every element on its own, so the grid is (row chunks of
+// kRowThreads * U vectors, rows): U vectors in flight per thread.
+template <class T, class I>
+__global__ void __launch_bounds__(kRowThreads) backward_fast(RowParams p) {
+  constexpr int VEC = 16 / sizeof(T);
+  grid_dependency_wait();  // launched with PDL: nothing is read before this
+  allow_dependents();
+  const std::int64_t nvec = p.n / VEC, ignore = p.iparam[0];
+  const bool acc = p.iparam[1] != 0;
+  const std::int64_t v0 = std::int64_t(blockIdx.x) * kRowThreads * kFastU + threadIdx.x;
+  for (std::int64_t row = blockIdx.y; row < p.rows; row += gridDim.y) {
+    std::int64_t off[kMaxOperands];
+    row_offsets(p, row, off);
+    const std::int64_t t = load_id<I>(p.ptr[2], off[2]);
+    if (t == ignore && acc) continue;  // nothing to add
+    const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
+    T* y = reinterpret_cast<T*>(p.ptr[0]) + off[0];
+    const float* pair = reinterpret_cast<const float*>(p.ptr[3]) + off[3];
+    const float lse = pair[0];
+    // Out of range only while capturing (checked otherwise): a NaN row.
+    const float g = t == ignore ? 0.0f : t >= 0 && t < p.n ? pair[1] : NAN;
+    Vec<T, VEC> r[kFastU], o[kFastU];
+#pragma unroll
+    for (int u = 0; u < kFastU; ++u) {
+      const std::int64_t v = v0 + std::int64_t(u) * kRowThreads;
+      if (v < nvec) {
+        r[u] = ld_vec<T, VEC>(x + v * VEC);
+        if (acc) o[u] = ld_vec<T, VEC>(y + v * VEC);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kFastU; ++u) {
+      const std::int64_t v = v0 + std::int64_t(u) * kRowThreads;
+      if (v >= nvec) continue;
+      Vec<T, VEC> w;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float hot = v * VEC + j == t ? 1.0f : 0.0f;
+        // An ignored row writes zeros (g = 0 would give NaN for x = +inf).
+        const float d = t == ignore ? 0.0f : g * (fn::m_exp(fastrow::widen(r[u], j) - lse) - hot);
+        w.v[j] = cvt<T>(acc ? fastrow::widen(o[u], j) + d : d);
+      }
+      st_vec<T, VEC>(y + v * VEC, w);
+    }
+  }
+}
+
+// Whether the fast kernels take the call: f32 / f16 / bf16 rows that take
+// vectors and are longer than a warp's tile.
+template <class T>
+bool fast_rows(const RowParams& p) {
+  return p.vec && p.n > 32 * kCap;
+}
+
 // Every target in [0, V) or ignore_index, before anything is written;
 // skipped while the stream is being captured.
 void check_targets(const char* op, const IterArgs& a, const RowParams& p, cudaStream_t st) {
@@ -154,7 +269,15 @@ void forward(const IterArgs& a) {
   if (p.rows == 0 || p.n == 0) return;
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   check_targets("cross_entropy", a, p, st);
-  if (a.op[2].dtype == DType::i32)
+  const bool i32 = a.op[2].dtype == DType::i32;
+  if constexpr (sizeof(T) < 8) {
+    if (fast_rows<T>(p)) {
+      launch_row_kernel(i32 ? &forward_fast<T, std::int32_t> : &forward_fast<T, std::int64_t>,
+                        row_grid(p.rows, 1), kRowThreads, st, p);
+      return;
+    }
+  }
+  if (i32)
     launch_group_rows(&forward_kernel<T, std::int32_t, 32>,
                       &forward_kernel<T, std::int32_t, kRowThreads>, p, st);
   else
@@ -168,7 +291,18 @@ void backward(const IterArgs& a) {
   if (p.rows == 0 || p.n == 0) return;
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
   check_targets("cross_entropy_backward", a, p, st);
-  if (a.op[2].dtype == DType::i32)
+  const bool i32 = a.op[2].dtype == DType::i32;
+  if constexpr (sizeof(T) < 8) {
+    if (fast_rows<T>(p)) {
+      const std::int64_t chunk = std::int64_t(kRowThreads) * kFastU * (16 / sizeof(T));
+      const dim3 grid(static_cast<unsigned>((p.n + chunk - 1) / chunk),
+                      static_cast<unsigned>(p.rows < 65535 ? p.rows : 65535));
+      launch_row_kernel(i32 ? &backward_fast<T, std::int32_t> : &backward_fast<T, std::int64_t>,
+                        grid, kRowThreads, st, p);
+      return;
+    }
+  }
+  if (i32)
     launch_group_rows(&backward_kernel<T, std::int32_t, 32>,
                       &backward_kernel<T, std::int32_t, kRowThreads>, p, st);
   else
