@@ -34,12 +34,12 @@ if [ "$PHASE" = test ]; then
   (cd build-new && timeout ${CTEST_TIMEOUT:-400} ctest --timeout 380 -j4 --output-on-failure) > "$L/ctest.log" 2>&1
   say "ctest rc=$? : $(grep -E 'tests passed|tests failed' "$L/ctest.log")"
   grep -E 'Failed|\*\*\*' "$L/ctest.log" | head -20 | tee -a "$S"
-  timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
+  STRATA_CUDA_BLOCK_CACHE=0 timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build-new/tests/strata_cuda_tests '~[large]~[errors]' > "$L/memcheck.log" 2>&1
   say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$L/memcheck.log" | tail -1)"
   # The backward kernels through the lazily loaded module, as a user's
   # program reaches them.
-  timeout ${GRAD_MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
+  STRATA_CUDA_BLOCK_CACHE=0 timeout ${GRAD_MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
     build-new/tests/strata_tests '[autograd]' > "$L/memcheck_autograd.log" 2>&1
   say "memcheck autograd rc=$? : $(grep -E 'ERROR SUMMARY' "$L/memcheck_autograd.log" | tail -1)"
   timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 \

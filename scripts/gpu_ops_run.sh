@@ -47,7 +47,7 @@ say "peer rc=$?"; cat "$OUT/peer.txt"
 fi
 left=$(( 330 - ($(date +%s) - t0) ))
 if has memcheck && [ $left -gt 20 ]; then
-  timeout $left compute-sanitizer --tool memcheck --error-exitcode 9 $T "[ops]~[large]" > "$OUT/memcheck.log" 2>&1
+  STRATA_CUDA_BLOCK_CACHE=0 timeout $left compute-sanitizer --tool memcheck --error-exitcode 9 $T "[ops]~[large]" > "$OUT/memcheck.log" 2>&1
   say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1) $(head -3 "$OUT/memcheck.log" | tr '\n' ' ' | head -c 200)"
 fi
 left=$(( 330 - ($(date +%s) - t0) ))

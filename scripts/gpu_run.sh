@@ -73,7 +73,7 @@ done
 
 if has sanitize; then
   say "compute-sanitizer memcheck"
-  timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
+  STRATA_CUDA_BLOCK_CACHE=0 timeout ${MEMCHECK_TIMEOUT:-150} compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$BUILD/tests/strata_cuda_tests" "$MEMCHECK_FILTER" > "$LOGS/memcheck.log" 2>&1
   say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -1)"
   say "compute-sanitizer racecheck"

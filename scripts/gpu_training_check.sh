@@ -41,7 +41,7 @@ if [ -n "${CUDA_TEST_FILTER:-}" ]; then
   say "strata_cuda_tests '$CUDA_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/cuda_tests.log" | tail -1)"
   grep -E -A8 'FAILED' "$L/cuda_tests.log" | head -40 | tee -a "$S"
 fi
-timeout ${MEMCHECK_TIMEOUT:-90} compute-sanitizer --tool memcheck --error-exitcode 9 \
+STRATA_CUDA_BLOCK_CACHE=0 timeout ${MEMCHECK_TIMEOUT:-90} compute-sanitizer --tool memcheck --error-exitcode 9 \
   build-new/tests/strata_tests '[autograd]' > "$L/memcheck.log" 2>&1
 say "memcheck [autograd] rc=$? (124: cut by the timeout) : $(grep -E 'ERROR SUMMARY' "$L/memcheck.log" | tail -1)"
 [ -n "${SKIP_BENCH:-}" ] && { pack; exit 0; }

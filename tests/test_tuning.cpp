@@ -33,7 +33,7 @@ TEST_CASE("tuning: defaults when nothing is set", "[tuning]") {
   CHECK(t.cpu_isa.empty());
   CHECK(t.cpu_fixed_team);
   CHECK(t.cpu_slice_elems == 0);
-  CHECK_FALSE(t.cuda_block_cache);
+  CHECK(t.cuda_block_cache);
   CHECK(t.flash_variants.empty());
   CHECK(t.flash_lpt_heads == -1);
   CHECK(t.flash_diag_half);
@@ -41,7 +41,7 @@ TEST_CASE("tuning: defaults when nothing is set", "[tuning]") {
   CHECK(t.host_cache);
   CHECK(t.gemv16_mma);
   // An empty value counts as unset.
-  CHECK_FALSE(parse({{"STRATA_CUDA_BLOCK_CACHE", ""}}).cuda_block_cache);
+  CHECK(parse({{"STRATA_CUDA_BLOCK_CACHE", ""}}).cuda_block_cache);
   CHECK_FALSE(parse({{"STRATA_HOST_CACHE", "0"}}).host_cache);
 }
 
@@ -51,7 +51,7 @@ TEST_CASE("tuning: each kind of switch parses", "[tuning]") {
                           {"STRATA_CPU_ISA", "avx2"},
                           {"STRATA_CPU_FIXED_TEAM", "0"},
                           {"STRATA_CPU_SLICE_ELEMS", "4096"},
-                          {"STRATA_CUDA_BLOCK_CACHE", "1"},
+                          {"STRATA_CUDA_BLOCK_CACHE", "0"},
                           {"STRATA_CUDA_LAUNCH", "graph"},
                           {"STRATA_FLASH_VARIANT", "wgmma_bf16_d64,,mma_f16_d128"},
                           {"STRATA_FLASH_LPT", "0"},
@@ -61,7 +61,7 @@ TEST_CASE("tuning: each kind of switch parses", "[tuning]") {
   CHECK(t.cpu_isa == "avx2");
   CHECK_FALSE(t.cpu_fixed_team);
   CHECK(t.cpu_slice_elems == 4096);
-  CHECK(t.cuda_block_cache);
+  CHECK_FALSE(t.cuda_block_cache);
   CHECK(t.cuda_launch == "graph");
   REQUIRE(t.flash_variants.size() == 2);
   CHECK(t.flash_variants[0] == "wgmma_bf16_d64");

@@ -41,7 +41,7 @@ const Switch kSwitches[] = {
     {"STRATA_CUDA_LAUNCH", Names{&Tuning::cuda_launch, {"pdl", "ex", "plain", "graph"}},
      "how kernels are launched (default pdl: programmatic dependent launch)"},
     {"STRATA_CUDA_BLOCK_CACHE", &Tuning::cuda_block_cache,
-     "1: reuse freed device blocks in Strata's own cache (default off)"},
+     "0: free device blocks to the stream-ordered pool, not Strata's own cache (default on)"},
     {"STRATA_CUDA_VARIANT", Names{&Tuning::cuda_variant, {}},
      "streaming attention kernel forced wherever it serves (strata info --kernels)"},
     {"STRATA_CUDA_DECODE_MIN_TILES", &Tuning::cuda_decode_min_tiles,

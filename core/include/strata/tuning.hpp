@@ -32,7 +32,7 @@ struct Tuning {
 
   // ---- cuda backend ---------------------------------------------------------
   std::string cuda_launch;                  // STRATA_CUDA_LAUNCH: "" (pdl), pdl, ex, plain, graph
-  bool cuda_block_cache = false;            // STRATA_CUDA_BLOCK_CACHE
+  bool cuda_block_cache = true;             // STRATA_CUDA_BLOCK_CACHE
   std::string cuda_variant;                 // STRATA_CUDA_VARIANT: streaming attention variant
   std::int64_t cuda_decode_min_tiles = 0;   // STRATA_CUDA_DECODE_MIN_TILES (0: default)
   std::vector<std::string> flash_variants;  // STRATA_FLASH_VARIANT: comma-separated names
