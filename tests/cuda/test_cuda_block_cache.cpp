@@ -6,10 +6,11 @@
 // once, and buffers from the cache used by a recorded graph while eager
 // allocations churn between replays. While a graph records the cache stands
 // aside (an allocation there fails as before), and an allocation the pool
-// cannot serve empties it first. The cache is off unless
-// STRATA_CUDA_BLOCK_CACHE=1: the suite's own run checks that it is off and
-// that the results hold alike, and "[block_cache_on]" reruns these cases
-// (and the pool, graph and concurrency ones) in a child with it on.
+// cannot serve empties it first. The cache is on unless
+// STRATA_CUDA_BLOCK_CACHE=0: the suite's own run checks that it is on, and
+// "[block_cache_off]" reruns these cases (and the pool, graph and
+// concurrency ones) in a child with it off, where the results must hold
+// alike.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -39,12 +40,12 @@ const Device kGpu = Device::cuda(0);
 // The cache's counters; false when the cache is off.
 bool cache_stats(BlockCacheStats* s) { return cuda::block_cache_stats_for_test(0, s); }
 
-// Whether the cache is on in this process, checking that it is on exactly
-// when STRATA_CUDA_BLOCK_CACHE=1 says so.
+// Whether the cache is on in this process, checking that it is off exactly
+// when STRATA_CUDA_BLOCK_CACHE=0 says so.
 bool cache_on(BlockCacheStats* s) {
   const bool on = cache_stats(s);
   const char* e = std::getenv("STRATA_CUDA_BLOCK_CACHE");
-  CHECK(on == (e != nullptr && std::string(e) == "1"));
+  CHECK(on == !(e != nullptr && std::string(e) == "0"));
   return on;
 }
 
@@ -88,7 +89,7 @@ void dependent_chain(std::int64_t n, int steps, const std::vector<OpOptions>& op
 TEST_CASE("cuda block cache: a freed small block is handed out again without the pool",
           "[cuda][block_cache]") {
   BlockCacheStats s0;
-  if (!cache_on(&s0)) return;  // off, as cache_on checked: [block_cache_on] runs it on
+  if (!cache_on(&s0)) return;  // off, as cache_on checked: the default run has it on
   Tensor a = Tensor::empty({4}, DType::f32, kGpu);
   void* const pa = a.data_ptr();
   a = Tensor();
@@ -285,7 +286,7 @@ TEST_CASE("cuda block cache: an allocation the pool cannot serve empties the cac
           "[cuda][block_cache][errors]") {
   for (std::int64_t n : kSizes) (void)Tensor::empty({n}, DType::f32, kGpu);
   BlockCacheStats before;
-  if (!cache_on(&before)) return;  // off, as cache_on checked: [block_cache_on] runs it on
+  if (!cache_on(&before)) return;  // off, as cache_on checked: the default run has it on
   REQUIRE(before.cached_blocks > 0);
   const std::int64_t huge = std::int64_t(1) << 48;
   CORE_REQUIRE_ERROR(Tensor::empty({huge}, DType::f32, kGpu), "cuda.allocate",
@@ -301,9 +302,9 @@ TEST_CASE("cuda block cache: an allocation the pool cannot serve empties the cac
 }
 
 // The cases above, and the pool, graph and concurrency suites, with the
-// cache on (read once per process, so in a child process).
-TEST_CASE("cuda block cache: the suites again with the cache on", "[cuda][block_cache_on]") {
-  strata_test::rerun_with_env("STRATA_CUDA_BLOCK_CACHE", "1",
+// cache off (read once per process, so in a child process).
+TEST_CASE("cuda block cache: the suites again with the cache off", "[cuda][block_cache_off]") {
+  strata_test::rerun_with_env("STRATA_CUDA_BLOCK_CACHE", "0",
                               "[block_cache],[pool],[graph],[concurrency]",
-                              "strata_block_cache_on.log");
+                              "strata_block_cache_off.log");
 }
