@@ -20,7 +20,7 @@
 
 namespace strata::cuda::bwd {
 
-inline constexpr std::int64_t kRowPad = 64;
+inline constexpr std::int64_t kRowPad = 128;
 
 struct BwdParams {
   AttentionBackwardArgs g;
