@@ -10,6 +10,7 @@
 #include "cuda/attention/backward/launchers.hpp"
 #include "cuda/attention/backward/mma_dkdv.cuh"
 #include "cuda/attention/backward/mma_dq.cuh"
+#include "cuda/attention/backward/mma_old.cuh"
 #include "cuda/cuda_check.hpp"
 #include "cuda/runtime/kernel_occupancy.hpp"
 
@@ -62,6 +63,24 @@ void run_dq(BwdParams p, int dev, cudaStream_t st) {
 
 using Fn = void (*)(BwdParams, int, cudaStream_t);
 
+// TEMPORARY: the kernels before this branch, as the sweep's baseline.
+template <class T, int D, int KN, int KM, bool KVREG, int QM, int QN>
+void run_old(BwdParams p, int dev, cudaStream_t st) {
+  const AttentionArgs& a = p.g.fwd;
+  if (a.N > 0) {
+    const std::size_t smem = std::size_t(KN + 2 * KM) * D * 2 * sizeof(T) + 4 * KM * sizeof(float);
+    auto* kernel = &old::dkdv_mma_kernel<T, D, KN, KM, KVREG>;
+    prepare(reinterpret_cast<const void*>(kernel), KN * 2, smem, dev);
+    p.tiles = (a.N + KN - 1) / KN;
+    kernel<<<int(checked_grid(p.tiles * a.batch_count() * a.Hkv)), KN * 2, smem, st>>>(p);
+  }
+  const std::size_t smem = std::size_t(2 * QM + 4 * QN) * D * sizeof(T);
+  auto* kernel = &old::dq_mma_kernel<T, D, QM, QN>;
+  prepare(reinterpret_cast<const void*>(kernel), QM * 2, smem, dev);
+  p.tiles = (a.M + QM - 1) / QM;
+  kernel<<<int(checked_grid(p.tiles * p.bh)), QM * 2, smem, st>>>(p);
+}
+
 int pick(const char* env, int n) {
   const char* s = std::getenv(env);
   const int i = s ? std::atoi(s) : 0;
@@ -71,7 +90,14 @@ int pick(const char* env, int n) {
 template <class T>
 void run_dt(const BwdParams& p, int dev, cudaStream_t st) {
   const AttentionArgs& a = p.g.fwd;
-  static const int dk_i = pick("STRATA_BWD_DKDV", 6), dq_i = pick("STRATA_BWD_DQ", 5);
+  static const int dk_i = pick("STRATA_BWD_DKDV", 7), dq_i = pick("STRATA_BWD_DQ", 5);
+  if (dk_i == 6) {
+    if (a.d <= 64 && a.dv <= 64)
+      run_old<T, 64, 64, 64, true, 64, 64>(p, dev, st);
+    else
+      run_old<T, 128, 64, 32, false, 64, 32>(p, dev, st);
+    return;
+  }
   if (a.d <= 64 && a.dv <= 64) {
     static constexpr Fn dkdv[] = {
         &run_dkdv<T, 64, 64, 64, 1, 2, true, 2>,   &run_dkdv<T, 64, 64, 64, 1, 3, true, 2>,
