@@ -100,20 +100,20 @@ void run_dt(const BwdParams& p, int dev, cudaStream_t st) {
   }
   if (a.d <= 64 && a.dv <= 64) {
     static constexpr Fn dkdv[] = {
-        &run_dkdv<T, 64, 64, 64, 1, 2, true, 2>,   &run_dkdv<T, 64, 64, 64, 1, 3, true, 2>,
-        &run_dkdv<T, 64, 128, 64, 1, 2, true, 1>,  &run_dkdv<T, 64, 64, 32, 1, 2, true, 3>,
-        &run_dkdv<T, 64, 128, 32, 2, 2, false, 2>, &run_dkdv<T, 64, 64, 64, 1, 2, false, 2>};
-    static constexpr Fn dq[] = {&run_dq<T, 64, 64, 64, 1, 2, 2>, &run_dq<T, 64, 64, 64, 1, 3, 2>,
-                                &run_dq<T, 64, 128, 64, 1, 2, 1>, &run_dq<T, 64, 128, 32, 2, 2, 2>,
-                                &run_dq<T, 64, 64, 32, 1, 3, 3>};
+        &run_dkdv<T, 64, 64, 32, 1, 2, true, 3>,  &run_dkdv<T, 64, 64, 32, 1, 3, true, 3>,
+        &run_dkdv<T, 64, 64, 32, 1, 2, false, 3>, &run_dkdv<T, 64, 64, 32, 1, 2, false, 4>,
+        &run_dkdv<T, 64, 64, 16, 1, 2, true, 3>,  &run_dkdv<T, 64, 64, 16, 1, 3, true, 4>};
+    static constexpr Fn dq[] = {&run_dq<T, 64, 64, 32, 1, 3, 3>, &run_dq<T, 64, 64, 32, 1, 2, 3>,
+                                &run_dq<T, 64, 64, 16, 1, 3, 4>, &run_dq<T, 64, 64, 32, 1, 3, 4>,
+                                &run_dq<T, 64, 64, 16, 1, 4, 4>};
     dkdv[dk_i](p, dev, st);
     dq[dq_i](p, dev, st);
   } else {
-    static constexpr Fn dkdv[] = {&run_dkdv<T, 128, 64, 32, 1, 2, false, 2>,
-                                  &run_dkdv<T, 128, 64, 32, 1, 3, false, 2>,
-                                  &run_dkdv<T, 128, 128, 32, 1, 2, false, 1>};
-    static constexpr Fn dq[] = {&run_dq<T, 128, 64, 32, 1, 2, 2>, &run_dq<T, 128, 64, 32, 1, 3, 2>,
-                                &run_dq<T, 128, 128, 32, 1, 2, 1>};
+    static constexpr Fn dkdv[] = {&run_dkdv<T, 128, 64, 32, 1, 3, false, 2>,
+                                  &run_dkdv<T, 128, 64, 16, 1, 3, false, 2>,
+                                  &run_dkdv<T, 128, 64, 32, 1, 4, false, 2>};
+    static constexpr Fn dq[] = {&run_dq<T, 128, 64, 32, 1, 3, 2>, &run_dq<T, 128, 64, 16, 1, 3, 2>,
+                                &run_dq<T, 128, 64, 32, 1, 4, 2>};
     dkdv[dk_i < 3 ? dk_i : 0](p, dev, st);
     dq[dq_i < 3 ? dq_i : 0](p, dev, st);
   }
