@@ -5,12 +5,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "cuda/attention/backward/launchers.hpp"
 #include "cuda/attention/backward/mma_dkdv.cuh"
 #include "cuda/attention/backward/mma_dq.cuh"
-#include "cuda/attention/backward/mma_old.cuh"
 #include "cuda/cuda_check.hpp"
 #include "cuda/runtime/kernel_occupancy.hpp"
 
@@ -61,61 +59,20 @@ void run_dq(BwdParams p, int dev, cudaStream_t st) {
   kernel<<<int(grid), kThreads, smem, st>>>(p);
 }
 
-using Fn = void (*)(BwdParams, int, cudaStream_t);
-
-// TEMPORARY: the kernels before this branch, as the sweep's baseline.
-template <class T, int D, int KN, int KM, bool KVREG, int QM, int QN>
-void run_old(BwdParams p, int dev, cudaStream_t st) {
-  const AttentionArgs& a = p.g.fwd;
-  if (a.N > 0) {
-    const std::size_t smem = std::size_t(KN + 2 * KM) * D * 2 * sizeof(T) + 4 * KM * sizeof(float);
-    auto* kernel = &old::dkdv_mma_kernel<T, D, KN, KM, KVREG>;
-    prepare(reinterpret_cast<const void*>(kernel), KN * 2, smem, dev);
-    p.tiles = (a.N + KN - 1) / KN;
-    kernel<<<int(checked_grid(p.tiles * a.batch_count() * a.Hkv)), KN * 2, smem, st>>>(p);
-  }
-  const std::size_t smem = std::size_t(2 * QM + 4 * QN) * D * sizeof(T);
-  auto* kernel = &old::dq_mma_kernel<T, D, QM, QN>;
-  prepare(reinterpret_cast<const void*>(kernel), QM * 2, smem, dev);
-  p.tiles = (a.M + QM - 1) / QM;
-  kernel<<<int(checked_grid(p.tiles * p.bh)), QM * 2, smem, st>>>(p);
-}
-
-int pick(const char* env, int n) {
-  const char* s = std::getenv(env);
-  const int i = s ? std::atoi(s) : 0;
-  return i >= 0 && i < n ? i : 0;
-}
-
+// One configuration per head dim, picked on the H200 among CTAs of 4 warps
+// (docs/log/autograd.md): 16 rows per warp, 32 queries (dK/dV) or keys (dQ)
+// per step, the register cap of 3 CTAs per SM at d 64 (more resident warps
+// beat holding K and V fragments in registers), 2 CTAs and deeper cp.async
+// pipelines at d 128, whose accumulators need the registers.
 template <class T>
 void run_dt(const BwdParams& p, int dev, cudaStream_t st) {
   const AttentionArgs& a = p.g.fwd;
-  static const int dk_i = pick("STRATA_BWD_DKDV", 7), dq_i = pick("STRATA_BWD_DQ", 5);
-  if (dk_i == 6) {
-    if (a.d <= 64 && a.dv <= 64)
-      run_old<T, 64, 64, 64, true, 64, 64>(p, dev, st);
-    else
-      run_old<T, 128, 64, 32, false, 64, 32>(p, dev, st);
-    return;
-  }
   if (a.d <= 64 && a.dv <= 64) {
-    static constexpr Fn dkdv[] = {
-        &run_dkdv<T, 64, 64, 32, 1, 2, true, 3>,  &run_dkdv<T, 64, 64, 32, 1, 3, true, 3>,
-        &run_dkdv<T, 64, 64, 32, 1, 2, false, 3>, &run_dkdv<T, 64, 64, 32, 1, 2, false, 4>,
-        &run_dkdv<T, 64, 64, 16, 1, 2, true, 3>,  &run_dkdv<T, 64, 64, 16, 1, 3, true, 4>};
-    static constexpr Fn dq[] = {&run_dq<T, 64, 64, 32, 1, 3, 3>, &run_dq<T, 64, 64, 32, 1, 2, 3>,
-                                &run_dq<T, 64, 64, 16, 1, 3, 4>, &run_dq<T, 64, 64, 32, 1, 3, 4>,
-                                &run_dq<T, 64, 64, 16, 1, 4, 4>};
-    dkdv[dk_i](p, dev, st);
-    dq[dq_i](p, dev, st);
+    run_dkdv<T, 64, 64, 32, 1, 2, false, 3>(p, dev, st);
+    run_dq<T, 64, 64, 32, 1, 3, 3>(p, dev, st);
   } else {
-    static constexpr Fn dkdv[] = {&run_dkdv<T, 128, 64, 32, 1, 3, false, 2>,
-                                  &run_dkdv<T, 128, 64, 16, 1, 3, false, 2>,
-                                  &run_dkdv<T, 128, 64, 32, 1, 4, false, 2>};
-    static constexpr Fn dq[] = {&run_dq<T, 128, 64, 32, 1, 3, 2>, &run_dq<T, 128, 64, 16, 1, 3, 2>,
-                                &run_dq<T, 128, 64, 32, 1, 4, 2>};
-    dkdv[dk_i < 3 ? dk_i : 0](p, dev, st);
-    dq[dq_i < 3 ? dq_i : 0](p, dev, st);
+    run_dkdv<T, 128, 64, 32, 1, 3, false, 2>(p, dev, st);
+    run_dq<T, 128, 64, 32, 1, 4, 2>(p, dev, st);
   }
 }
 
