@@ -92,6 +92,10 @@ const std::vector<Shape>& shapes() {
        false, strata::Precision::highest, true},
       {"f32_b4h16_4096_d64_fwd_bwd", 4, 16, 4096, 4096, 64, false, false, false, DType::f32, false,
        strata::Precision::highest, true},
+      {"bf16_b1h32_8192_d128_fwd_bwd", 1, 32, 8192, 8192, 128, false, false, false, DType::bf16,
+       false, strata::Precision::highest, true},
+      {"bf16_b1h32_8192_d128_causal_fwd_bwd", 1, 32, 8192, 8192, 128, true, false, false,
+       DType::bf16, false, strata::Precision::highest, true},
       {"f16_b1h32_8192_d128", 1, 32, 8192, 8192, 128, false, false, false, DType::f16},
       // f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core
       // kernel (backends/cuda/attention/sm80, sm90).

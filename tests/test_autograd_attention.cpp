@@ -126,6 +126,24 @@ std::vector<Case> cases() {
   c.mask = 3;
   c.lse = true;
   v.push_back(c);
+  // No band and no mask over tiles past the kernels' cp.async pipelines
+  // (up to 4 stages): the unmasked steps, the stage ring wrapping, partial
+  // last tiles read as zeros.
+  c = named("d 64, GQA, no band or mask, more tiles than pipeline stages");
+  c.finite_differences = false;
+  c.m = 170;
+  c.n = 230;
+  c.hq = 4;
+  c.d = 64;
+  c.dv = 64;
+  v.push_back(c);
+  c = named("d 128, no band or mask, more tiles than pipeline stages");
+  c.finite_differences = false;
+  c.m = 100;
+  c.n = 250;
+  c.d = 128;
+  c.dv = 128;
+  v.push_back(c);
   c = named("d 136 (over the tensor cores' 128), dv 24, bool mask");
   c.finite_differences = false;
   c.m = 40;

@@ -1,6 +1,6 @@
 #pragma once
 // The by-value argument of the softmax_attention backward kernels
-// (backward/preprocess.cuh, backward/ffma.cuh, backward/mma.cuh), built once
+// (backward/preprocess.cuh, backward/ffma.cuh, backward/mma_*.cuh), built once
 // per call by the launcher (backward/launch.cu): the front end's struct, with
 // q, k, v and dout possibly pointing at packed copies (the mma path), and
 // the two per-row workspaces the preprocess kernel fills.
@@ -20,7 +20,7 @@
 
 namespace strata::cuda::bwd {
 
-inline constexpr std::int64_t kRowPad = 64;
+inline constexpr std::int64_t kRowPad = 128;
 
 struct BwdParams {
   AttentionBackwardArgs g;

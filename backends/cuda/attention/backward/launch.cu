@@ -8,8 +8,8 @@
 // Kernels 2 and 3 each recompute P (and dP) from L, so S is computed twice
 // where FlashAttention-2 computes it once and sums dQ with atomics: the
 // price of gradients with the same bits on every run.
-// bf16/f16 with d, dv <= 128 run on the tensor cores (mma.cuh); everything
-// else, f32 and f64 included, on FFMA (ffma.cuh).
+// bf16/f16 with d, dv <= 128 run on the tensor cores (mma_dkdv.cuh,
+// mma_dq.cuh); everything else, f32 and f64 included, on FFMA (ffma.cuh).
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -1,8 +1,5 @@
-// Launches the backward's bf16/f16 tensor-core kernels (mma.cuh): head dims
-// up to 64 on D = 64 tiles, up to 128 on D = 128 ones. At D = 128 the tiles
-// are narrower (32 queries per dK/dV step, 32 keys per dQ step) and the
-// dK/dV kernel reads K and V fragments from shared memory at each step, to
-// keep the accumulators in registers.
+// Launches the backward's bf16/f16 tensor-core kernels (mma_dkdv.cuh,
+// mma_dq.cuh): head dims up to 64 on D = 64 tiles, up to 128 on D = 128 ones.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -10,7 +7,8 @@
 #include <cstdint>
 
 #include "cuda/attention/backward/launchers.hpp"
-#include "cuda/attention/backward/mma.cuh"
+#include "cuda/attention/backward/mma_dkdv.cuh"
+#include "cuda/attention/backward/mma_dq.cuh"
 #include "cuda/cuda_check.hpp"
 #include "cuda/runtime/kernel_occupancy.hpp"
 
@@ -29,36 +27,53 @@ void prepare(const void* kernel, int threads, std::size_t smem, int dev) {
         "cuda: an mma kernel cannot be resident with ", smem, " bytes of shared memory");
 }
 
-// <T, D, dK/dV: keys per CTA, queries per step, K/V in registers; dQ:
-// queries per CTA, keys per step>
-template <class T, int D, int KN, int KM, bool KVREG, int QM, int QN>
-void run(BwdParams p, int dev, cudaStream_t st) {
-  static_assert(KM <= kRowPad && kRowPad % KM == 0 && QM <= kRowPad && kRowPad % QM == 0,
-                "query tiles must divide the workspaces' row padding");
+// dK and dV: <T, D, keys per CTA, queries per step, 16-key blocks per warp,
+// stages, K/V fragments in registers, CTAs per SM the registers allow>.
+template <class T, int D, int BN, int BM, int MT, int ST, bool KVREG, int MINB>
+void run_dkdv(BwdParams p, int dev, cudaStream_t st) {
+  static_assert(BM <= kRowPad && kRowPad % BM == 0, "query tiles must divide the row padding");
   const AttentionArgs& a = p.g.fwd;
-  if (a.N > 0) {  // N = 0: dk and dv are empty
-    const std::size_t smem = std::size_t(KN + 2 * KM) * D * 2 * sizeof(T) + 4 * KM * sizeof(float);
-    auto* kernel = &dkdv_mma_kernel<T, D, KN, KM, KVREG>;
-    prepare(reinterpret_cast<const void*>(kernel), KN * 2, smem, dev);
-    p.tiles = (a.N + KN - 1) / KN;
-    const std::int64_t grid = checked_grid(p.tiles * a.batch_count() * a.Hkv);
-    kernel<<<int(grid), KN * 2, smem, st>>>(p);
-  }
-  const std::size_t smem = std::size_t(2 * QM + 4 * QN) * D * sizeof(T);
-  auto* kernel = &dq_mma_kernel<T, D, QM, QN>;
-  prepare(reinterpret_cast<const void*>(kernel), QM * 2, smem, dev);
-  p.tiles = (a.M + QM - 1) / QM;
-  const std::int64_t grid = checked_grid(p.tiles * p.bh);
-  kernel<<<int(grid), QM * 2, smem, st>>>(p);
+  if (a.N == 0) return;  // dk and dv are empty
+  const std::size_t smem =
+      std::size_t(2 * BN + 2 * ST * BM) * D * sizeof(T) + 2 * ST * BM * sizeof(float);
+  auto* kernel = &dkdv_mma_kernel<T, D, BN, BM, MT, ST, KVREG, MINB>;
+  constexpr int kThreads = kDkdvThreads<BN, MT>;
+  prepare(reinterpret_cast<const void*>(kernel), kThreads, smem, dev);
+  p.tiles = (a.N + BN - 1) / BN;
+  const std::int64_t grid = checked_grid(p.tiles * a.batch_count() * a.Hkv);
+  kernel<<<int(grid), kThreads, smem, st>>>(p);
 }
 
+// dQ: <T, D, queries per CTA, keys per step, 16-query blocks per warp,
+// stages, CTAs per SM the registers allow>.
+template <class T, int D, int BM, int BN, int MT, int ST, int MINB>
+void run_dq(BwdParams p, int dev, cudaStream_t st) {
+  static_assert(BM <= kRowPad && kRowPad % BM == 0, "query tiles must divide the row padding");
+  const AttentionArgs& a = p.g.fwd;
+  const std::size_t smem = std::size_t(2 * BM + 2 * ST * BN) * D * sizeof(T);
+  auto* kernel = &dq_mma_kernel<T, D, BM, BN, MT, ST, MINB>;
+  constexpr int kThreads = kDqThreads<BM, MT>;
+  prepare(reinterpret_cast<const void*>(kernel), kThreads, smem, dev);
+  p.tiles = (a.M + BM - 1) / BM;
+  const std::int64_t grid = checked_grid(p.tiles * p.bh);
+  kernel<<<int(grid), kThreads, smem, st>>>(p);
+}
+
+// One configuration per head dim, picked on the H200 among CTAs of 4 warps
+// (docs/log/autograd.md): 16 rows per warp, 32 queries (dK/dV) or keys (dQ)
+// per step, the register cap of 3 CTAs per SM at d 64 (more resident warps
+// beat holding K and V fragments in registers), 2 CTAs and deeper cp.async
+// pipelines at d 128, whose accumulators need the registers.
 template <class T>
 void run_dt(const BwdParams& p, int dev, cudaStream_t st) {
   const AttentionArgs& a = p.g.fwd;
-  if (a.d <= 64 && a.dv <= 64)
-    run<T, 64, 64, 64, true, 64, 64>(p, dev, st);
-  else
-    run<T, 128, 64, 32, false, 64, 32>(p, dev, st);
+  if (a.d <= 64 && a.dv <= 64) {
+    run_dkdv<T, 64, 64, 32, 1, 2, false, 3>(p, dev, st);
+    run_dq<T, 64, 64, 32, 1, 3, 3>(p, dev, st);
+  } else {
+    run_dkdv<T, 128, 64, 32, 1, 3, false, 2>(p, dev, st);
+    run_dq<T, 128, 64, 32, 1, 4, 2>(p, dev, st);
+  }
 }
 
 }  // namespace
