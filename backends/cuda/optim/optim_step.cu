@@ -41,8 +41,11 @@ static_assert(sizeof(ChunkTable<double>) <= 4000, "the chunk table must fit a la
 static_assert(kMaxTensors <= 255, "tensor_of is one byte");
 
 // T the param's stored type, G the grad's, C the compute and state type.
+// __grid_constant__: the table is read in place in the launch's parameter
+// space, never copied per thread.
 template <class T, class G, class C>
-__global__ void __launch_bounds__(kThreads) optim_step_kernel(const ChunkTable<C> tab) {
+__global__ void __launch_bounds__(kThreads)
+    optim_step_kernel(const __grid_constant__ ChunkTable<C> tab) {
   const OptimTensor& t = tab.tensors[tab.tensor_of[blockIdx.x]];
   const std::int64_t begin = static_cast<std::int64_t>(tab.chunk[blockIdx.x]) * kChunk;
   const std::int64_t end = t.numel < begin + kChunk ? t.numel : begin + kChunk;
@@ -51,7 +54,7 @@ __global__ void __launch_bounds__(kThreads) optim_step_kernel(const ChunkTable<C
   C* s0 = static_cast<C*>(t.state0);
   C* s1 = static_cast<C*>(t.state1);
   float* master = static_cast<float*>(t.master);
-  const fn::OptimCoef<C>& k = tab.k;
+  const fn::OptimCoef<C> k = tab.k;
   for (std::int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
     const C pi = master != nullptr ? static_cast<C>(master[i]) : cvt<C>(p[i]);
     const C gi = cvt<C>(g[i]);
