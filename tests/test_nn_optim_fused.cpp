@@ -123,6 +123,30 @@ TEST_CASE("optim: the fused path equals the per-op path", "[nn][optim][fused]") 
   }
 }
 
+TEST_CASE("optim: a parameter the fused ops cannot take sends the step to the per-op path",
+          "[nn][optim][fused]") {
+  // b's weight is a transposed view (not contiguous): the whole step runs
+  // per op, and lands where a's fused step does.
+  nn::Linear a(6, 5, true, DType::f32), b(6, 5, true, DType::f32);
+  nn::init_normal(a, 12, 0.5);
+  b.weight = Tensor::zeros({6, 5}, DType::f32).transpose(0, 1);
+  b.weight.copy_from(a.weight);
+  b.bias.copy_from(a.bias);
+  REQUIRE(!b.weight.is_contiguous());
+  const std::vector<double> start = values(a, "weight");
+  nn::AdamW oa(a), ob(b);
+  for (int s = 0; s < 3; ++s) {
+    set_grads(a, s);
+    set_grads(b, s);
+    oa.step(1e-2);
+    ob.step(1e-2);
+  }
+  const std::vector<double> x = values(a, "weight"), y = values(b, "weight");
+  for (std::size_t i = 0; i < x.size(); ++i)
+    CHECK(std::abs(x[i] - y[i]) <= 1e-6 * (1 + std::abs(y[i])));
+  CHECK(x != start);  // the weights did move
+}
+
 namespace {
 
 const Tensor& state_named(const nn::NamedState& s, const std::string& name) {
