@@ -12,6 +12,7 @@ void register_cpu_rows(Registry& r);         // rows/: reductions, softmax, norm
 void register_cpu_matmul(Registry& r);       // matmul/matmul_cpu.cpp
 void register_cpu_select(Registry& r);       // elementwise/select_cpu.cpp: tril, triu, dropout
 void register_cpu_topk(Registry& r);         // rows/topk_cpu.cpp
+void register_cpu_optim(Registry& r);        // optim/optim_cpu.cpp: adamw_step_, sgd_step_
 }  // namespace cpu
 
 namespace {
@@ -90,6 +91,7 @@ void register_cpu_backend(Registry& r) {
   cpu::register_cpu_matmul(r);
   cpu::register_cpu_select(r);
   cpu::register_cpu_topk(r);
+  cpu::register_cpu_optim(r);
 }
 
 }  // namespace strata

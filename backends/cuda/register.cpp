@@ -6,6 +6,7 @@
 
 #include "cuda/attention/dispatch/entry_points.hpp"
 #include "cuda/cuda_backend.hpp"
+#include "cuda/optim/optim_cuda.hpp"
 #include "strata/registry.hpp"
 
 namespace strata {
@@ -42,6 +43,11 @@ void register_cuda_backend(Registry& r) {
   cuda::register_cuda_elementwise(r);
   cuda::register_cuda_rows(r);
   cuda::register_cuda_matmul(r);
+  // The fused optimizer updates (optim/optim_step.cu), keyed by the params' dtype.
+  for (const char* op : {"adamw_step_", "sgd_step_"})
+    for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})
+      r.add_kernel<OptimStepArgs>(op, "cuda", dt, std::string("cuda.optim.") + op,
+                                  &cuda::optim_step);
 }
 
 }  // namespace strata

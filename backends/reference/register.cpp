@@ -9,6 +9,7 @@ void register_reference_elementwise(Registry& r);  // elementwise_reference.cpp
 void register_reference_rows(Registry& r);
 void register_reference_matmul(Registry& r);  // matmul_reference.cpp
 void register_reference_select(Registry& r);  // select_reference.cpp: tril, triu, dropout, topk
+void register_reference_optim(Registry& r);   // optim_reference.cpp: adamw_step_, sgd_step_
 }  // namespace reference
 
 void register_reference_backend(Registry& r) {
@@ -30,6 +31,7 @@ void register_reference_backend(Registry& r) {
   reference::register_reference_rows(r);
   reference::register_reference_matmul(r);
   reference::register_reference_select(r);
+  reference::register_reference_optim(r);
 }
 
 }  // namespace strata

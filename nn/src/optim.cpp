@@ -1,13 +1,17 @@
-// SGD, AdamW, gradient clipping and learning-rate schedules (optim.hpp),
-// written with the ops: every backend and device runs them as it runs the
-// model. The formulas and their order are torch.optim's, so that a step
-// here and a step there agree to rounding.
+// SGD, AdamW, gradient clipping and learning-rate schedules (optim.hpp).
+// A step goes to the fused multi-tensor ops (optim_fused.cpp) when every
+// parameter qualifies, else it is written here with the elementwise ops;
+// either way every backend and device runs it as it runs the model. The
+// formulas and their order are torch.optim's, so that a step here and a
+// step there agree to rounding. 16-bit parameters may have f32 masters:
+// the update runs on the master, the parameter gets it rounded.
 #include "strata/nn/optim.hpp"
 
 #include <cmath>
 #include <map>
 #include <numbers>
 
+#include "optim_common.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/error.hpp"
 #include "strata/reduce.hpp"
@@ -16,8 +20,7 @@ namespace strata::nn {
 
 namespace {
 
-// The precision of the update and of the optimizer's state for a parameter.
-DType state_dtype(DType param) { return param == DType::f64 ? DType::f64 : DType::f32; }
+using detail::state_dtype;
 
 Tensor widen(const Tensor& t, const OpOptions& o) {
   const DType dt = state_dtype(t.dtype());
@@ -26,14 +29,23 @@ Tensor widen(const Tensor& t, const OpOptions& o) {
 
 // The parameter in the update's precision, and where the result goes back.
 struct Working {
-  Tensor p;  // p itself, or an f32 copy of a 16-bit p
+  Tensor p;  // p itself, its f32 master, or an f32 copy of a 16-bit p
   Tensor* dst;
   void commit(const OpOptions& o) const {
     if (p.data_ptr() != dst->data_ptr()) copy_(*dst, p, o);  // rounds once
   }
 };
 
-Working working(Tensor* p, const OpOptions& o) { return Working{widen(*p, o), p}; }
+Working working(Tensor* p, const Tensor& master, const OpOptions& o) {
+  return Working{master.defined() ? master : widen(*p, o), p};
+}
+
+// The f32 master of p when it has one (16-bit p, master_weights): made from
+// p the first time.
+Tensor master_for(const Tensor& p, bool master_weights, const OpOptions& o) {
+  if (!master_weights || !detail::is_16bit(p.dtype())) return Tensor();
+  return cast(p, DType::f32, o);
+}
 
 void check_rate(const char* op, double lr) {
   check(std::isfinite(lr) && lr >= 0, op, "lr must be finite and >= 0, got ", lr);
@@ -131,16 +143,26 @@ void SGD::step(double lr) {
   const autograd::NoGrad pause;
   const OpOptions& o = o_.op;
   const auto params = m_->named_parameters();
+  if (slots_.empty())
+    for (const auto& [name, p] : params) slots_.push_back(Slot{name, Tensor(), Tensor()});
+  check(slots_.size() == params.size(), "SGD::step", "the module has ", params.size(),
+        " parameters but the optimizer was made for ", slots_.size());
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (!slots_[i].master.defined())
+      slots_[i].master = master_for(*params[i].second, o_.master_weights, o);
+  if (o_.fused && detail::fusable(*m_, params)) {
+    fused_step(params, lr);
+    ++steps_;
+    return;
+  }
   const bool with_momentum = o_.momentum != 0;
-  if (with_momentum && momentum_.empty())
-    for (const auto& [name, p] : params) momentum_.emplace_back(name, Tensor());
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
-    const Working w = working(p, o);
+    const Working w = working(p, slots_[i].master, o);
     Tensor d = widen(m_->grad(name), o);
     if (o_.weight_decay != 0 && o_.decay(name, *p)) d = add(d, mul(w.p, o_.weight_decay, o), o);
     if (with_momentum) {
-      Tensor& buf = momentum_[i].second;
+      Tensor& buf = slots_[i].buf;
       if (!buf.defined()) {
         buf = d.clone();  // torch: the first step's buffer is the gradient itself
       } else {
@@ -157,23 +179,26 @@ void SGD::step(double lr) {
 
 NamedState SGD::state() {
   NamedState s{{"step", step_tensor(steps_)}};
-  for (const auto& [name, buf] : momentum_)
-    if (buf.defined()) s.emplace_back("momentum_buffer." + name, buf);
+  for (const Slot& sl : slots_) {
+    if (sl.buf.defined()) s.emplace_back("momentum_buffer." + sl.name, sl.buf);
+    if (sl.master.defined()) s.emplace_back("master." + sl.name, sl.master);
+  }
   return s;
 }
 
 void SGD::load_state(const NamedState& s) {
   const char* op = "SGD::load_state";
   const std::int64_t steps = find_steps(op, s);
-  const auto params = m_->named_parameters();
-  std::vector<std::pair<std::string, Tensor>> bufs;
-  for (const auto& [name, p] : params) {
-    Tensor b;
+  std::vector<Slot> loaded;
+  for (const auto& [name, p] : m_->named_parameters()) {
+    Slot sl{name, Tensor(), Tensor()};
     if (o_.momentum != 0 && steps > 0)
-      b = find_state(op, s, "momentum_buffer." + name, *p).to(p->device()).clone();
-    bufs.emplace_back(name, b);
+      sl.buf = find_state(op, s, "momentum_buffer." + name, *p).to(p->device()).clone();
+    if (steps > 0 && o_.master_weights && detail::is_16bit(p->dtype()))
+      sl.master = find_state(op, s, "master." + name, *p).to(p->device()).clone();
+    loaded.push_back(std::move(sl));
   }
-  momentum_ = std::move(bufs);
+  slots_ = std::move(loaded);  // nothing changed until every entry was found
   steps_ = steps;
 }
 
@@ -195,15 +220,23 @@ void AdamW::step(double lr) {
   const auto params = m_->named_parameters();
   if (moments_.empty())
     for (const auto& [name, p] : params)
-      moments_.push_back(Moments{name, zeros_like_state(*p), zeros_like_state(*p)});
+      moments_.push_back(Moments{name, zeros_like_state(*p), zeros_like_state(*p), Tensor()});
   check(moments_.size() == params.size(), "AdamW::step", "the module has ", params.size(),
         " parameters but the optimizer was made for ", moments_.size());
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (!moments_[i].master.defined())
+      moments_[i].master = master_for(*params[i].second, o_.master_weights, o);
+  if (o_.fused && detail::fusable(*m_, params)) {
+    fused_step(params, lr);
+    ++steps_;
+    return;
+  }
   const double t = static_cast<double>(steps_ + 1);
   const double bc1 = 1.0 - std::pow(o_.beta1, t), bc2 = 1.0 - std::pow(o_.beta2, t);
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
     Moments& mo = moments_[i];
-    const Working w = working(p, o);
+    const Working w = working(p, mo.master, o);
     const Tensor g = widen(m_->grad(name), o);
     if (o_.weight_decay != 0 && o_.decay(name, *p))
       mul_out(w.p, w.p, 1.0 - lr * o_.weight_decay, o);
@@ -225,6 +258,7 @@ NamedState AdamW::state() {
   for (const Moments& mo : moments_) {
     s.emplace_back("exp_avg." + mo.name, mo.exp_avg);
     s.emplace_back("exp_avg_sq." + mo.name, mo.exp_avg_sq);
+    if (mo.master.defined()) s.emplace_back("master." + mo.name, mo.master);
   }
   return s;
 }
@@ -234,10 +268,12 @@ void AdamW::load_state(const NamedState& s) {
   const std::int64_t steps = find_steps(op, s);
   std::vector<Moments> loaded;
   for (const auto& [name, p] : m_->named_parameters()) {
-    Moments mo{name, zeros_like_state(*p), zeros_like_state(*p)};
+    Moments mo{name, zeros_like_state(*p), zeros_like_state(*p), Tensor()};
     if (steps > 0) {
       mo.exp_avg = find_state(op, s, "exp_avg." + name, *p).to(p->device()).clone();
       mo.exp_avg_sq = find_state(op, s, "exp_avg_sq." + name, *p).to(p->device()).clone();
+      if (o_.master_weights && detail::is_16bit(p->dtype()))
+        mo.master = find_state(op, s, "master." + name, *p).to(p->device()).clone();
     }
     loaded.push_back(std::move(mo));
   }

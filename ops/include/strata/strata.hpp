@@ -14,6 +14,7 @@
 #include "strata/norm.hpp"
 #include "strata/npy.hpp"
 #include "strata/op_options.hpp"
+#include "strata/optim_ops.hpp"
 #include "strata/reduce.hpp"
 #include "strata/registry.hpp"
 #include "strata/rotary.hpp"

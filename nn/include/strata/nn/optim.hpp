@@ -7,10 +7,15 @@
 // learning-rate schedules (constant, linear warm-up then cosine decay, as
 // nanoGPT). docs/guide/training.md.
 //
-// The update is written with the ops (any backend, any device), under
-// autograd::NoGrad. Optimizer state is f32 for 16-bit parameters (f64 for
-// f64 ones), the update computed in that precision and rounded once into
-// the parameter.
+// The update runs under autograd::NoGrad as the fused multi-tensor ops
+// adamw_step_ / sgd_step_ (strata/optim_ops.hpp: a few launches for all the
+// parameters) when every parameter and gradient qualifies (contiguous, one
+// device, floating), else as a handful of elementwise ops per parameter;
+// both give torch.optim's update. Optimizer state is f32 for 16-bit
+// parameters (f64 for f64 ones). Mixed precision: a 16-bit parameter has an
+// f32 master copy (master_weights, on by default) that the update runs on,
+// the parameter receiving the master rounded once per step; the master is
+// part of state(). docs/guide/training.md.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -48,7 +53,9 @@ struct LrSchedule {
 };
 
 // A name -> tensor list of what an optimizer keeps (for checkpoints):
-// "<state>.<parameter name>", plus "step" as a 0-d f64 tensor.
+// "<state>.<parameter name>" (exp_avg, exp_avg_sq, momentum_buffer, and
+// master for the f32 master of a 16-bit parameter), plus "step" as a 0-d
+// f64 tensor.
 using NamedState = std::vector<std::pair<std::string, Tensor>>;
 
 class Optimizer {
@@ -74,7 +81,9 @@ struct SGDOptions {
   double weight_decay = 0.0;  // L2: g += weight_decay * p (torch.optim.SGD)
   bool nesterov = false;      // needs momentum > 0 and dampening 0
   DecayRule decay = decays_by_default;
-  OpOptions op;  // backend and stream of the update's ops
+  bool master_weights = true;  // f16/bf16 parameters: update an f32 master, round into p
+  bool fused = true;           // false: always the per-op update (for comparison)
+  OpOptions op;                // backend and stream of the update's ops
 };
 
 class SGD : public Optimizer {
@@ -87,7 +96,15 @@ class SGD : public Optimizer {
  private:
   Module* m_;
   SGDOptions o_;
-  std::vector<std::pair<std::string, Tensor>> momentum_;  // per parameter, once made
+  // Per parameter: (name, momentum buffer, f32 master), made on the first
+  // step (the buffer only with momentum, the master only for a 16-bit
+  // parameter with master_weights).
+  struct Slot {
+    std::string name;
+    Tensor buf, master;
+  };
+  std::vector<Slot> slots_;
+  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr);
 };
 
 struct AdamWOptions {
@@ -96,6 +113,8 @@ struct AdamWOptions {
   double eps = 1e-8;
   double weight_decay = 0.01;  // decoupled: p *= 1 - lr weight_decay
   DecayRule decay = decays_by_default;
+  bool master_weights = true;  // f16/bf16 parameters: update an f32 master, round into p
+  bool fused = true;           // false: always the per-op update (for comparison)
   OpOptions op;
 };
 
@@ -109,12 +128,14 @@ class AdamW : public Optimizer {
  private:
   Module* m_;
   AdamWOptions o_;
-  // Per parameter: (name, exp_avg, exp_avg_sq), made on the first step.
+  // Per parameter: (name, exp_avg, exp_avg_sq, f32 master or none), made
+  // on the first step.
   struct Moments {
     std::string name;
-    Tensor exp_avg, exp_avg_sq;
+    Tensor exp_avg, exp_avg_sq, master;
   };
   std::vector<Moments> moments_;
+  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr);
 };
 
 }  // namespace strata::nn

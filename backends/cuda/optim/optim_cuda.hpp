@@ -1,0 +1,10 @@
+#pragma once
+// cuda adamw_step_ / sgd_step_ (optim_step.cu): one launcher for every
+// param dtype (f32, f64, f16, bf16), the rule and dtypes read from the args.
+#include "strata/optim_args.hpp"
+
+namespace strata::cuda {
+
+void optim_step(const OptimStepArgs& a);
+
+}  // namespace strata::cuda

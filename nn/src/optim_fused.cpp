@@ -1,0 +1,94 @@
+// The fused update of nn::AdamW and nn::SGD: every parameter's tensors
+// grouped by (parameter dtype, gradient dtype, decayed or not, master or
+// not) and each group handed to adamw_step_ / sgd_step_ in one call (on
+// cuda a few launches per group). optim.cpp chooses between this and the
+// per-op update.
+#include <map>
+#include <tuple>
+
+#include "optim_common.hpp"
+#include "strata/autograd.hpp"
+#include "strata/optim_ops.hpp"
+
+namespace strata::nn {
+namespace detail {
+
+bool fusable(Module& m, const Params& params) {
+  if (params.empty()) return false;
+  const Device dev = params.front().second->device();
+  for (const auto& [name, p] : params) {
+    const Tensor& g = m.grad(name);
+    const DType dt = p->dtype();
+    if (!is_floating(dt) || !p->is_contiguous() || p->device() != dev) return false;
+    if (!g.defined() || !g.is_contiguous() || g.shape() != p->shape() || g.device() != dev)
+      return false;
+    if (g.dtype() != dt && !(is_16bit(dt) && g.dtype() == DType::f32)) return false;
+  }
+  return true;
+}
+
+std::vector<FusedGroup> fused_groups(const std::vector<FusedSlot>& slots) {
+  std::map<std::tuple<int, int, bool, bool>, FusedGroup> groups;  // a fixed order
+  for (const FusedSlot& s : slots) {
+    const auto key = std::make_tuple(static_cast<int>(s.param.dtype()),
+                                     static_cast<int>(s.grad.dtype()), s.decay, s.master.defined());
+    FusedGroup& g = groups[key];
+    g.decay = s.decay;
+    g.params.push_back(s.param);
+    g.grads.push_back(s.grad);
+    if (s.state0.defined()) g.state0.push_back(s.state0);
+    if (s.state1.defined()) g.state1.push_back(s.state1);
+    if (s.master.defined()) g.masters.push_back(s.master);
+  }
+  std::vector<FusedGroup> out;
+  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  return out;
+}
+
+}  // namespace detail
+
+void AdamW::fused_step(const detail::Params& params, double lr) {
+  std::vector<detail::FusedSlot> slots;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& [name, p] = params[i];
+    const Moments& mo = moments_[i];
+    slots.push_back({*p, m_->grad(name), mo.exp_avg, mo.exp_avg_sq, mo.master,
+                     o_.weight_decay != 0 && o_.decay(name, *p)});
+  }
+  AdamWStep s;
+  s.lr = lr;
+  s.beta1 = o_.beta1;
+  s.beta2 = o_.beta2;
+  s.eps = o_.eps;
+  s.step = steps_ + 1;
+  for (const detail::FusedGroup& g : detail::fused_groups(slots)) {
+    s.weight_decay = g.decay ? o_.weight_decay : 0.0;
+    adamw_step_(g.params, g.grads, g.state0, g.state1, g.masters, s, o_.op);
+  }
+}
+
+void SGD::fused_step(const detail::Params& params, double lr) {
+  const bool with_momentum = o_.momentum != 0;
+  // torch.optim.SGD: the first step's buffer is the gradient itself.
+  const bool first = with_momentum && !slots_.front().buf.defined();
+  std::vector<detail::FusedSlot> slots;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& [name, p] = params[i];
+    Slot& sl = slots_[i];
+    if (first) sl.buf = Tensor::zeros(p->shape(), detail::state_dtype(p->dtype()), p->device());
+    slots.push_back({*p, m_->grad(name), sl.buf, Tensor(), sl.master,
+                     o_.weight_decay != 0 && o_.decay(name, *p)});
+  }
+  SGDStep s;
+  s.lr = lr;
+  s.momentum = o_.momentum;
+  s.dampening = o_.dampening;
+  s.nesterov = o_.nesterov;
+  s.first_step = first;
+  for (const detail::FusedGroup& g : detail::fused_groups(slots)) {
+    s.weight_decay = g.decay ? o_.weight_decay : 0.0;
+    sgd_step_(g.params, g.grads, g.state0, g.masters, s, o_.op);
+  }
+}
+
+}  // namespace strata::nn

@@ -1,0 +1,181 @@
+#pragma once
+// A fused optimizer update (adamw_step_ / sgd_step_) run on one backend and
+// on the reference from the same seeded lists, step after step, and every
+// tensor it writes (params, state, masters) compared: the cpu suite
+// (test_nn_optim_fused.cpp) and the cuda one (cuda/test_cuda_optim.cpp)
+// share it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "catch.hpp"
+#include "ops_test_util.hpp"
+#include "strata/optim_ops.hpp"
+
+namespace optim_test {
+
+using namespace strata;
+
+struct Case {
+  DType param = DType::f32, grad = DType::f32;
+  bool master = false;
+  bool adamw = true;
+  double momentum = 0.9, dampening = 0.0;  // SGD
+  bool nesterov = false;
+  std::vector<Shape> shapes;
+};
+
+// Everything one call reads and writes, on one device.
+struct Lists {
+  std::vector<Tensor> params, grads, s0, s1, masters;
+};
+
+inline DType state_of(DType p) { return p == DType::f64 ? DType::f64 : DType::f32; }
+
+inline Tensor seeded(const Shape& s, std::uint64_t seed, DType dt, Device dev, double scale,
+                     bool positive = false) {
+  std::vector<double> v = Tensor::randn(s, seed, DType::f64).to_vector<double>();
+  for (double& x : v) x = (positive ? std::abs(x) : x) * scale;
+  return Tensor::from_vector(v, s).to(dt).to(dev);
+}
+
+inline Lists make_lists(const Case& c, Device dev) {
+  Lists l;
+  const DType st = state_of(c.param);
+  for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+    const Shape& s = c.shapes[i];
+    const std::uint64_t seed = 100 + 10 * i;
+    l.params.push_back(seeded(s, seed, c.param, dev, 0.5));
+    l.grads.push_back(seeded(s, seed + 1, c.grad, dev, 1.0));
+    if (c.adamw || c.momentum != 0) l.s0.push_back(seeded(s, seed + 2, st, dev, 0.1));
+    if (c.adamw) l.s1.push_back(seeded(s, seed + 3, st, dev, 0.01, true));
+    if (c.master) l.masters.push_back(l.params.back().to(DType::f32).clone());
+  }
+  return l;
+}
+
+// Step `step` (1-based) of the case on backend `be`; new grads each step.
+inline void run_step(const Case& c, Lists& l, int step, const char* be) {
+  for (std::size_t i = 0; i < l.grads.size(); ++i)
+    l.grads[i].copy_from(seeded(c.shapes[i], 1000 * step + i, c.grad, Device::cpu(), 1.0));
+  const OpOptions o = ops_test::on(be);
+  if (c.adamw) {
+    AdamWStep s;
+    s.lr = 1e-2 * step;
+    s.beta1 = 0.8;
+    s.beta2 = 0.95;
+    s.eps = 1e-6;
+    s.weight_decay = 0.1;
+    s.step = step;
+    adamw_step_(l.params, l.grads, l.s0, l.s1, l.masters, s, o);
+  } else {
+    SGDStep s;
+    s.lr = 0.05;
+    s.momentum = c.momentum;
+    s.dampening = c.dampening;
+    s.nesterov = c.nesterov;
+    s.weight_decay = 0.05;
+    s.first_step = step == 1;
+    sgd_step_(l.params, l.grads, l.s0, l.masters, s, o);
+  }
+}
+
+// Tolerances against the f64 reference: the kernels compute in f32 (f64 for
+// f64 params); a 16-bit param may round one ulp apart.
+inline void require_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                          const char* what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const DType dt = got[i].dtype();
+    const double rtol = ops_test::per_dtype(dt, 1e-12, 2e-5, 1e-3, 8e-3, 0);
+    const double atol = ops_test::per_dtype(dt, 1e-14, 1e-6, 1e-4, 1e-3, 0);
+    const std::vector<double> g = got[i].to(Device::cpu()).to_vector<double>();
+    const std::vector<double> w = want[i].to(Device::cpu()).to_vector<double>();
+    const std::size_t bad = ops_test::first_out_of_tolerance(g, w, atol, rtol);
+    INFO(what << "[" << i << "] (" << dtype_name(dt) << ") element " << bad << ": "
+              << (bad < g.size() ? g[bad] : 0.0) << " vs reference "
+              << (bad < g.size() ? w[bad] : 0.0));
+    CHECK(bad == g.size());
+  }
+}
+
+// Runs three steps of c on `be` (tensors on dev) and on the reference, and
+// compares everything written after each step; each step starts from the
+// reference's values (a 16-bit param one ulp apart would otherwise feed
+// the next step's decay and momentum). A master's param must be the master
+// rounded, bit for bit.
+inline void check_against_reference(const Case& c, const char* be, Device dev) {
+  Lists ref = make_lists(c, Device::cpu()), got = make_lists(c, dev);
+  for (int step = 1; step <= 3; ++step) {
+    INFO("step " << step);
+    run_step(c, ref, step, "reference");
+    run_step(c, got, step, be);
+    require_close(got.params, ref.params, "params");
+    require_close(got.s0, ref.s0, "state0");
+    require_close(got.s1, ref.s1, "state1");
+    require_close(got.masters, ref.masters, "masters");
+    for (std::size_t i = 0; i < got.masters.size(); ++i) {
+      const Tensor rounded = got.masters[i].to(Device::cpu()).to(c.param);
+      CHECK(rounded.to_vector<double>() == got.params[i].to(Device::cpu()).to_vector<double>());
+    }
+    for (auto [g, r] : {std::pair{&got.params, &ref.params}, std::pair{&got.s0, &ref.s0},
+                        std::pair{&got.s1, &ref.s1}, std::pair{&got.masters, &ref.masters}})
+      for (std::size_t i = 0; i < g->size(); ++i) (*g)[i].copy_from((*r)[i]);
+  }
+}
+
+// The cases every backend runs: each rule on each param dtype, with and
+// without masters, 16-bit grads and f32 grads, tensors of several chunks
+// and of none.
+inline std::vector<Case> standard_cases(const std::vector<Shape>& shapes) {
+  std::vector<Case> cases;
+  for (const bool adamw : {true, false}) {
+    for (const DType p : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
+      const bool low = p == DType::bf16 || p == DType::f16;
+      for (const bool master : {false, true}) {
+        if (master && !low) continue;
+        for (const DType g : {p, DType::f32}) {
+          if (g == DType::f32 && !low) continue;
+          Case c;
+          c.param = p;
+          c.grad = g;
+          c.master = master;
+          c.adamw = adamw;
+          c.shapes = shapes;
+          cases.push_back(c);
+        }
+      }
+    }
+  }
+  for (const bool nesterov : {false, true}) {  // SGD's other forms, f32
+    Case c;
+    c.adamw = false;
+    c.nesterov = nesterov;
+    c.dampening = nesterov ? 0.0 : 0.3;
+    c.shapes = shapes;
+    cases.push_back(c);
+  }
+  Case plain;  // SGD without momentum: no buffers
+  plain.adamw = false;
+  plain.momentum = 0;
+  plain.shapes = shapes;
+  cases.push_back(plain);
+  return cases;
+}
+
+inline std::string describe(const Case& c) {
+  std::string d = c.adamw ? "adamw" : "sgd";
+  d += " param ";
+  d += dtype_name(c.param);
+  d += " grad ";
+  d += dtype_name(c.grad);
+  if (c.master) d += " master";
+  if (c.nesterov) d += " nesterov";
+  if (!c.adamw) d += " momentum " + std::to_string(c.momentum);
+  return d;
+}
+
+}  // namespace optim_test
