@@ -123,8 +123,10 @@ TEST_CASE("train: 20 steps, a checkpoint, 20 resumed steps == 40 steps, byte for
   }
   const auto whole = run(o, 0, dir / "unused");
   const auto resumed = run(o, 20, dir / "checkpoint");
-  CHECK(resumed.first == whole.first);
-  CHECK(resumed.second == whole.second);
+  const bool same_weights = resumed.first == whole.first;
+  const bool same_optimizer_state = resumed.second == whole.second;
+  CHECK(same_weights);
+  CHECK(same_optimizer_state);
   // And the checkpoint is a Hugging Face model that load_model reads.
   nn::DecoderLM loaded =
       nn::load_model(dir / "checkpoint/config.json", dir / "checkpoint/model.safetensors");
