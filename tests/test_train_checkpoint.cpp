@@ -70,7 +70,7 @@ TEST_CASE("train: a process killed during saves leaves a whole checkpoint", "[tr
   std::uniform_int_distribution<int> delay_us(0, 40'000);
   int kills = 0, mid_save = 0, finished = 0;
   std::int64_t last_step = 0;
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < 25; ++round) {
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -127,7 +127,7 @@ TEST_CASE("train: a process killed during saves leaves a whole checkpoint", "[tr
   }
   // The kills land in saves often (a save is most of a tiny step's time).
   WARN("kills " << kills << ", during a save " << mid_save << ", runs finished " << finished);
-  CHECK(kills >= 20);
+  CHECK(kills >= 12);
 }
 
 TEST_CASE("train: saves clear leftovers; a checkpoint moved aside is found at .old", "[train]") {
