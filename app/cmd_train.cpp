@@ -1,6 +1,6 @@
 // `strata train`: trains a model on a token stream, with progress on stderr,
 // a CSV log and checkpoints in the out folder (docs/guide/cli.md,
-// docs/guide/training.md "strata train").
+// docs/guide/training.md, "`strata train`").
 #include <unistd.h>
 
 #include <chrono>

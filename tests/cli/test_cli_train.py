@@ -98,7 +98,7 @@ with tempfile.TemporaryDirectory() as tmp:
     if open(path("whole", "checkpoint", "model.safetensors"), "rb").read() != before:
         failures.append("a refused run changed the existing checkpoint")
     run(["--resume", path("whole"), "--out", path("whole"), "--lr", "1"], 2,
-        "--lr (saved: 0.003) differ from the checkpoint's")
+        "given other values than the checkpoint's: --lr (saved: 0.003)")
     run(base + ["--out", path("data.txt", "out")], 1, "cannot write in")
     if os.geteuid() != 0:  # root writes anywhere
         os.makedirs(path("locked"))

@@ -4,7 +4,7 @@
 // batches with gradient accumulation, clipping, the schedule, the
 // optimizer), validation on a held-out tail, and checkpoints that a process
 // killed mid-save cannot corrupt and that resume bit-identically. What
-// `strata train` runs. docs/guide/training.md, "strata train".
+// `strata train` runs. docs/guide/training.md, "`strata train`".
 #include <cstdint>
 #include <functional>
 #include <memory>
