@@ -149,8 +149,7 @@ nn::TrainOptions merge_resumed(const TrainCli& c, const nn::CheckpointInfo& info
   if (!clash.empty())
     throw UsageError("--resume '" + c.resume + "': given other values than the checkpoint's: " +
                      clash + "; a resumed run keeps its options");
-  a resumed run keeps its options ");
-      if (c.given("--steps")) {
+  if (c.given("--steps")) {
     if (t.steps <= info.step)
       throw UsageError("--steps " + std::to_string(t.steps) + ": the checkpoint is at step " +
                        std::to_string(info.step) + " already");
