@@ -24,5 +24,6 @@ void add_attention_command(CLI::App& root, int& status);
 void add_check_command(CLI::App& root, int& status);
 void add_forward_command(CLI::App& root, int& status);   // models: logits for ids
 void add_generate_command(CLI::App& root, int& status);  // models: text generation
+void add_train_command(CLI::App& root, int& status);     // models: training
 
 }  // namespace strata::cli

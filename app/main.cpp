@@ -29,6 +29,7 @@ int run(int argc, char** argv) {
   strata::cli::add_check_command(app, status);
   strata::cli::add_generate_command(app, status);
   strata::cli::add_forward_command(app, status);
+  strata::cli::add_train_command(app, status);
   const char* exit_codes =
       "Exit status: 0 success; 1 an error (bad file, bad shapes, unavailable backend, I/O, too "
       "large for memory); 2 a command line that makes no sense (unknown option, bad value, "
