@@ -6,15 +6,19 @@
 // automatic size; with ignored rows (ignore_index outside and inside the
 // vocabulary); on an untied Llama head (RMSNorm), a tied Llama head and
 // GPT-2's tied head (LayerNorm with bias), where the head's gradient must
-// land in the one embedding table.
+// land in the one embedding table. And the point of it: under an
+// address-space limit far below the [rows, V] logits, the fused loss trains
+// while the unfused path runs out of memory.
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "address_limit.hpp"
 #include "catch.hpp"
 #include "strata/autograd.hpp"
 #include "strata/cross_entropy.hpp"
+#include "strata/elementwise.hpp"
 #include "test_nn_util.hpp"
 
 using namespace strata;
@@ -179,4 +183,42 @@ TEST_CASE("lm loss: bad targets and options are errors naming the call", "[nn][l
   const std::string e = error_of(Tensor::from_vector<std::int64_t>({2, 3, 64, 5}, {1, 4}), 2);
   INFO(e);
   CHECK(e.find("64") != std::string::npos);
+}
+
+// The allocator keeps no statistic of live bytes, so the memory property is
+// shown by a limit: the process may map only 160 MiB more than it does, the
+// unfused logits of 2048 rows x 32768 classes are 256 MiB (and their
+// gradient as much again), while the fused loss holds 64 rows of them.
+TEST_CASE("lm loss: the whole batch's logits are never held at once", "[nn][lmloss][memory]") {
+#ifdef STRATA_TEST_NO_RLIMIT
+  SKIP("address-space limits cannot be set under a sanitizer");
+#else
+  const std::int64_t rows = 2048, d = 16, vocab = 32768;
+  const nn::Norm norm = nn::RMSNorm(d, 1e-6);
+  const Tensor x = Tensor::randn({rows, d}, 51);
+  const Tensor w = mul(Tensor::randn({vocab, d}, 52), 0.1);
+  std::vector<std::int64_t> t;
+  for (std::int64_t i = 0; i < rows; ++i) t.push_back((i * 7919) % vocab);
+  const Tensor targets = Tensor::from_vector(t, {rows});
+  const Tensor gx = Tensor::zeros({rows, d}), gw = Tensor::zeros({vocab, d});
+  MatmulOptions o;
+  o.backend = "cpu";
+  nn::LossOptions lo;
+  lo.chunk_rows = 64;
+  auto train = [&](bool fused) {
+    autograd::Tape tape;
+    tape.watch(x, gx);
+    tape.watch(w, gw);
+    const Tensor loss =
+        fused ? nn::lm_loss(x, norm, w, targets, lo, o)
+              : cross_entropy(linear(std::get<nn::RMSNorm>(norm).forward(x, o), w, Tensor(), o),
+                              targets, {}, o);
+    tape.backward(loss);
+    return loss.item({});
+  };
+  const double want = train(true);  // outside the limit: threads and their arenas exist
+  const double got = test::with_address_limit(160, [&] { return train(true); });
+  CHECK(std::abs(got - want) <= 1e-6 * std::abs(want));
+  CHECK_THROWS(test::with_address_limit(160, [&] { return train(false); }));
+#endif
 }
