@@ -9,13 +9,15 @@
 //
 // Each benchmark reports its time per step and peak_MiB, the bytes a step
 // adds to the process at its peak: measured in a child process (this binary
-// run again with --peak) with STRATA_HOST_CACHE=0, so that freed blocks go
-// back to the system and the resident high-water mark (VmHWM, reset through
-// /proc/self/clear_refs after a first step) follows what is alive.
+// run again with --peak) with STRATA_HOST_CACHE=0 and a fixed glibc mmap
+// threshold, so that freed blocks go back to the system and the resident
+// high-water mark (VmHWM, reset through /proc/self/clear_refs after a first
+// step) follows what is alive.
 //
 //   bench_lm_loss_cpu [--benchmark_filter=...]
 //   bench_lm_loss_cpu --peak=CHUNK   (CHUNK -1: unfused; prints the bytes)
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -102,7 +104,11 @@ int peak_main(std::int64_t chunk) {
 
 // The parent's side: the child's answer in MiB (-1 when it gave none).
 double peak_mib(std::int64_t chunk) {
-  const std::string cmd = "STRATA_HOST_CACHE=0 /proc/self/exe --peak=" + std::to_string(chunk);
+  // This binary's own path: /proc/self/exe inside the command would be the shell's.
+  char self[4096] = {};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return -1;
+  const std::string cmd = std::string("MALLOC_MMAP_THRESHOLD_=65536 STRATA_HOST_CACHE=0 '") + self +
+                          "' --peak=" + std::to_string(chunk);
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return -1;
   long bytes = -1;
@@ -132,11 +138,11 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--peak=", 7) == 0) return peak_main(std::atoll(argv[i] + 7));
   return strata_bench::run_benchmarks(argc, argv, [] {
     // -1: unfused; 0: the automatic chunk; then fixed chunk sizes.
-    for (const std::int64_t chunk : {-1, 0, 128, 1024})
+    for (const std::int64_t chunk : {-1, 0, 64, 1024})
       benchmark::RegisterBenchmark("lm_loss/rows:1024/d:768/vocab:50304", BM_lm_loss)
           ->Arg(chunk)
           ->ArgName("chunk")
-          ->Iterations(3)
+          ->Iterations(2)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
   });
