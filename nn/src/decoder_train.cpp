@@ -29,8 +29,17 @@ Tensor TransformerBlock::forward(const Tensor& x, const Tensor& positions,
   return add(y, m, opt);
 }
 
-Tensor DecoderLM::forward_train(const Tensor& ids_in) {
-  const char* op = "DecoderLM::forward";
+Tensor DecoderLM::forward_train(const Tensor& ids) {
+  const MatmulOptions opt = overwrite(opt_);
+  const Tensor x = hidden_states(ids, "DecoderLM::forward");
+  const Tensor logits = linear(norm_forward(norm_f, x, opt), lm_head_weight(), Tensor(), opt);
+  // f32 as the inference path gives, except an f64 model keeps f64 (what
+  // gradient checks against finite differences need).
+  const bool keep = logits.dtype() == DType::f32 || logits.dtype() == DType::f64;
+  return keep ? logits : cast(logits, DType::f32, opt);
+}
+
+Tensor DecoderLM::hidden_states(const Tensor& ids_in, const char* op) {
   check_ids(ids_in, op);
   const std::int64_t t = ids_in.size(1);
   check_positions(cfg_, t, op);
@@ -52,11 +61,7 @@ Tensor DecoderLM::forward_train(const Tensor& ids_in) {
       x = block.forward(x, pos, opt);
     }
   }
-  const Tensor logits = linear(norm_forward(norm_f, x, opt), lm_head_weight(), Tensor(), opt);
-  // f32 as the inference path gives, except an f64 model keeps f64 (what
-  // gradient checks against finite differences need).
-  const bool keep = logits.dtype() == DType::f32 || logits.dtype() == DType::f64;
-  return keep ? logits : cast(logits, DType::f32, opt);
+  return x;
 }
 
 }  // namespace strata::nn

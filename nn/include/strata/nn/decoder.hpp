@@ -53,6 +53,24 @@ class TransformerBlock : public Module {
   FeedForward mlp;
 };
 
+// DecoderLM::loss's options (docs/guide/training.md, "The language-model loss").
+struct LossOptions {
+  // Rows whose target is this value add nothing and are not counted.
+  std::int64_t ignore_index = -100;
+  // Rows of logits held at once; 0 picks about 32 MiB of them (at least 64
+  // rows), so a small vocabulary's batch is one chunk.
+  std::int64_t chunk_rows = 0;
+};
+
+// The loss DecoderLM::loss computes from the last block's output, for any
+// hidden states: hidden [..., D] -> norm_f -> x head_weight^T [V, D] ->
+// mean cross entropy against targets [...] (i32/i64), over chunks of rows so
+// that no more than lo.chunk_rows rows of logits exist at once; 0-d, f32
+// (f64 for f64 hidden). Under a tape: one node, whose backward recomputes
+// each chunk's logits (nn/src/decoder_loss.cpp).
+Tensor lm_loss(const Tensor& hidden, const Norm& norm_f, const Tensor& head_weight,
+               const Tensor& targets, const LossOptions& lo = {}, const MatmulOptions& opt = {});
+
 class DecoderLM : public Module {
  public:
   explicit DecoderLM(const ModelConfig& cfg, DType dt = DType::f32, Device dev = Device::cpu());
@@ -83,6 +101,14 @@ class DecoderLM : public Module {
   // that the tape can take its gradients; it then takes no cache, and an
   // f64 model's logits stay f64.
   Tensor forward(const Tensor& ids, KVCache* cache = nullptr);
+  // The mean cross entropy of the next-token logits against targets [B, T]
+  // (i32/i64, any device), 0-d, f32 (f64 for an f64 model), without
+  // holding the logits of every row at once (decoder_loss.cpp): the final
+  // norm, the head and cross_entropy run over chunks of chunk_rows rows,
+  // keeping each row's log-sum-exp. Under a tape the three are one node
+  // whose backward recomputes each chunk's logits. Equal, up to rounding,
+  // to cross_entropy(forward(ids), targets) with mean reduction.
+  Tensor loss(const Tensor& ids, const Tensor& targets, const LossOptions& lo = {});
   // The same into logits f32 [B, T, V] on the model's device (any strides).
   // After the first call for a (B, T) a call allocates nothing when ids are
   // on the model's device.
@@ -132,6 +158,8 @@ class DecoderLM : public Module {
   bool use_graph(std::int64_t t, const KVCache* cache) const;
   // forward under a recording tape (decoder_train.cpp).
   Tensor forward_train(const Tensor& ids);
+  // Its residual stream after the last block, before norm_f: [B, T, D].
+  Tensor hidden_states(const Tensor& ids, const char* op);
   void graph_step(const Tensor& logits, const Tensor& ids, KVCache& cache);
 
   ModelConfig cfg_;
