@@ -35,15 +35,8 @@ __global__ void __launch_bounds__(kRowThreads) forward_kernel(RowParams p) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
   __shared__ C sh[G / 32];
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
   const std::int64_t ignore = p.iparam[0];
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     C v[kCap];
     C m = -INFINITY, s = 0;
@@ -84,7 +77,7 @@ __global__ void __launch_bounds__(kRowThreads) forward_kernel(RowParams p) {
       pair[1] = t == ignore ? C(0) : C(1);
       reinterpret_cast<C*>(p.ptr[0])[off[0]] = loss;
     }
-  }
+  });
 }
 
 template <class T, class I, int G>
@@ -92,18 +85,11 @@ __global__ void __launch_bounds__(kRowThreads) backward_kernel(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
   const std::int64_t ignore = p.iparam[0];
   const bool acc = p.iparam[1] != 0;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     const std::int64_t t = load_id<I>(p.ptr[2], off[2]);
-    if (t == ignore && acc) continue;  // nothing to add
+    if (t == ignore && acc) return;  // nothing to add
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     T* y = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     const C* pair = reinterpret_cast<const C*>(p.ptr[3]) + off[3];
@@ -131,7 +117,7 @@ __global__ void __launch_bounds__(kRowThreads) backward_kernel(RowParams p) {
         }
       store_tile<T, G>(y, p.row_stride[0], p.n, t0, lane, p.vec, v);
     }
-  }
+  });
 }
 
 // Every target in [0, V) or ignore_index, before anything is written;
@@ -148,32 +134,27 @@ void check_targets(const char* op, const IterArgs& a, const RowParams& p, cudaSt
          ") and not ignore_index (", ignore, ")");
 }
 
-template <class T>
-void forward(const IterArgs& a) {
-  const RowParams p = make_row_params<T>(a, 0b10);  // x (the rest have stride 0 along the row)
-  if (p.rows == 0 || p.n == 0) return;
-  const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  check_targets("cross_entropy", a, p, st);
-  if (a.op[2].dtype == DType::i32)
-    launch_group_rows(&forward_kernel<T, std::int32_t, 32>,
-                      &forward_kernel<T, std::int32_t, kRowThreads>, p, st);
+// The general kernels for targets of type I: forward_kernel, or backward_kernel.
+template <class T, class I, bool Backward>
+void launch(const RowParams& p, cudaStream_t st) {
+  if constexpr (Backward)
+    launch_group_rows(&backward_kernel<T, I, 32>, &backward_kernel<T, I, kRowThreads>, p, st);
   else
-    launch_group_rows(&forward_kernel<T, std::int64_t, 32>,
-                      &forward_kernel<T, std::int64_t, kRowThreads>, p, st);
+    launch_group_rows(&forward_kernel<T, I, 32>, &forward_kernel<T, I, kRowThreads>, p, st);
 }
 
-template <class T>
-void backward(const IterArgs& a) {
-  const RowParams p = make_row_params<T>(a, 0b11);  // grad_logits, x
+// cross_entropy (walks x) or cross_entropy_backward (walks grad_logits and x;
+// the rest have stride 0 along the row).
+template <class T, bool Backward>
+void run(const IterArgs& a) {
+  const RowParams p = make_row_params<T>(a, Backward ? 0b11 : 0b10);
   if (p.rows == 0 || p.n == 0) return;
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  check_targets("cross_entropy_backward", a, p, st);
+  check_targets(Backward ? "cross_entropy_backward" : "cross_entropy", a, p, st);
   if (a.op[2].dtype == DType::i32)
-    launch_group_rows(&backward_kernel<T, std::int32_t, 32>,
-                      &backward_kernel<T, std::int32_t, kRowThreads>, p, st);
+    launch<T, std::int32_t, Backward>(p, st);
   else
-    launch_group_rows(&backward_kernel<T, std::int64_t, 32>,
-                      &backward_kernel<T, std::int64_t, kRowThreads>, p, st);
+    launch<T, std::int64_t, Backward>(p, st);
 }
 
 }  // namespace
@@ -182,8 +163,8 @@ std::vector<EwEntry> row_cross_entropy_entries() {
   std::vector<EwEntry> v;
   for_float_dtypes([&](DType dt, auto t) {
     using T = typename decltype(t)::type;
-    v.push_back({"cross_entropy", dt, &forward<T>});
-    v.push_back({"cross_entropy_backward", dt, &backward<T>});
+    v.push_back({"cross_entropy", dt, &run<T, false>});
+    v.push_back({"cross_entropy_backward", dt, &run<T, true>});
   });
   return v;
 }
