@@ -9,41 +9,17 @@ GFLOP/s counts 2.5 times the forward's 4 B H L^2 d (halved for causal).
 
     python3 bench/cpu_peer_attention_backward.py build/bench/bench_attention_backward_cpu [--threads 2]
 """
-import argparse
-import json
-import os
-import subprocess
 import sys
-import time
+
+from cpu_peer_common import benchmark_medians, median_ms, parse_args
 
 
 def run_strata(binary, threads, reps):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    out = subprocess.run(
-        [binary, f"--benchmark_filter=/{threads}/real_time", f"--benchmark_repetitions={reps}",
-         "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.3",
-         "--benchmark_format=json"],
-        env=env, check=True, capture_output=True, text=True).stdout
     rows = {}
-    for b in json.loads(out)["benchmarks"]:
-        if b.get("aggregate_name") != "median":
-            continue
-        name, B, H, L, d, causal = b["run_name"].split("/")[:6]
-        ms = b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
+    for fields, ms in benchmark_medians(binary, f"/{threads}/real_time", threads, reps, 0.3):
+        name, B, H, L, d, causal = fields[:6]
         rows.setdefault((int(B), int(H), int(L), int(d), int(causal)), {})[name] = ms
     return rows
-
-
-def median_ms(fn, reps):
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(max(reps, 5) * 2):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] * 1e3
 
 
 def math_sdpa(q, k, v, is_causal=False):
@@ -81,11 +57,7 @@ def run_torch(shapes, threads, reps):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("binary")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--reps", type=int, default=5)
-    a = ap.parse_args()
+    a = parse_args(__doc__)
     ours = run_strata(a.binary, a.threads, a.reps)
     theirs, version, cap = run_torch(sorted(ours), a.threads, a.reps)
     print(f"threads={a.threads}  torch {version} ({cap})  medians in ms; "

@@ -8,27 +8,15 @@ counted as 4 * M * N * d, as in the benchmark binary.
 
     python3 bench/cpu_peer_sdpa.py build/bench/bench_attention_cpu [--threads 16] [--reps 5]
 """
-import argparse
-import json
-import os
-import subprocess
 import sys
-import time
+
+from cpu_peer_common import benchmark_medians, median_ms, parse_args
 
 
 def run_strata(binary, threads, reps):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    out = subprocess.run(
-        [binary, f"--benchmark_filter=^cpu/.*/{threads}/real", f"--benchmark_repetitions={reps}",
-         "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.2",
-         "--benchmark_format=json"],
-        env=env, check=True, capture_output=True, text=True).stdout
     rows = {}
-    for b in json.loads(out)["benchmarks"]:
-        if b.get("aggregate_name") != "median":
-            continue
-        _, M, N, d, _t = b["run_name"].split("/")[:5]
-        ms = b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
+    for fields, ms in benchmark_medians(binary, f"^cpu/.*/{threads}/real", threads, reps, 0.2):
+        _, M, N, d, _t = fields[:5]
         rows[(int(M), int(N), int(d))] = ms
     return rows
 
@@ -41,24 +29,12 @@ def run_torch(shapes, threads, reps):
     for (M, N, d) in shapes:
         q, k, v = (torch.randn(1, 1, n, d) for n in (M, N, N))
         with torch.no_grad():
-            for _ in range(3):
-                sdpa(q, k, v)
-            times = []
-            for _ in range(max(reps, 5) * 3):
-                t0 = time.perf_counter()
-                sdpa(q, k, v)
-                times.append(time.perf_counter() - t0)
-        times.sort()
-        rows[(M, N, d)] = times[len(times) // 2] * 1e3
+            rows[(M, N, d)] = median_ms(lambda: sdpa(q, k, v), reps, warmup=3, factor=3)
     return rows, torch.__version__, torch.backends.cpu.get_cpu_capability()
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("binary")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--reps", type=int, default=5)
-    a = ap.parse_args()
+    a = parse_args(__doc__)
     ours = run_strata(a.binary, a.threads, a.reps)
     theirs, version, cap = run_torch(sorted(ours), a.threads, a.reps)
     print(f"threads={a.threads}  torch {version} ({cap})  medians; GFLOP/s = 4*M*N*d / time")

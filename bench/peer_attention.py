@@ -27,67 +27,58 @@ import torch
 import torch.nn.functional as F
 
 # name: (B, H, M, N, d, causal, fused, two_d, dtype, kt); kept in step with
-# shapes() in bench/bench_attention_cuda.cpp.
+# shapes() in bench/bench_attention_cuda.cpp (and in its order).
+F32, F64, BF16, F16 = torch.float32, torch.float64, torch.bfloat16, torch.float16
+
+
+def _shape(B, H, M, N, d, dtype, causal=False, fused=False, two_d=False, kt=False):
+    return (B, H, M, N, d, causal, fused, two_d, dtype, kt)
+
+
+def _like(names, prefix, dtype):
+    """The f32 shapes `names` again as prefix + name, in dtype."""
+    return {prefix + n: SHAPES[n][:8] + (dtype, SHAPES[n][9]) for n in names}
+
+
 SHAPES = {
-    "single_1024_d64": (1, 1, 1024, 1024, 64, False, False, True, torch.float32, False),
-    "single_4096_d64": (1, 1, 4096, 4096, 64, False, False, True, torch.float32, False),
-    "single_8192_d128": (1, 1, 8192, 8192, 128, False, False, True, torch.float32, False),
-    "single_4096_d100": (1, 1, 4096, 4096, 100, False, False, True, torch.float32, False),
-    "single_4096_d128": (1, 1, 4096, 4096, 128, False, False, True, torch.float32, False),
-    "decode_262144_d128": (1, 1, 1, 262144, 128, False, False, True, torch.float32, False),
-    "decode_b8h32_32768_d128": (8, 32, 1, 32768, 128, False, False, False, torch.float32, False),
-    "b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float32, False),
-    "b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.float32, False),
-    "b4h16_4096_d64_fused": (4, 16, 4096, 4096, 64, False, True, False, torch.float32, False),
-    "b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float32, False),
-    "b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False, torch.float32, False),
-    "b1h32_8192_d128_fused": (1, 32, 8192, 8192, 128, False, True, False, torch.float32, False),
-    "single_4096_d64_kt": (1, 1, 4096, 4096, 64, False, False, True, torch.float32, True),
-    "f64_single_2048_d64": (1, 1, 2048, 2048, 64, False, False, True, torch.float64, False),
-    "f64_b4h16_2048_d64": (4, 16, 2048, 2048, 64, False, False, False, torch.float64, False),
-    "f64_single_4096_d128": (1, 1, 4096, 4096, 128, False, False, True, torch.float64, False),
-    "bf16_single_4096_d64": (1, 1, 4096, 4096, 64, False, False, True, torch.bfloat16, False),
-    "bf16_single_8192_d128": (1, 1, 8192, 8192, 128, False, False, True, torch.bfloat16, False),
-    "bf16_single_4096_d100": (1, 1, 4096, 4096, 100, False, False, True, torch.bfloat16, False),
-    "bf16_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.bfloat16, False),
-    "bf16_b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.bfloat16,
-                                   False),
-    "bf16_b4h16_4096_d64_fused": (4, 16, 4096, 4096, 64, False, True, False, torch.bfloat16,
-                                  False),
-    "bf16_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.bfloat16, False),
-    "bf16_b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False, torch.bfloat16,
-                                    False),
-    "bf16_b1h32_8192_d128_fused": (1, 32, 8192, 8192, 128, False, True, False, torch.bfloat16,
-                                   False),
-    "bf16_b1h32_8192_d100": (1, 32, 8192, 8192, 100, False, False, False, torch.bfloat16, False),
-    "bf16_b1h32_8192_d80": (1, 32, 8192, 8192, 80, False, False, False, torch.bfloat16, False),
-    "bf16_b1h32_8192_d96": (1, 32, 8192, 8192, 96, False, False, False, torch.bfloat16, False),
-    "bf16_b1h32_4096_d192": (1, 32, 4096, 4096, 192, False, False, False, torch.bfloat16, False),
-    "bf16_b1h32_4096_d256": (1, 32, 4096, 4096, 256, False, False, False, torch.bfloat16, False),
-    "f16_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float16, False),
-    "f16_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float16, False),
-    # f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core kernel.
-    "f32high_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float32, False),
-    "f32high_b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.float32,
-                                      False),
-    "f32high_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float32,
-                                False),
-    "f32high_b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False, torch.float32,
-                                       False),
-    "f32medium_b4h16_4096_d64": (4, 16, 4096, 4096, 64, False, False, False, torch.float32,
-                                 False),
-    "f32medium_b4h16_4096_d64_causal": (4, 16, 4096, 4096, 64, True, False, False, torch.float32,
-                                        False),
-    "f32medium_b1h32_8192_d128": (1, 32, 8192, 8192, 128, False, False, False, torch.float32,
-                                  False),
-    "f32medium_b1h32_8192_d128_causal": (1, 32, 8192, 8192, 128, True, False, False,
-                                         torch.float32, False),
-    "bf16_decode_262144_d128": (1, 1, 1, 262144, 128, False, False, True, torch.bfloat16, False),
-    "bf16_decode_b8h32_32768_d128": (8, 32, 1, 32768, 128, False, False, False, torch.bfloat16,
-                                     False),
-    "bf16_decode_65536_d128": (1, 1, 1, 65536, 128, False, False, True, torch.bfloat16, False),
-    "bf16_decode_1048576_d128": (1, 1, 1, 1048576, 128, False, False, True, torch.bfloat16, False),
+    "single_1024_d64": _shape(1, 1, 1024, 1024, 64, F32, two_d=True),
+    "single_4096_d64": _shape(1, 1, 4096, 4096, 64, F32, two_d=True),
+    "single_8192_d128": _shape(1, 1, 8192, 8192, 128, F32, two_d=True),
+    "single_4096_d100": _shape(1, 1, 4096, 4096, 100, F32, two_d=True),
+    "single_4096_d128": _shape(1, 1, 4096, 4096, 128, F32, two_d=True),
+    "decode_262144_d128": _shape(1, 1, 1, 262144, 128, F32, two_d=True),
+    "decode_b8h32_32768_d128": _shape(8, 32, 1, 32768, 128, F32),
+    "b4h16_4096_d64": _shape(4, 16, 4096, 4096, 64, F32),
+    "b4h16_4096_d64_causal": _shape(4, 16, 4096, 4096, 64, F32, causal=True),
+    "b4h16_4096_d64_fused": _shape(4, 16, 4096, 4096, 64, F32, fused=True),
+    "b1h32_8192_d128": _shape(1, 32, 8192, 8192, 128, F32),
+    "b1h32_8192_d128_causal": _shape(1, 32, 8192, 8192, 128, F32, causal=True),
+    "b1h32_8192_d128_fused": _shape(1, 32, 8192, 8192, 128, F32, fused=True),
+    "single_4096_d64_kt": _shape(1, 1, 4096, 4096, 64, F32, two_d=True, kt=True),
+    "f64_single_2048_d64": _shape(1, 1, 2048, 2048, 64, F64, two_d=True),
+    "f64_b4h16_2048_d64": _shape(4, 16, 2048, 2048, 64, F64),
 }
+SHAPES.update(_like(["single_4096_d128"], "f64_", F64))
+SHAPES.update(_like(["single_4096_d64", "single_8192_d128", "single_4096_d100", "b4h16_4096_d64",
+                     "b4h16_4096_d64_causal", "b4h16_4096_d64_fused", "b1h32_8192_d128",
+                     "b1h32_8192_d128_causal", "b1h32_8192_d128_fused"], "bf16_", BF16))
+SHAPES.update({
+    "bf16_b1h32_8192_d100": _shape(1, 32, 8192, 8192, 100, BF16),
+    "bf16_b1h32_8192_d80": _shape(1, 32, 8192, 8192, 80, BF16),
+    "bf16_b1h32_8192_d96": _shape(1, 32, 8192, 8192, 96, BF16),
+    "bf16_b1h32_4096_d192": _shape(1, 32, 4096, 4096, 192, BF16),
+    "bf16_b1h32_4096_d256": _shape(1, 32, 4096, 4096, 256, BF16),
+})
+SHAPES.update(_like(["b4h16_4096_d64", "b1h32_8192_d128"], "f16_", F16))
+# f32 precision high (3xTF32) and medium (TF32): the TF32 tensor-core kernel.
+_TF32 = ["b4h16_4096_d64", "b4h16_4096_d64_causal", "b1h32_8192_d128", "b1h32_8192_d128_causal"]
+SHAPES.update(_like(_TF32, "f32high_", F32))
+SHAPES.update(_like(_TF32, "f32medium_", F32))
+SHAPES.update(_like(["decode_262144_d128", "decode_b8h32_32768_d128"], "bf16_", BF16))
+SHAPES.update({
+    "bf16_decode_65536_d128": _shape(1, 1, 1, 65536, 128, BF16, two_d=True),
+    "bf16_decode_1048576_d128": _shape(1, 1, 1, 1048576, 128, BF16, two_d=True),
+})
 
 
 def flops(B, H, M, N, d, causal):
@@ -169,32 +160,41 @@ def sgemm_tflops(n=8192):
     return 2.0 * n ** 3 / (ms * 1e-3) / 1e12
 
 
-def flash_errors():
-    """||out - ref||_F / ||ref||_F of PyTorch's flash and cuDNN kernels against
-    the f64 computation on the same rounded inputs, N(0, 1), on the shapes
-    that tests/cuda/test_cuda_attention_mma.cpp prints for Strata
-    ("mma_error"): the bf16/f16 accuracy rule is Strata <= 2x flash."""
+def error_row(label, dt, d, causal, runs):
+    """label, then for each (name, backend, tf32) of runs " name rel_fro E": E =
+    ||out - ref||_F / ||ref||_F of that sdpa backend (TF32 switches as tf32
+    says) against the f64 math one, on the same inputs q, k, v [2, 2, 512, d]
+    N(0, 1) rounded to dt; " name n/a (why)" where it refuses them."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    g = torch.Generator(device="cuda").manual_seed(4242)
+    q, k, v = (torch.randn(2, 2, 512, d, device="cuda", generator=g).to(dt) for _ in range(3))
+    with sdpa_kernel(SDPBackend.MATH):
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    row = f"{label} B2 H2 L512 d{d}{' causal' if causal else ''}"
+    for name, be, tf32 in runs:
+        set_tf32(tf32)
+        try:
+            with sdpa_kernel(be):
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            row += f" {name} rel_fro {err:.4e}"
+        except Exception as e:  # backend does not accept these inputs
+            row += f" {name} n/a ({str(e).splitlines()[0][:60]})"
+    set_tf32(False)
+    return row
+
+
+def flash_errors():
+    """PyTorch's flash and cuDNN kernels on the shapes that
+    tests/cuda/test_cuda_attention_mma.cpp prints for Strata ("mma_error"):
+    the bf16/f16 accuracy rule is Strata <= 2x flash."""
+    from torch.nn.attention import SDPBackend
     for dt, dname in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
         for d in (64, 128):
             for causal in (False, True):
-                g = torch.Generator(device="cuda").manual_seed(4242)
-                q, k, v = (torch.randn(2, 2, 512, d, device="cuda", generator=g).to(dt)
-                           for _ in range(3))
-                with sdpa_kernel(SDPBackend.MATH):
-                    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
-                                                         is_causal=causal)
-                row = f"flash_error {dname} B2 H2 L512 d{d}{' causal' if causal else ''}"
-                for name, be in [("flash", SDPBackend.FLASH_ATTENTION),
-                                 ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
-                    try:
-                        with sdpa_kernel(be):
-                            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                        err = ((out.double() - ref).norm() / ref.norm()).item()
-                        row += f" {name} rel_fro {err:.4e}"
-                    except Exception as e:  # backend does not accept these inputs
-                        row += f" {name} n/a ({str(e).splitlines()[0][:60]})"
-                print(row)
+                print(error_row(f"flash_error {dname}", dt, d, causal,
+                                [("flash", SDPBackend.FLASH_ATTENTION, False),
+                                 ("cudnn", SDPBackend.CUDNN_ATTENTION, False)]))
 
 
 def set_tf32(on):
@@ -205,34 +205,18 @@ def set_tf32(on):
 
 
 def tf32_errors():
-    """||out - ref||_F / ||ref||_F of PyTorch's f32 attention against the f64
-    computation on the same inputs, N(0, 1), on the shapes that
+    """PyTorch's f32 attention on the shapes that
     tests/cuda/test_cuda_attention_tf32.cpp prints for Strata ("tf32_error"):
     the math sdpa with TF32 on (TF32 products, what medium is compared with),
     the efficient sdpa (3xTF32, what high is compared with) and the math sdpa
     with TF32 off (exact f32)."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     for d in (64, 128):
         for causal in (False, True):
-            g = torch.Generator(device="cuda").manual_seed(4242)
-            q, k, v = (torch.randn(2, 2, 512, d, device="cuda", generator=g) for _ in range(3))
-            with sdpa_kernel(SDPBackend.MATH):
-                ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
-                                                     is_causal=causal)
-            row = f"tf32_error f32 B2 H2 L512 d{d}{' causal' if causal else ''}"
-            for name, be, tf32 in [("math_tf32", SDPBackend.MATH, True),
-                                   ("efficient", SDPBackend.EFFICIENT_ATTENTION, False),
-                                   ("math_f32", SDPBackend.MATH, False)]:
-                set_tf32(tf32)
-                try:
-                    with sdpa_kernel(be):
-                        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                    err = ((out.double() - ref).norm() / ref.norm()).item()
-                    row += f" {name} rel_fro {err:.4e}"
-                except Exception as e:  # backend does not accept these inputs
-                    row += f" {name} n/a ({str(e).splitlines()[0][:60]})"
-            set_tf32(False)
-            print(row)
+            print(error_row("tf32_error f32", torch.float32, d, causal,
+                            [("math_tf32", SDPBackend.MATH, True),
+                             ("efficient", SDPBackend.EFFICIENT_ATTENTION, False),
+                             ("math_f32", SDPBackend.MATH, False)]))
 
 
 def main():

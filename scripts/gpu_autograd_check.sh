@@ -10,13 +10,7 @@
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_autograd_check.sh OUTDIR [BASE_DIR]}
 BASE=${2:-.gpucarry/base}
-L="$OUT/logs"
-mkdir -p "$L"
-S="$OUT/summary.txt"
-t0=$(date +%s)
-say() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$S"; }
-pack() { tar -C "$OUT" -czf "$OUT/logs.tgz" logs 2>/dev/null; }
-J=$(nproc)
+source "$(dirname "$0")/gpu_log.sh"  # L, S, say, pack, J
 cfg=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a
      -DSTRATA_WERROR=ON -DSTRATA_BUILD_APP=OFF
      ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH})

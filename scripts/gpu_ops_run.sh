@@ -7,10 +7,7 @@
 #   scripts/gpu_ops_run.sh OUTDIR
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_ops_run.sh OUTDIR}
-mkdir -p "$OUT"
-S="$OUT/summary.txt"
-t0=$(date +%s)
-say() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$S"; }
+source "$(dirname "$0")/gpu_log.sh"  # S, say
 say "date $(date -u +%FT%TZ) host $(hostname); $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"
 B=/tmp/bins
 mkdir -p $B

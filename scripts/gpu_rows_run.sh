@@ -14,10 +14,7 @@
 #   scripts/gpu_rows_run.sh OUTDIR
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_rows_run.sh OUTDIR}
-mkdir -p "$OUT"
-S="$OUT/summary.txt"
-t0=$(date +%s)
-say() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$S"; }
+source "$(dirname "$0")/gpu_log.sh"  # S, say
 left() { echo $((${BUDGET:-285} - ($(date +%s) - t0))); }
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
 CFG=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BUILD_APP=OFF -DCMAKE_CUDA_ARCHITECTURES=90a)

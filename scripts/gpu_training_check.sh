@@ -13,13 +13,7 @@
 # TEST_TIMEOUT, MEMCHECK_TIMEOUT, BENCH_TIMEOUT.
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_training_check.sh OUTDIR}
-L="$OUT/logs"
-mkdir -p "$L"
-S="$OUT/summary.txt"
-t0=$(date +%s)
-say() { echo "[$(($(date +%s) - t0))s] $*" | tee -a "$S"; }
-pack() { tar -C "$OUT" -czf "$OUT/logs.tgz" logs 2>/dev/null; }
-J=$(nproc)
+source "$(dirname "$0")/gpu_log.sh"  # L, S, say, pack, J
 targets=(strata_tests strata_cuda_tests bench_attention_cuda bench_ops_cuda
          bench_matmul_backward_cpu bench_attention_backward_cpu)
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $J cores"

@@ -29,29 +29,15 @@ enum class Layout {
   bcast_batch,  // one matrix expanded over the batch dims (stride 0)
 };
 
-inline const char* name(Layout l) {
-  switch (l) {
-    case Layout::contiguous:
-      return "contiguous";
-    case Layout::transposed:
-      return "transposed";
-    case Layout::sliced:
-      return "sliced";
-    case Layout::neg_rows:
-      return "neg_rows";
-    case Layout::neg_cols:
-      return "neg_cols";
-    case Layout::inner_step:
-      return "inner_step";
-    case Layout::bcast_batch:
-      return "bcast_batch";
-  }
-  return "?";
-}
+// Layout's values in order.
+inline constexpr const char* kLayoutNames[] = {"contiguous", "transposed", "sliced",     "neg_rows",
+                                               "neg_cols",   "inner_step", "bcast_batch"};
+inline const char* name(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
 
 inline const Layout kAllLayouts[] = {Layout::contiguous, Layout::transposed, Layout::sliced,
                                      Layout::neg_rows,   Layout::neg_cols,   Layout::inner_step,
                                      Layout::bcast_batch};
+static_assert(std::size(kLayoutNames) == std::size(kAllLayouts));
 
 // A view of `shape` (rank >= 2) with layout `l` on `dev`, its buffer full of
 // NaN first (so a read outside the view shows), then the values `values`

@@ -20,23 +20,10 @@ using strata::Tensor;
 namespace {
 
 enum class Layout { contiguous, transposed, sliced, flipped, mixed, broadcast };
-const char* name(Layout l) {
-  switch (l) {
-    case Layout::contiguous:
-      return "contiguous";
-    case Layout::transposed:
-      return "transposed";
-    case Layout::sliced:
-      return "sliced";
-    case Layout::flipped:
-      return "flipped";
-    case Layout::mixed:
-      return "mixed";
-    case Layout::broadcast:
-      return "broadcast";
-  }
-  return "?";
-}
+// Layout's values in order.
+constexpr const char* kLayoutNames[] = {"contiguous", "transposed", "sliced",
+                                        "flipped",    "mixed",      "broadcast"};
+const char* name(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
 
 constexpr double kSentinel = -99.0;
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_error_util.hpp"
 #include "ops_test_util.hpp"
 #include "strata/autograd.hpp"
 #include "strata/cross_entropy.hpp"
@@ -27,6 +28,7 @@
 using namespace strata;
 using R = CrossEntropyOptions::Reduction;
 using ops_test::on;
+using ops_test::require_error;
 
 namespace {
 
@@ -80,19 +82,6 @@ Tensor grad_of(const Tensor& x, const Tensor& target, const CrossEntropyOptions&
   tape.watch(x, g);
   tape.backward(cross_entropy(x, target, ce, on(be)), seed);
   return g;
-}
-
-void require_error(const char* op, const std::vector<std::string>& parts,
-                   const std::function<void()>& f, const Tensor& out) {
-  const std::vector<double> before = out.to_vector<double>();
-  const std::string msg = core_test::error_of(f);
-  INFO("message: " << msg);
-  CHECK(msg.rfind(std::string(op) + ": ", 0) == 0);
-  for (const std::string& p : parts) {
-    INFO("expected part: " << p);
-    CHECK(msg.find(p) != std::string::npos);
-  }
-  REQUIRE(out.to_vector<double>() == before);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_error_util.hpp"
 #include "ops_test_util.hpp"
 #include "strata/concat.hpp"
 #include "strata/elementwise.hpp"
@@ -37,6 +38,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kSentinel = 7.25;  // what a caller's out holds before a bad call
 
 using ops_test::on;
+using ops_test::require_error;
 
 // Tolerance of a result stored as dt, against an exact (or f64) expectation.
 // Both backends compute in f32 (f64 for f64) or f64 and round once to dt, so
@@ -70,49 +72,16 @@ Tensor f64_tensor(const std::vector<double>& v, const Shape& s, DType dt) {
   return Tensor::from_vector(v, s).to(dt);
 }
 
-// Runs f, which must throw a strata::Error starting with "<op>: " and
-// containing every part; `outs` (filled with kSentinel by the caller) must
-// hold exactly what they held before.
-void require_error(const char* op, const std::vector<std::string>& parts,
-                   const std::function<void()>& f, std::initializer_list<const Tensor*> outs) {
-  std::vector<std::vector<double>> before;
-  for (const Tensor* t : outs) before.push_back(t->to_vector<double>());
-  const std::string msg = core_test::error_of(f);
-  INFO("message: " << msg);
-  REQUIRE(msg != "<no error>");
-  CHECK(msg.rfind(std::string(op) + ": ", 0) == 0);
-  for (const std::string& p : parts) {
-    INFO("expected part: " << p);
-    CHECK(msg.find(p) != std::string::npos);
-  }
-  std::size_t k = 0;
-  for (const Tensor* t : outs) {
-    REQUIRE(t->to_vector<double>() == before[k++]);
-  }
-}
-
 // ---- layouts of an input of logical shape s (rank >= 2), values from seed.
 // Each is a view that is not plain contiguous, built over a bigger buffer.
 enum class Layout { contiguous, transposed, flipped, broadcast, fused_slice, strided_last };
 constexpr Layout kLayouts[] = {Layout::contiguous, Layout::transposed,  Layout::flipped,
                                Layout::broadcast,  Layout::fused_slice, Layout::strided_last};
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::contiguous:
-      return "contiguous";
-    case Layout::transposed:
-      return "transposed";
-    case Layout::flipped:
-      return "flipped";
-    case Layout::broadcast:
-      return "broadcast";
-    case Layout::fused_slice:
-      return "fused_slice";
-    case Layout::strided_last:
-      return "strided_last";
-  }
-  return "?";
-}
+// Layout's values in order (kLayouts lists them all).
+constexpr const char* kLayoutNames[] = {"contiguous", "transposed",  "flipped",
+                                        "broadcast",  "fused_slice", "strided_last"};
+static_assert(std::size(kLayoutNames) == std::size(kLayouts));
+const char* layout_name(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
 
 Tensor make_layout(Layout l, const Shape& s, std::uint64_t seed, DType dt) {
   const int r = static_cast<int>(s.size());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_error_util.hpp"
 #include "ops_test_util.hpp"
 #include "strata/autograd.hpp"
 #include "strata/elementwise.hpp"
@@ -35,6 +36,7 @@ constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr double kSentinel = 7.25;
 
 using ops_test::on;
+using ops_test::require_error;
 
 // Every compiled and available backend with its device.
 std::vector<std::pair<std::string, Device>> backends() {
@@ -89,24 +91,6 @@ void require_close(const Tensor& got, const std::vector<double>& want, double re
   const std::size_t bad = ops_test::first_out_of_tolerance(g, want, rel * scale, rel);
   INFO("first bad element " << bad << " of " << g.size());
   REQUIRE(bad == g.size());
-}
-
-// Runs f, which must throw a strata::Error starting with "<op>: " and
-// containing every part; `outs` must hold what they held before.
-void require_error(const char* op, const std::vector<std::string>& parts,
-                   const std::function<void()>& f, std::initializer_list<const Tensor*> outs) {
-  std::vector<std::vector<double>> before;
-  for (const Tensor* t : outs) before.push_back(t->to_vector<double>());
-  const std::string msg = core_test::error_of(f);
-  INFO("message: " << msg);
-  REQUIRE(msg != "<no error>");
-  CHECK(msg.rfind(std::string(op) + ": ", 0) == 0);
-  for (const std::string& p : parts) {
-    INFO("expected part: " << p);
-    CHECK(msg.find(p) != std::string::npos);
-  }
-  std::size_t k = 0;
-  for (const Tensor* t : outs) REQUIRE(t->to_vector<double>() == before[k++]);
 }
 
 class ThreadCount {

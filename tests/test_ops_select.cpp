@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_error_util.hpp"
 #include "ops_test_util.hpp"
 #include "strata/autograd.hpp"
 #include "strata/detail/counter_rng.hpp"
@@ -25,7 +26,10 @@
 #include "test_core_util.hpp"
 
 using namespace strata;
+using ops_test::Backend;
+using ops_test::backends;
 using ops_test::on;
+using ops_test::require_error;
 
 namespace {
 
@@ -34,18 +38,6 @@ constexpr double kSentinel = 7.25;
 
 // One ulp of 1 in dt.
 double eps(DType dt) { return ops_test::per_dtype(dt, 0x1p-52, 0x1p-23, 0x1p-10, 0x1p-7, 0); }
-
-struct Backend {
-  std::string name;
-  Device dev;
-};
-std::vector<Backend> backends() {
-  std::vector<Backend> v;
-  for (const BackendInfo& b : Registry::get().backends())
-    if (b.compiled && b.available)
-      v.push_back({b.name, b.device == DeviceType::cpu ? Device::cpu() : Device::cuda(0)});
-  return v;
-}
 
 // x [..., R, C] with tril's (triu's) mask applied, computed from each
 // element's (row, col).
@@ -73,21 +65,6 @@ Tensor strided_view(const Shape& s, DType dt, Device dev) {
   Tensor t = Tensor::full(f, kSentinel, dt, dev).narrow(-1, 1, s[r - 2]).transpose(r - 1, r - 2);
   for (int d = 0; d < r; ++d) t = t.flip(d);
   return t;
-}
-
-// Runs f, which must throw a strata::Error starting with "<op>: " and
-// naming every part, leaving `out` as it was.
-template <class F>
-void require_error(const char* op, const std::vector<std::string>& parts, const Tensor& out, F f) {
-  const std::vector<double> before = out.to_vector<double>();
-  const std::string msg = core_test::error_of(f);
-  INFO("message: " << msg);
-  REQUIRE(msg.rfind(std::string(op) + ": ", 0) == 0);
-  for (const std::string& p : parts) {
-    INFO("expected part: " << p);
-    CHECK(msg.find(p) != std::string::npos);
-  }
-  CHECK(out.to_vector<double>() == before);
 }
 
 // Dropout's documented mask: element e is kept when the top 53 bits of
@@ -165,16 +142,19 @@ TEST_CASE("tril/triu: the backward is the same triangle of the gradient", "[ops]
 TEST_CASE("tril/triu: bad input leaves out untouched", "[ops][select][errors]") {
   const Tensor x = Tensor::randn({3, 4}, 1);
   const Tensor out = Tensor::full({3, 4}, kSentinel);
-  require_error("tril", {"x must have at least 2 dims", "[4]"}, out,
-                [&] { tril_out(out.select(0, 0), Tensor::randn({4}, 2)); });
-  require_error("triu", {"out has shape [3, 4]", "[4, 3]"}, out,
-                [&] { triu_out(out, x.transpose(0, 1)); });
-  require_error("tril", {"out has dtype f32", "f64"}, out,
-                [&] { tril_out(out, x.to(DType::f64)); });
+  require_error(
+      "tril", {"x must have at least 2 dims", "[4]"},
+      [&] { tril_out(out.select(0, 0), Tensor::randn({4}, 2)); }, out);
+  require_error(
+      "triu", {"out has shape [3, 4]", "[4, 3]"}, [&] { triu_out(out, x.transpose(0, 1)); }, out);
+  require_error(
+      "tril", {"out has dtype f32", "f64"}, [&] { tril_out(out, x.to(DType::f64)); }, out);
   const Tensor buf = Tensor::full({3, 5}, kSentinel);
-  require_error("triu", {"out overlaps input x"}, buf,
-                [&] { triu_out(buf.narrow(1, 1, 4), buf.narrow(1, 0, 4)); });
-  require_error("tril", {"backend", "nope"}, out, [&] { tril_out(out, x, 0, on("nope")); });
+  require_error(
+      "triu", {"out overlaps input x"}, [&] { triu_out(buf.narrow(1, 1, 4), buf.narrow(1, 0, 4)); },
+      buf);
+  require_error(
+      "tril", {"backend", "nope"}, [&] { tril_out(out, x, 0, on("nope")); }, out);
 }
 
 TEST_CASE("dropout: the mask is the documented function of (seed, index) on every backend",
@@ -286,14 +266,21 @@ TEST_CASE("dropout: the backward applies the forward's mask to the gradient",
 TEST_CASE("dropout: bad input leaves out untouched", "[ops][select][dropout][errors]") {
   const Tensor x = Tensor::randn({3, 4}, 1);
   const Tensor out = Tensor::full({3, 4}, kSentinel);
-  require_error("dropout", {"p is -0.1", "[0, 1]"}, out, [&] { dropout_out(out, x, -0.1, 1); });
-  require_error("dropout", {"p is 1.5"}, out, [&] { dropout_out(out, x, 1.5, 1); });
-  require_error("dropout", {"p is nan"}, out, [&] { dropout_out(out, x, std::nan(""), 1); });
-  require_error("dropout", {"x has dtype i32", "floating"}, out, [&] {
-    dropout_out(out, Tensor::zeros({3, 4}, DType::i32), 0.5, 1);
-  });
-  require_error("dropout", {"out has shape [3, 4]", "[4, 3]"}, out,
-                [&] { dropout_out(out, x.transpose(0, 1), 0.5, 1); });
-  require_error("dropout", {"backend", "nope"}, out,
-                [&] { dropout_out(out, x, 0.5, 1, true, on("nope")); });
+  require_error(
+      "dropout", {"p is -0.1", "[0, 1]"}, [&] { dropout_out(out, x, -0.1, 1); }, out);
+  require_error(
+      "dropout", {"p is 1.5"}, [&] { dropout_out(out, x, 1.5, 1); }, out);
+  require_error(
+      "dropout", {"p is nan"}, [&] { dropout_out(out, x, std::nan(""), 1); }, out);
+  require_error(
+      "dropout", {"x has dtype i32", "floating"},
+      [&] {
+        dropout_out(out, Tensor::zeros({3, 4}, DType::i32), 0.5, 1);
+      },
+      out);
+  require_error(
+      "dropout", {"out has shape [3, 4]", "[4, 3]"},
+      [&] { dropout_out(out, x.transpose(0, 1), 0.5, 1); }, out);
+  require_error(
+      "dropout", {"backend", "nope"}, [&] { dropout_out(out, x, 0.5, 1, true, on("nope")); }, out);
 }

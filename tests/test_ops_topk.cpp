@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "ops_error_util.hpp"
 #include "ops_test_util.hpp"
 #include "strata/autograd.hpp"
 #include "strata/registry.hpp"
@@ -24,6 +25,8 @@
 #include "test_core_util.hpp"
 
 using namespace strata;
+using ops_test::Backend;
+using ops_test::backends;
 using ops_test::on;
 
 namespace {
@@ -31,18 +34,6 @@ namespace {
 constexpr DType kFloats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-struct Backend {
-  std::string name;
-  Device dev;
-};
-std::vector<Backend> backends() {
-  std::vector<Backend> v;
-  for (const BackendInfo& b : Registry::get().backends())
-    if (b.compiled && b.available)
-      v.push_back({b.name, b.device == DeviceType::cpu ? Device::cpu() : Device::cuda(0)});
-  return v;
-}
 
 // The expected positions of every row of `rows` (row-major, rows of n),
 // k per row.

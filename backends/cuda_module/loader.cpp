@@ -47,14 +47,11 @@ void use_linked_cuda_backend(Registry::Filler register_linked) {
 }
 
 void declare_cuda_module(Registry& r) {
-  BackendInfo info;
-  info.name = "cuda";
-  info.device = DeviceType::cuda;
-  info.compiled = true;
-  info.available = false;
-  info.why_not = "not loaded yet (the cuda module loads on first use)";
-  info.description = kDescription;
-  r.add_deferred_backend(std::move(info), &load_cuda_module);
+  // Compiled in, not available until the module is loaded.
+  r.add_deferred_backend(
+      BackendInfo{"cuda", DeviceType::cuda, true, false,
+                  "not loaded yet (the cuda module loads on first use)", kDescription},
+      &load_cuda_module);
 }
 
 }  // namespace strata

@@ -68,19 +68,24 @@ void argmax(const IterArgs& a) {
       a, [&](const Row& r) { store(a.op[0], r.off[0], static_cast<double>(argmax_of(a, r))); });
 }
 
+// The largest x (op[1]) of row r, or NaN when the row holds one: the shift
+// of softmax and of cross_entropy's logsumexp.
+double max_or_nan(const IterArgs& a, const Row& r) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (std::int64_t j = 0; j < r.n; ++j) {
+    const double v = load(a.op[1], r.at(1, j));
+    if (std::isnan(v)) return kNaN;
+    if (v > m) m = v;
+  }
+  return m;
+}
+
 // ---- softmax: x - max, so that exp never overflows; a row of -inf gives
 // -inf - -inf = NaN everywhere, a NaN anywhere gives NaN everywhere.
 template <bool Log>
 void softmax(const IterArgs& a) {
   for_each_row(a, [&](const Row& r) {
-    double m = -std::numeric_limits<double>::infinity();
-    bool nan = false;
-    for (std::int64_t j = 0; j < r.n; ++j) {
-      const double v = load(a.op[1], r.at(1, j));
-      nan = nan || std::isnan(v);
-      if (v > m) m = v;
-    }
-    if (nan) m = kNaN;
+    const double m = max_or_nan(a, r);
     double s = 0;
     for (std::int64_t j = 0; j < r.n; ++j) s += std::exp(load(a.op[1], r.at(1, j)) - m);
     const double log_s = std::log(s);
@@ -252,17 +257,9 @@ void cross_entropy(const IterArgs& a) {
   check_targets("cross_entropy", a);
   const std::int64_t ignore = a.iparam[0];
   for_each_row(a, [&](const Row& r) {
-    double m = -std::numeric_limits<double>::infinity();
-    bool nan = false;
-    for (std::int64_t j = 0; j < r.n; ++j) {
-      const double v = load(a.op[1], r.at(1, j));
-      nan = nan || std::isnan(v);
-      if (v > m) m = v;
-    }
-    double lse = m;
-    if (nan) {
-      lse = kNaN;
-    } else if (m != -std::numeric_limits<double>::infinity()) {
+    const double m = max_or_nan(a, r);
+    double lse = m;  // NaN for a row holding one, -inf for a row of -inf
+    if (!std::isnan(m) && m != -std::numeric_limits<double>::infinity()) {
       double s = 0;
       for (std::int64_t j = 0; j < r.n; ++j) s += std::exp(load(a.op[1], r.at(1, j)) - m);
       lse = m + std::log(s);

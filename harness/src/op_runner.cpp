@@ -26,27 +26,10 @@ std::string spec_str(const ViewSpec& s) {
   return os.str();
 }
 
-std::string fill_name(Fill f) {
-  switch (f) {
-    case Fill::normal:
-      return "normal";
-    case Fill::positive:
-      return "positive";
-    case Fill::nonzero:
-      return "nonzero";
-    case Fill::boolean:
-      return "bool";
-    case Fill::ids:
-      return "ids";
-    case Fill::positions:
-      return "positions";
-    case Fill::ties:
-      return "ties";
-    case Fill::permutation:
-      return "permutation";
-  }
-  return "?";
-}
+// Fill's values in order.
+constexpr const char* kFillNames[] = {"normal", "positive",  "nonzero", "bool",
+                                      "ids",    "positions", "ties",    "permutation"};
+std::string fill_name(Fill f) { return kFillNames[static_cast<int>(f)]; }
 
 Shape unravel(std::int64_t i, const Shape& shape) {
   Shape c(shape.size(), 0);

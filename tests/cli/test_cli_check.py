@@ -14,14 +14,9 @@ import re
 import subprocess
 import sys
 
+from cli_checks import check, finish
+
 STRATA = os.path.abspath(sys.argv[1])
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def run(*args):
@@ -72,5 +67,4 @@ err = r.stderr.strip()
 check(r.returncode == 2 and err == "strata: error: check: no group matches --group 'grad:nosuch'",
       f"check --group grad:nosuch: exit 2, one line ({r.returncode}, {err!r})")
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -13,15 +13,10 @@ import re
 import subprocess
 import sys
 
+from cli_checks import check, finish
+
 STRATA = os.path.abspath(sys.argv[1])
 ROOT = os.path.abspath(sys.argv[2])
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def run(*args, env=None):
@@ -82,5 +77,4 @@ err = r.stderr.strip()
 check(r.returncode == 1 and len(err.splitlines()) == 1 and "STRATA_CPU_ISA" in err and
       "sse9" in err, f"info --tuning with a bad switch: one line naming it ({err})")
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

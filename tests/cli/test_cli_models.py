@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from cli_checks import check, finish
+
 try:
     import numpy as np
 except ImportError:
@@ -27,13 +29,6 @@ STRATA = os.path.abspath(sys.argv[1])
 ROOT = os.path.abspath(sys.argv[2])
 MODEL = ["--weights", f"{ROOT}/models/tiny-llama/model.safetensors",
          "--config", f"{ROOT}/models/tiny-llama/config.json"]
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def read_safetensors(path):
@@ -188,5 +183,4 @@ for what, args, needle in bad:
     check(set(os.listdir(tmp)) == before, f"{what}: no file written")
     check(r.stdout == b"", f"{what}: nothing on stdout ({r.stdout[:40]!r})")
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

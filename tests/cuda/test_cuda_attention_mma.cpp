@@ -24,12 +24,8 @@
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
 
-using strata::Causal;
-using strata::DType;
-using strata::Tensor;
-using strata::harness::AttentionCase;
-using strata::harness::Layout;
-using strata::harness::MaskKind;
+using namespace strata;
+using namespace strata::harness;
 
 namespace {
 

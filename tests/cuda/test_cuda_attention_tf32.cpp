@@ -35,16 +35,8 @@
 #include "strata/harness.hpp"
 #include "strata/tensor.hpp"
 
-using strata::AttentionOptions;
-using strata::Causal;
-using strata::Device;
-using strata::DType;
-using strata::Precision;
-using strata::Tensor;
-using strata::harness::AttentionCase;
-using strata::harness::BackendResult;
-using strata::harness::Layout;
-using strata::harness::MaskKind;
+using namespace strata;
+using namespace strata::harness;
 
 namespace {
 

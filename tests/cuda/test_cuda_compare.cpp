@@ -18,11 +18,7 @@
 #include "strata/tensor.hpp"
 
 using namespace strata;
-using cuda_test::kCuda;
-using cuda_test::kGpu;
-using cuda_test::kRef;
-using cuda_test::require_close;
-using cuda_test::tol;
+using namespace cuda_test;  // kGpu, kRef, kCuda, tol, require_close
 
 namespace {
 

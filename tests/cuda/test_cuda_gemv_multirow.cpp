@@ -70,23 +70,10 @@ enum class BLay {
   unaligned,   // columns [1, N + 1): rows 16-byte misaligned (refused)
   transposed,  // column-major (gemv's or cuBLAS's layout, not ours)
 };
-const char* name(BLay l) {
-  switch (l) {
-    case BLay::contiguous:
-      return "contiguous";
-    case BLay::window:
-      return "window";
-    case BLay::window_off:
-      return "window_off";
-    case BLay::neg_rows:
-      return "neg_rows";
-    case BLay::unaligned:
-      return "unaligned";
-    case BLay::transposed:
-      return "transposed";
-  }
-  return "?";
-}
+// BLay's values in order.
+constexpr const char* kBLayNames[] = {"contiguous", "window",    "window_off",
+                                      "neg_rows",   "unaligned", "transposed"};
+const char* name(BLay l) { return kBLayNames[static_cast<int>(l)]; }
 
 // hb (host [K, N]) on the GPU in layout l, everything around it NaN.
 Tensor place_b(const Tensor& hb, BLay l) {

@@ -19,10 +19,7 @@
 #include "strata/matmul.hpp"
 
 using namespace strata;
-using matmul_test::Layout;
-using matmul_test::make_view;
-using matmul_test::on;
-using matmul_test::require_close;
+using namespace matmul_test;  // Layout, make_view, on, require_close
 
 namespace {
 

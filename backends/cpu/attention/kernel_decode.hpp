@@ -76,6 +76,23 @@ struct ImplDecode : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
       for (int cv = 0; cv < CV; ++cv) vstore<T, W>(o + r * dvp + cv * W, acc[r][cv]);
   }
 
+  // A block of nb rows at src (row stride ns, n elements of stride ds) as
+  // the kernels above read it, (first row, row stride): in place when
+  // `direct`, else packed into buf [nb x np], zero-padded to np.
+  struct Rows {
+    const T* first;
+    i64 stride;
+  };
+  static Rows block_rows(const T* src, i64 ns, i64 ds, i64 nb, i64 n, i64 np, bool direct, T* buf) {
+    if (direct) return {src, ns};
+    for (i64 j = 0; j < nb; ++j) {
+      const T* row = src + j * ns;
+      for (i64 c = 0; c < n; ++c) buf[j * np + c] = row[c * ds];
+      for (i64 c = n; c < np; ++c) buf[j * np + c] = 0;
+    }
+    return {buf, np};
+  }
+
   template <int R>
   static BlockState<T> run_decode(const BlockJob& J, T* ws) {
     constexpr int NK = R == 1 ? 8 : (R == 2 ? 4 : 2);
@@ -108,17 +125,7 @@ struct ImplDecode : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
     const bool direct_v = J.v_ds == 1 && dv == dvp;
     for (i64 jb = J.j0; jb < J.j1; jb += NBD) {
       const i64 nb = J.j1 - jb < NBD ? J.j1 - jb : NBD;
-      const T* kb = k + jb * J.k_ns;
-      i64 ks = J.k_ns;
-      if (!direct_k) {
-        for (i64 j = 0; j < nb; ++j) {
-          const T* kr = kb + j * J.k_ns;
-          for (i64 kk = 0; kk < d; ++kk) kpk[j * dp + kk] = kr[kk * J.k_ds];
-          for (i64 kk = d; kk < dp; ++kk) kpk[j * dp + kk] = 0;
-        }
-        kb = kpk;
-        ks = dp;
-      }
+      const auto [kb, ks] = block_rows(k + jb * J.k_ns, J.k_ns, J.k_ds, nb, d, dp, direct_k, kpk);
       // While K streams through the dot products, ask for the same keys' V
       // rows, so the memory system stays busy through the P V pass too (this
       // path is bound by reading K and V once).
@@ -166,17 +173,7 @@ struct ImplDecode : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
         l[r] = l[r] * a + hsum<T, W>(ls);
       }
 
-      const T* vb = v + jb * J.v_ns;
-      i64 vs = J.v_ns;
-      if (!direct_v) {
-        for (i64 jj = 0; jj < nb; ++jj) {
-          const T* vr = vb + jj * J.v_ns;
-          for (i64 c = 0; c < dv; ++c) vpk[jj * dvp + c] = vr[c * J.v_ds];
-          for (i64 c = dv; c < dvp; ++c) vpk[jj * dvp + c] = 0;
-        }
-        vb = vpk;
-        vs = dvp;
-      }
+      const auto [vb, vs] = block_rows(v + jb * J.v_ns, J.v_ns, J.v_ds, nb, dv, dvp, direct_v, vpk);
       i64 c = 0;
       for (; c + CV * W <= dvp; c += CV * W) pv_dec<R, CV>(s, nb, vb + c, vs, o + c, dvp, al);
       for (; c < dvp; c += W) pv_dec<R, 1>(s, nb, vb + c, vs, o + c, dvp, al);

@@ -23,12 +23,7 @@
 namespace strata::cpu {
 namespace {
 
-using rows::at;
-using rows::for_rows;
-using rows::gather;
-using rows::pairwise_sum;
-using rows::row_max;
-using rows::scatter;
+using namespace rows;  // the row engine (row_engine.hpp), used throughout
 
 // Elements per block of the online logsumexp: 8 KiB of f32.
 constexpr std::int64_t kBlock = 2048;

@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -82,6 +83,22 @@ std::pair<C, C> pairwise_sum2(const F& f, std::int64_t lo, std::int64_t hi) {
   const std::int64_t mid = lo + (half + kSumBlock - 1) / kSumBlock * kSumBlock;
   const std::pair<C, C> l = pairwise_sum2<C>(f, lo, mid), r = pairwise_sum2<C>(f, mid, hi);
   return {l.first + r.first, l.second + r.second};
+}
+
+// The statistics of layer_norm (Layer: mu = mean(x)) and rms_norm (mu = 0)
+// over a unit-stride row, forward and backward alike: (mu, 1 / sqrt(mean((x
+// - mu)^2) + eps)), both sums pairwise.
+template <class C, bool Layer>
+std::pair<C, C> norm_stats(const C* x, std::int64_t n, C eps) {
+  C mu = 0;
+  if constexpr (Layer) mu = pairwise_sum<C>([x](std::int64_t j) { return x[j]; }, 0, n) / C(n);
+  const C q = pairwise_sum<C>(
+      [x, mu](std::int64_t j) {
+        const C c = x[j] - mu;
+        return c * c;
+      },
+      0, n);
+  return {mu, C(1) / std::sqrt(q / C(n) + eps)};
 }
 
 template <class C, class T>

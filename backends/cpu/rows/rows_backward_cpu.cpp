@@ -19,16 +19,13 @@
 #include <vector>
 
 #include "cpu/rows/row_engine.hpp"
+#include "cpu/rows/row_registration.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::cpu {
 namespace {
 
-using rows::at;
-using rows::for_rows;
-using rows::gather;
-using rows::pairwise_sum;
-using rows::scatter;
+using namespace rows;  // the row engine (row_engine.hpp), used throughout
 
 // Unit-stride rows of the compute type can be used where they lie (a
 // missing operand does not prevent it).
@@ -88,15 +85,8 @@ inline constexpr std::int64_t kChunks = 64;
 template <class C, bool Layer>
 void norm_backward_row(const C* g, const C* x, C* dx, std::int64_t n, C eps, const C* w, C* pw,
                        C* pb) {
-  C mu = 0;
-  if constexpr (Layer) mu = pairwise_sum<C>([x](std::int64_t j) { return x[j]; }, 0, n) / C(n);
-  const C q = pairwise_sum<C>(
-      [x, mu](std::int64_t j) {
-        const C c = x[j] - mu;
-        return c * c;
-      },
-      0, n);
-  const C rstd = C(1) / std::sqrt(q / C(n) + eps);
+  const std::pair<C, C> stats = norm_stats<C, Layer>(x, n, eps);
+  const C mu = stats.first, rstd = stats.second;
   // The chunk's partial sums first: dx may be g.
   if (pw != nullptr && pb != nullptr) {
 #pragma omp simd
@@ -196,31 +186,13 @@ void norm_backward_kernel(const IterArgs& a) {
   }
 }
 
-template <void (*F32)(const IterArgs&), void (*F64)(const IterArgs&), void (*F16)(const IterArgs&),
-          void (*BF16)(const IterArgs&)>
-void add(Registry& r, const char* op) {
-  const std::string name = std::string("cpu.rows.") + op;
-  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, F32);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, F64);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, F16);
-  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, BF16);
-}
-
 }  // namespace
 
 void register_cpu_rows_backward(Registry& r) {
-  add<&softmax_backward_kernel<float, false>, &softmax_backward_kernel<double, false>,
-      &softmax_backward_kernel<half, false>, &softmax_backward_kernel<bfloat16, false>>(
-      r, "softmax_backward");
-  add<&softmax_backward_kernel<float, true>, &softmax_backward_kernel<double, true>,
-      &softmax_backward_kernel<half, true>, &softmax_backward_kernel<bfloat16, true>>(
-      r, "log_softmax_backward");
-  add<&norm_backward_kernel<float, true>, &norm_backward_kernel<double, true>,
-      &norm_backward_kernel<half, true>, &norm_backward_kernel<bfloat16, true>>(
-      r, "layer_norm_backward");
-  add<&norm_backward_kernel<float, false>, &norm_backward_kernel<double, false>,
-      &norm_backward_kernel<half, false>, &norm_backward_kernel<bfloat16, false>>(
-      r, "rms_norm_backward");
+  STRATA_ROWS_ADD(r, "softmax_backward", softmax_backward_kernel, false);
+  STRATA_ROWS_ADD(r, "log_softmax_backward", softmax_backward_kernel, true);
+  STRATA_ROWS_ADD(r, "layer_norm_backward", norm_backward_kernel, true);
+  STRATA_ROWS_ADD(r, "rms_norm_backward", norm_backward_kernel, false);
 }
 
 }  // namespace strata::cpu

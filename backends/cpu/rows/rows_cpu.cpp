@@ -17,19 +17,14 @@
 #include <vector>
 
 #include "cpu/rows/row_engine.hpp"
+#include "cpu/rows/row_registration.hpp"
 #include "strata/error.hpp"
 #include "strata/registry.hpp"
 
 namespace strata::cpu {
 namespace {
 
-using rows::at;
-using rows::for_rows;
-using rows::gather;
-using rows::pairwise_sum;
-using rows::param_row;
-using rows::row_max;
-using rows::scatter;
+using namespace rows;  // the row engine (row_engine.hpp), used throughout
 
 // The row can be used where it lies: stored type == compute type, unit stride.
 template <class T>
@@ -143,15 +138,8 @@ void softmax_kernel(const IterArgs& a) {
 // y may be x. w, b may be null.
 template <class C, bool Layer>
 void norm_row(const C* x, C* y, std::int64_t n, C eps, const C* w, const C* b) {
-  C mu = 0;
-  if constexpr (Layer) mu = pairwise_sum<C>([x](std::int64_t j) { return x[j]; }, 0, n) / C(n);
-  const C q = pairwise_sum<C>(
-      [x, mu](std::int64_t j) {
-        const C c = x[j] - mu;
-        return c * c;
-      },
-      0, n);
-  const C inv = C(1) / std::sqrt(q / C(n) + eps);
+  const std::pair<C, C> stats = norm_stats<C, Layer>(x, n, eps);
+  const C mu = stats.first, inv = stats.second;
   if (w != nullptr && b != nullptr) {
 #pragma omp simd
     for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - mu) * inv * w[j] + b[j];
@@ -344,22 +332,6 @@ void rotary_kernel(const IterArgs& a) {
   else
     rotary_impl<T, std::int64_t>(a);
 }
-
-template <void (*F32)(const IterArgs&), void (*F64)(const IterArgs&), void (*F16)(const IterArgs&),
-          void (*BF16)(const IterArgs&)>
-void add(Registry& r, const char* op) {
-  const std::string name = std::string("cpu.rows.") + op;
-  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, F32);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, F64);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, F16);
-  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, BF16);
-}
-
-// The four floating instantiations of `kernel` (extra template arguments after T).
-#define STRATA_ROWS_ADD(r, op, kernel, ...)                                                      \
-  add<&kernel<float __VA_OPT__(, ) __VA_ARGS__>, &kernel<double __VA_OPT__(, ) __VA_ARGS__>,     \
-      &kernel<half __VA_OPT__(, ) __VA_ARGS__>, &kernel<bfloat16 __VA_OPT__(, ) __VA_ARGS__>>(r, \
-                                                                                              op)
 
 }  // namespace
 

@@ -3,7 +3,8 @@
 // K; matmul_gemv_multirow.cu: b row-major) share: f32 widening and rounding of
 // their element types, the L2 prefetch they issue before waiting on the
 // previous kernel, the switch that sends their calls to cuBLAS, the calls
-// both refuse, their row limits' reading and the dtype dispatch.
+// both refuse, their row limits' reading, the dtype dispatch and the
+// argument fields they fill alike (call_params).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -15,6 +16,26 @@
 #include "strata/tuning.hpp"
 
 namespace strata::cuda::gemv {
+
+// A gemv kernel argument P (GemvParams, MultirowParams) with what both forms
+// take the same way from the call: pointers, sizes, the output's and the
+// bias's strides and accumulate. The caller sets a's and b's strides.
+template <class P>
+P call_params(const MatmulArgs& g) {
+  P p{};
+  p.a = g.a.data;
+  p.b = g.b.data;
+  p.bias = g.bias.data;
+  p.out = g.out.data;
+  p.M = g.M;
+  p.N = g.N;
+  p.K = g.K;
+  p.out_row_stride = g.out.strides[0];
+  p.out_col_stride = g.out.strides[1];
+  p.bias_stride = g.bias.data != nullptr ? g.bias.strides[0] : 0;
+  p.accumulate = g.accumulate;
+  return p;
+}
 
 template <class T>
 __device__ __forceinline__ float to_f(T x) {

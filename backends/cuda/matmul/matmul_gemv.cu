@@ -204,20 +204,9 @@ void launch(const GemvParams& p, bool vec, cudaStream_t st) {
 }
 
 GemvParams params(const MatmulArgs& g) {
-  GemvParams p{};
-  p.a = g.a.data;
-  p.b = g.b.data;
-  p.bias = g.bias.data;
-  p.out = g.out.data;
-  p.M = g.M;
-  p.N = g.N;
-  p.K = g.K;
+  GemvParams p = gemv::call_params<GemvParams>(g);
   p.a_row_stride = g.a.strides[0];
   p.b_col_stride = g.b.strides[1];
-  p.out_row_stride = g.out.strides[0];
-  p.out_col_stride = g.out.strides[1];
-  p.bias_stride = g.bias.data != nullptr ? g.bias.strides[0] : 0;
-  p.accumulate = g.accumulate;
   return p;
 }
 

@@ -367,21 +367,10 @@ void launch(MultirowParams p, cudaStream_t st) {
 
 template <class T>
 void run(const MatmulArgs& g) {
-  MultirowParams p{};
-  p.a = g.a.data;
-  p.b = g.b.data;
-  p.bias = g.bias.data;
-  p.out = g.out.data;
-  p.M = g.M;
-  p.N = g.N;
-  p.K = g.K;
+  MultirowParams p = gemv::call_params<MultirowParams>(g);
   p.a_row_stride = g.a.strides[0];
   p.a_col_stride = g.a.strides[1];
   p.b_row_stride = g.b.strides[0];
-  p.out_row_stride = g.out.strides[0];
-  p.out_col_stride = g.out.strides[1];
-  p.bias_stride = g.bias.data != nullptr ? g.bias.strides[0] : 0;
-  p.accumulate = g.accumulate;
   const cudaStream_t st = static_cast<cudaStream_t>(g.stream);
   const int mr = p.M > 8 && split_rows(sizeof(T) == 4) ? 8 : rows_for(p.M);
   switch (mr) {

@@ -24,18 +24,11 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
   __shared__ C sh[G / 32];
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
   const bool one_tile = p.n <= kTile;
   const C eps = static_cast<C>(p.scalar[0]);
   const T* w = reinterpret_cast<const T*>(p.ptr[2]);
   const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     C v[kCap];
@@ -87,7 +80,7 @@ __global__ void __launch_bounds__(kRowThreads) norm_kernel(RowParams p) {
       }
       store_tile<T, G>(out, p.row_stride[0], p.n, t0, lane, p.vec, y);
     }
-  }
+  });
 }
 
 // PIPE: rows staged through shared memory ahead of use (rows_fast.cuh).
@@ -99,19 +92,13 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
   __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
   __shared__ Vec<T, VEC> stage[PIPE ? fastrow::kStages<TPR, NV> * NV * fastrow::kBlock<TPR> : 1];
   fastrow::Reducer<TPR> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
   const C eps = static_cast<C>(p.scalar[0]);
   const T* w = reinterpret_cast<const T*>(p.ptr[2]);
   const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
   fastrow::for_rows<T, TPR, NV, PIPE>(
-      p, stage,
-      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
-        Vec<T, VEC> r[NV];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) r[i] = in[i];
+      p, stage, [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], Vec<T, VEC>(&r)[NV]) {
         C mu = 0, q = 0;
         if constexpr (!RMS) {
           C s = 0;
@@ -168,8 +155,6 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, kFusedMinBlocks<RMS, T, 
   __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
   __shared__ Vec<T, VEC> stage[1];
   fastrow::Reducer<TPR> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
   // Independent of the data: taken while the first row is in flight.
@@ -180,11 +165,7 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, kFusedMinBlocks<RMS, T, 
   const T* w = reinterpret_cast<const T*>(p.ptr[2]);
   const T* b = RMS ? nullptr : reinterpret_cast<const T*>(p.ptr[3]);
   fastrow::for_rows<T, TPR, NV, false>(
-      p, stage,
-      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
-        Vec<T, VEC> r[NV];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) r[i] = in[i];
+      p, stage, [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], Vec<T, VEC>(&r)[NV]) {
         Vec<T, VEC> wv, bv;
         float mu = 0.0f, var;
         if constexpr (RMS) {

@@ -106,6 +106,28 @@ __device__ __forceinline__ void row_offsets(const RowParams& p, std::int64_t row
   }
 }
 
+// Each operand's offset to the start of one row (row_offsets).
+using RowOffsets = std::int64_t[kMaxOperands];
+
+// The loop every general row kernel runs: it waits for the previous kernel
+// (launched with PDL: nothing is read before this), lets the next one start,
+// then calls body(lane, off) for each row that this thread's group of G
+// threads owns (kRowThreads / G groups a block, the grid striding over the
+// rows); lane is the thread's place in its group, off the row's offsets.
+template <int G, class Body>
+__device__ __forceinline__ void for_group_rows(const RowParams& p, Body&& body) {
+  grid_dependency_wait();
+  allow_dependents();
+  const int lane = threadIdx.x % G;
+  const int rpb = kRowThreads / G;
+  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
+       row += std::int64_t(gridDim.x) * rpb) {
+    RowOffsets off;
+    row_offsets(p, row, off);
+    body(lane, off);
+  }
+}
+
 // Element index of slot (i, j) of a tile starting at t0.
 template <int G, int VEC>
 __device__ __forceinline__ std::int64_t tile_elem(std::int64_t t0, int lane, int i, int j) {

@@ -62,14 +62,7 @@ __global__ void __launch_bounds__(kRowThreads) forward_kernel(RowParams p) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
   __shared__ C sh[G / 32];
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     C v[kCap];
     C m = -INFINITY, s = 0;
@@ -95,7 +88,7 @@ __global__ void __launch_bounds__(kRowThreads) forward_kernel(RowParams p) {
           if (tile_elem<G, VEC>(t0, lane, i, j) < p.n) s += fn::m_exp(v[i * VEC + j] - m);
     }
     finish_row<C, I, G>(p, off, x, m, s, nan, lane, sh);
-  }
+  });
 }
 
 template <class T, class I, int G>
@@ -103,18 +96,11 @@ __global__ void __launch_bounds__(kRowThreads) backward_kernel(RowParams p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
   const std::int64_t ignore = p.iparam[0];
   const bool acc = p.iparam[1] != 0;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     const std::int64_t t = load_id<I>(p.ptr[2], off[2]);
-    if (t == ignore && acc) continue;  // nothing to add
+    if (t == ignore && acc) return;  // nothing to add
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     T* y = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     const C* pair = reinterpret_cast<const C*>(p.ptr[3]) + off[3];
@@ -142,7 +128,7 @@ __global__ void __launch_bounds__(kRowThreads) backward_kernel(RowParams p) {
         }
       store_tile<T, G>(y, p.row_stride[0], p.n, t0, lane, p.vec, v);
     }
-  }
+  });
 }
 
 // ---- long contiguous rows (a vocabulary) of f32, f16, bf16 ------------------------

@@ -261,9 +261,13 @@ __device__ __forceinline__ void unstage_row(const Vec<T, 16 / sizeof(T)>* slot, 
 // with off its offsets and r its raw vectors (the body may overwrite them). PIPE: the rows come
 // through kStages shared slots
 // (`stage`, kStages * NV * block vectors), staged kStages - 1 rows ahead.
+// It first waits for the previous kernel (launched with PDL: nothing is read
+// before this) and lets the next one start.
 template <class T, int TPR, int NV, bool PIPE, class Body>
 __device__ __forceinline__ void for_rows(const RowParams& p, Vec<T, 16 / sizeof(T)>* stage,
                                          Body&& body) {
+  grid_dependency_wait();
+  allow_dependents();
   constexpr int VEC = 16 / sizeof(T);
   constexpr int RPB = kBlock<TPR> / TPR;
   const int lane = threadIdx.x % TPR;

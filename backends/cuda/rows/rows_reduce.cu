@@ -42,14 +42,7 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
   __shared__ C sh[G / 32];
   __shared__ std::int64_t shi[G / 32];
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     C v[kCap];
     if constexpr (OP == Reduction::sum || OP == Reduction::mean) {
@@ -112,7 +105,7 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
           reinterpret_cast<std::int64_t*>(p.ptr[0])[off[0]] = bi == INT64_MAX ? 0 : bi;
       }
     }
-  }
+  });
 }
 
 template <Reduction OP, class T>

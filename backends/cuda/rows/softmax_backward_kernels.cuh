@@ -25,15 +25,8 @@ __global__ void __launch_bounds__(kRowThreads) softmax_backward_kernel(RowParams
   constexpr int VEC = 16 / sizeof(T);
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
   __shared__ C sh[G / 32];
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
   const bool one_tile = p.n <= kTile;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     T* dx = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     const T* g = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     const T* y = reinterpret_cast<const T*>(p.ptr[2]) + off[2];
@@ -57,7 +50,7 @@ __global__ void __launch_bounds__(kRowThreads) softmax_backward_kernel(RowParams
         gv[k] = Log ? gv[k] - fn::m_exp(yv[k]) * s : yv[k] * (gv[k] - s);
       store_tile<T, G>(dx, p.row_stride[0], p.n, t0, lane, p.vec, gv);
     }
-  }
+  });
 }
 
 template <bool Log, class T, int TPR, int NV>
@@ -67,8 +60,6 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
   __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
   __shared__ Vec<T, VEC> stage[1];
   fastrow::Reducer<TPR> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
   fastrow::for_rows<T, TPR, NV, false>(

@@ -23,15 +23,8 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr std::int64_t kTile = std::int64_t(G) * kCap;
   __shared__ C sh[G / 32];
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
-  const int lane = threadIdx.x % G;
-  const int rpb = kRowThreads / G;
   const bool one_tile = p.n <= kTile;
-  for (std::int64_t row = std::int64_t(blockIdx.x) * rpb + threadIdx.x / G; row < p.rows;
-       row += std::int64_t(gridDim.x) * rpb) {
-    std::int64_t off[kMaxOperands];
-    row_offsets(p, row, off);
+  for_group_rows<G>(p, [&](int lane, const RowOffsets& off) {
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     C v[kCap];
@@ -70,7 +63,7 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(RowParams p) {
       }
       store_tile<T, G>(out, p.row_stride[0], p.n, t0, lane, p.vec, y);
     }
-  }
+  });
 }
 
 template <bool Log, class T, int TPR, int NV>
@@ -82,16 +75,10 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
   __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
   __shared__ Vec<T, VEC> stage[1];
   fastrow::Reducer<TPR> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
   fastrow::for_rows<T, TPR, NV, false>(
-      p, stage,
-      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
-        Vec<T, VEC> r[NV];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) r[i] = in[i];
+      p, stage, [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], Vec<T, VEC>(&r)[NV]) {
         C m = -INFINITY, s = 0;
 #pragma unroll
         for (int i = 0; i < NV; ++i)
@@ -150,16 +137,10 @@ __global__ void __launch_bounds__(fastrow::kBlock<TPR>, fastrow::kMinBlocks<TPR,
   __shared__ alignas(16) unsigned char sh[fastrow::kReduceBytes<TPR>];
   __shared__ Vec<T, VEC> stage[1];
   fastrow::Reducer<TPR> red{sh};
-  grid_dependency_wait();  // launched with PDL: nothing is read before this
-  allow_dependents();
   const int lane = threadIdx.x % TPR;
   const std::int64_t nvec = p.n / VEC;
   fastrow::for_rows<T, TPR, NV, false>(
-      p, stage,
-      [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], const Vec<T, VEC>(&in)[NV]) {
-        Vec<T, VEC> r[NV];
-#pragma unroll
-        for (int i = 0; i < NV; ++i) r[i] = in[i];
+      p, stage, [&](std::int64_t, const std::int64_t(&off)[kMaxOperands], Vec<T, VEC>(&r)[NV]) {
         const float mt = fastrow::local_max<TPR, NV>(r, lane, nvec);
         const float shift = mt == -INFINITY ? 0.0f : mt;  // all -inf (or NaN): e 0 (or NaN)
         float e[NE][VEC], s[NV];

@@ -12,18 +12,36 @@
 
 namespace strata::cuda::flash {
 
-// One score of row i, key jj under the call's bounds, band and mask (bool
-// or float: a.mask_kind 1 or 2), in base 2 (a float mask scaled by log2 e):
-// -inf where the key is dropped. M: the float mask's element type.
+// The mask tensor (a.mask_kind 1: bool, 2: float of type M) at head (b, h),
+// as the kernels read it; both pointers null without a mask.
 template <class M>
-__device__ __forceinline__ float masked_score(const FlashArgs& a, const unsigned char* mk_b,
-                                              const M* mk_f, bool bool_mask, bool float_mask,
+struct HeadMask {
+  bool is_bool, is_float;
+  const unsigned char* bytes;  // the bool mask's
+  const M* values;             // the float mask's
+};
+template <class M>
+__device__ __forceinline__ HeadMask<M> head_mask(const FlashArgs& a, std::int64_t b,
+                                                 std::int64_t h) {
+  HeadMask<M> m{a.mask_kind == 1, a.mask_kind == 2, nullptr, nullptr};
+  if (a.mask_kind) {
+    const std::int64_t off = batch_off(a, b, a.mk_bs) + h * a.mk_hs;
+    m.bytes = static_cast<const unsigned char*>(a.mask) + off;
+    m.values = static_cast<const M*>(a.mask) + off;
+  }
+  return m;
+}
+
+// One score of row i, key jj under the call's bounds, band and mask, in
+// base 2 (a float mask scaled by log2 e): -inf where the key is dropped.
+template <class M>
+__device__ __forceinline__ float masked_score(const FlashArgs& a, const HeadMask<M>& mk,
                                               std::int64_t i, std::int64_t jj, float s) {
   bool keep = jj < a.N && i < a.M;
   if (a.has_band) keep = keep && jj >= i + a.band_lo && jj <= i + a.band_hi;
-  if (keep && bool_mask) keep = mk_b[i * a.mk_ms + jj * a.mk_ns] != 0;
-  if (keep && float_mask)
-    s += static_cast<float>(mk_f[i * a.mk_ms + jj * a.mk_ns]) * 1.4426950408889634f;
+  if (keep && mk.is_bool) keep = mk.bytes[i * a.mk_ms + jj * a.mk_ns] != 0;
+  if (keep && mk.is_float)
+    s += static_cast<float>(mk.values[i * a.mk_ms + jj * a.mk_ns]) * 1.4426950408889634f;
   if (!keep) s = -__int_as_float(0x7f800000);
   return s;
 }

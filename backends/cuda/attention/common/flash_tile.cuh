@@ -72,4 +72,22 @@ __device__ __forceinline__ FlashTile<T> flash_tile(const FlashArgs& a, std::int6
   return {bh, b, h, m0, rows, q, k, v};
 }
 
+// The tiles of BN keys that rows [m0, m0 + rows) can keep, [begin, end):
+// every key without a band, else those of the rows' band (empty when it
+// holds no key). One rule for the four kernels' key loops.
+struct KeyTiles {
+  std::int64_t begin, end;
+};
+template <int BN>
+__device__ __forceinline__ KeyTiles band_key_tiles(const FlashArgs& a, std::int64_t m0, int rows) {
+  std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi)
+  if (a.has_band) {
+    const std::int64_t lo = m0 + a.band_lo, hi = m0 + rows + a.band_hi;
+    kv_lo = lo > kv_lo ? lo : kv_lo;
+    kv_hi = hi < kv_hi ? hi : kv_hi;
+  }
+  const std::int64_t begin = kv_lo / BN;
+  return {begin, kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : begin};
+}
+
 }  // namespace strata::cuda::flash

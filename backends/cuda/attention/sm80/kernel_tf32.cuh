@@ -146,15 +146,8 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
   const int rows = tile.rows;
   const float *q = tile.q, *k = tile.k, *v = tile.v;
 
-  // Keys this tile of rows can keep.
-  std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi)
-  if (a.has_band) {
-    const std::int64_t lo = m0 + a.band_lo, hi = m0 + rows + a.band_hi;
-    kv_lo = lo > kv_lo ? lo : kv_lo;
-    kv_hi = hi < kv_hi ? hi : kv_hi;
-  }
-  const std::int64_t t_begin = kv_lo / BN;
-  const std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
+  const KeyTiles keys = band_key_tiles<BN>(a, m0, rows);  // the keys these rows can keep
+  const std::int64_t t_begin = keys.begin, t_end = keys.end;
 
   const std::uint32_t sQ_u = smem_u32(sQ), sK_u = smem_u32(sK);
   const std::uint32_t sV_u = smem_u32(sV);
@@ -205,14 +198,7 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
   // V fragment of this lane: V[key 2 t4 (+1)][col g] of each 8 x 8 block.
   const int v_off = 2 * t4 * kP + g;
 
-  const bool bool_mask = a.mask_kind == 1, float_mask = a.mask_kind == 2;
-  const unsigned char* mk_b = nullptr;
-  const float* mk_f = nullptr;
-  if (a.mask_kind) {
-    const std::int64_t off = batch_off(a, b, a.mk_bs) + h * a.mk_hs;
-    mk_b = static_cast<const unsigned char*>(a.mask) + off;
-    mk_f = static_cast<const float*>(a.mask) + off;
-  }
+  const HeadMask<float> mask = head_mask<float>(a, b, h);
   // This thread's rows: i0 and i0 + 8.
   const std::int64_t i0 = m0 + wrow + g;
 
@@ -293,8 +279,8 @@ __global__ void __launch_bounds__(Tf32Config<D, BM>::kThreads, MINB)
       for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[j][e] = masked_score(a, mk_b, mk_f, bool_mask, float_mask, i0 + (e >> 1) * 8,
-                                 n0 + j * 8 + 2 * t4 + (e & 1), s[j][e]);
+          s[j][e] =
+              masked_score(a, mask, i0 + (e >> 1) * 8, n0 + j * 8 + 2 * t4 + (e & 1), s[j][e]);
         }
       }
     }

@@ -59,7 +59,7 @@ namespace strata::cuda::flash {
 // P V; the masked keys' probabilities would be exactly 0. Under causal
 // attention every other 64-row tile ends on such a tile. Only the last key
 // tile of a tile of rows can be one (the band ends before its upper half,
-// so a next tile would start past kv_hi): it is peeled as the last tile
+// so a next tile would start past its last key): it is peeled as the last tile
 // already is, and the loop keeps no branch around an issue
 // (docs/log/cuda-tuning.md, "Diagonal half tiles").
 template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8, int KQ = D / 16, int NV = D>
@@ -98,14 +98,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
   const int rows = tile.rows;
   const T *q = tile.q, *k = tile.k, *v = tile.v;
 
-  std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi): keys this tile of rows can keep
-  if (a.has_band) {
-    const std::int64_t lo = m0 + a.band_lo, hi = m0 + rows + a.band_hi;
-    kv_lo = lo > kv_lo ? lo : kv_lo;
-    kv_hi = hi < kv_hi ? hi : kv_hi;
-  }
-  std::int64_t t_begin = kv_lo / BN;
-  std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
+  const KeyTiles keys = band_key_tiles<BN>(a, m0, rows);  // the keys these rows can keep
+  std::int64_t t_begin = keys.begin, t_end = keys.end;
   if (a.splits > 1) {  // this CTA's share of the rows' key tiles (possibly none)
     const std::int64_t per = (t_end - t_begin + a.splits - 1) / a.splits;
     const std::int64_t lo = t_begin + split * per;
@@ -194,14 +188,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
     wgmma::commit();
   };
 
-  const bool bool_mask = a.mask_kind == 1, float_mask = a.mask_kind == 2;
-  const unsigned char* mk_b = nullptr;
-  const T* mk_f = nullptr;
-  if (a.mask_kind) {
-    const std::int64_t off = batch_off(a, b, a.mk_bs) + h * a.mk_hs;
-    mk_b = static_cast<const unsigned char*>(a.mask) + off;
-    mk_f = static_cast<const T*>(a.mask) + off;
-  }
+  const HeadMask<T> mask = head_mask<T>(a, b, h);
   const std::int64_t i0 = m0 + wrow + g;  // this thread's rows: i0 and i0 + 8
 
   // The scores of tile it (complete in s) to probabilities, in base 2:
@@ -231,8 +218,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_kernel(const Flash
       for (int j = 0; j < W / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[4 * j + e] = masked_score(a, mk_b, mk_f, bool_mask, float_mask, i0 + (e >> 1) * 8,
-                                      n0 + j * 8 + 2 * t4 + (e & 1), s[4 * j + e]);
+          s[4 * j + e] =
+              masked_score(a, mask, i0 + (e >> 1) * 8, n0 + j * 8 + 2 * t4 + (e & 1), s[4 * j + e]);
         }
       }
     }

@@ -85,14 +85,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
   const int rows = tile.rows;
   const float *q = tile.q, *k = tile.k, *v = tile.v;
 
-  std::int64_t kv_lo = 0, kv_hi = a.N;  // [kv_lo, kv_hi): keys this tile of rows can keep
-  if (a.has_band) {
-    const std::int64_t lo = m0 + a.band_lo, hi = m0 + rows + a.band_hi;
-    kv_lo = lo > kv_lo ? lo : kv_lo;
-    kv_hi = hi < kv_hi ? hi : kv_hi;
-  }
-  const std::int64_t t_begin = kv_lo / BN;
-  const std::int64_t t_end = kv_lo < kv_hi ? (kv_hi + BN - 1) / BN : t_begin;
+  const KeyTiles keys = band_key_tiles<BN>(a, m0, rows);  // the keys these rows can keep
+  const std::int64_t t_begin = keys.begin, t_end = keys.end;
   const int n_tiles = int(t_end - t_begin);
 
   // K of tile `it` (counted from t_begin) goes to slot it % 2.
@@ -229,14 +223,7 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
     wgmma::commit();
   };
 
-  const bool bool_mask = a.mask_kind == 1, float_mask = a.mask_kind == 2;
-  const unsigned char* mk_b = nullptr;
-  const float* mk_f = nullptr;
-  if (a.mask_kind) {
-    const std::int64_t off = batch_off(a, b, a.mk_bs) + h * a.mk_hs;
-    mk_b = static_cast<const unsigned char*>(a.mask) + off;
-    mk_f = static_cast<const float*>(a.mask) + off;
-  }
+  const HeadMask<float> mask = head_mask<float>(a, b, h);
   const std::int64_t i0 = m0 + wrow + g;  // this thread's rows: i0 and i0 + 8
 
   // The scores of tile it (complete in s) to probabilities in base 2, as
@@ -267,8 +254,8 @@ __global__ void __launch_bounds__(128 * WG, MINB) flash_wgmma_tf32_kernel(const 
               float& x = s[4 * j + 2 * r + e1];
               if (x == kNegInf) continue;
               const std::int64_t at = off + e1 * a.mk_ns;
-              if (bool_mask && mk_b[at] == 0) x = kNegInf;
-              if (float_mask) x += mk_f[at] * 1.4426950408889634f;
+              if (mask.is_bool && mask.bytes[at] == 0) x = kNegInf;
+              if (mask.is_float) x += mask.values[at] * 1.4426950408889634f;
             }
           }
         }
