@@ -54,17 +54,19 @@ std::string duration(double s) {
   return buf;
 }
 
-// The model: from a checkpoint (weights loaded later with the optimizer),
-// from --init's weights, or drawn from --seed for --config.
-nn::DecoderLM make_model(const TrainCli& c, const nn::ModelConfig* resumed, Device dev) {
-  if (resumed) return nn::DecoderLM(*resumed, DType::f32, dev);
+// The model, its parameters in `dt`: from a checkpoint (weights loaded
+// later with the optimizer), from --init's weights, or drawn from --seed for
+// --config (drawn in f32, then rounded to dt).
+nn::DecoderLM make_model(const TrainCli& c, const nn::ModelConfig* resumed, DType dt, Device dev) {
+  if (resumed) return nn::DecoderLM(*resumed, dt, dev);
   if (!c.init.empty()) {
     const std::string config =
         !c.config.empty() ? c.config : (fs::path(c.init).parent_path() / "config.json").string();
-    return nn::load_model(config, c.init, DType::f32, dev);
+    return nn::load_model(config, c.init, dt, dev);
   }
   nn::DecoderLM m(nn::load_config(c.config), DType::f32, Device::cpu());
   nn::init_normal(m, c.train.seed);
+  m.to(dt);
   m.to(dev);
   return m;
 }
@@ -79,13 +81,12 @@ void require_fresh_options(const TrainCli& c) {
 }
 
 int run_train(TrainCli& c) {
-  if (c.dtype == "bf16")
-    throw Error("--dtype bf16: mixed-precision training is not yet available; use --dtype f32");
   if (c.out.empty()) throw UsageError("train: --out is required");
   if (c.stop_at < 0) throw UsageError("--stop-at " + std::to_string(c.stop_at) + " must be >= 0");
   if (c.save_every < 0)
     throw UsageError("--save-every " + std::to_string(c.save_every) + " must be >= 0");
   nn::TrainOptions opt = c.train;
+  opt.dtype = parse_dtype(c.dtype);
   opt.schedule =
       c.schedule == "cosine" ? nn::LrSchedule::Kind::cosine : nn::LrSchedule::Kind::constant;
   opt.order = c.order == "shuffled" ? nn::DataOrder::shuffled : nn::DataOrder::sequential;
@@ -104,7 +105,7 @@ int run_train(TrainCli& c) {
   const BackendInfo* b = require_backend(c.backend);
   const Device dev = b ? Device{b->device, 0} : Device::cpu();
   const nn::TokenData data = nn::load_tokens(c.data.empty() && info ? info->data_path : c.data);
-  nn::DecoderLM model = make_model(c, info ? &info->config : nullptr, dev);
+  nn::DecoderLM model = make_model(c, info ? &info->config : nullptr, opt.dtype, dev);
   model.options().backend = c.backend;
   nn::Trainer trainer(model, data, opt);  // checks every option against the model and data
   if (info) nn::load_checkpoint(*info, trainer);

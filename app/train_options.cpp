@@ -33,7 +33,9 @@ void add_train_options(CLI::App* cmd, TrainCli& c) {
                   "config.json beside it)")
       ->group(m);
   cmd->add_option("--backend", c.backend, "auto, reference, cpu or cuda")->group(m);
-  cmd->add_option("--dtype", c.dtype, "f32 (bf16: mixed precision, not yet available)")
+  cmd->add_option("--dtype", c.dtype,
+                  "f32 (end to end) or bf16 (bf16 weights, activations and gradients; f32 master "
+                  "weights and optimizer state)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->group(m);
   const char* d = "Data";
@@ -139,6 +141,7 @@ nn::TrainOptions merge_resumed(const TrainCli& c, const nn::CheckpointInfo& info
   same("--weight-decay", t.weight_decay == r.weight_decay, fmt("%g", r.weight_decay));
   same("--clip", t.clip == r.clip, fmt("%g", r.clip));
   same("--optimizer", t.optimizer == r.optimizer, r.optimizer);
+  same("--dtype", c.dtype == dtype_name(r.dtype), std::string(dtype_name(r.dtype)));
   same("--momentum", t.momentum == r.momentum, fmt("%g", r.momentum));
   same("--seed", t.seed == r.seed, std::to_string(r.seed));
   same("--val-fraction", t.val_fraction == r.val_fraction, fmt("%g", r.val_fraction));

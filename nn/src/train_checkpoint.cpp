@@ -63,6 +63,7 @@ json options_json(const TrainOptions& o) {
               {"weight_decay", o.weight_decay},
               {"clip", o.clip},
               {"optimizer", o.optimizer},
+              {"dtype", std::string(dtype_name(o.dtype))},
               {"momentum", o.momentum},
               {"order", order_name(o.order)},
               {"seed", o.seed},
@@ -86,6 +87,9 @@ TrainOptions options_from(const json& j) {
   o.weight_decay = j.at("weight_decay").get<double>();
   o.clip = j.at("clip").get<double>();
   o.optimizer = j.at("optimizer").get<std::string>();
+  o.dtype = parse_dtype(j.value("dtype", std::string("f32")));
+  if (o.dtype != DType::f32 && o.dtype != DType::bf16)
+    throw Error("dtype '" + std::string(dtype_name(o.dtype)) + "': expected f32 or bf16");
   o.momentum = j.at("momentum").get<double>();
   const std::string order = j.at("order").get<std::string>();
   if (order != "sequential" && order != "shuffled") throw Error("order '" + order + "' is unknown");

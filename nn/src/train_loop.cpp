@@ -7,7 +7,6 @@
 #include <string>
 
 #include "strata/autograd.hpp"
-#include "strata/cross_entropy.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/error.hpp"
 #include "strata/nn/train.hpp"
@@ -37,6 +36,11 @@ void check_options(const TrainOptions& o, const DecoderLM& m) {
   require(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
           "--weight-decay " + num(o.weight_decay) + " must be >= 0");
   require(std::isfinite(o.clip) && o.clip >= 0, "--clip " + num(o.clip) + " must be >= 0 (0: off)");
+  require(o.dtype == DType::f32 || o.dtype == DType::bf16,
+          "dtype " + std::string(dtype_name(o.dtype)) + ": expected f32 or bf16");
+  require(m.dtype() == o.dtype, "the model's parameters are " + std::string(dtype_name(m.dtype())) +
+                                    " but the options' dtype is " +
+                                    std::string(dtype_name(o.dtype)));
   require(o.optimizer == "adamw" || o.optimizer == "sgd",
           "--optimizer '" + o.optimizer + "': expected adamw or sgd");
   require(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
@@ -99,9 +103,12 @@ Trainer::Trainer(DecoderLM& model, const TokenData& data, const TrainOptions& op
 Trainer::~Trainer() = default;
 
 // Rows [first, first + rows) of the order (train) or the validation tail's
-// windows from `first` (validation): the mean cross entropy, and with
-// `train` its gradient scaled by 1/K added into the model's.
-double Trainer::micro_batch_loss(std::int64_t first, bool train) {
+// windows from `first` (validation): the mean cross entropy (0-d f32, on the
+// model's device: read once per step, not once per micro-batch), and with
+// `train` its gradient scaled by 1/K added into the model's. The loss is
+// DecoderLM::loss, the fused chunked head + cross entropy: it never holds
+// the logits of the whole micro-batch.
+Tensor Trainer::micro_batch_loss(std::int64_t first, bool train) {
   const std::int64_t t = opt_.seq_len;
   const std::int64_t rows =
       train ? opt_.batch : std::min(opt_.batch, (val_tokens() - 1) / t - first);  // windows left
@@ -115,18 +122,31 @@ double Trainer::micro_batch_loss(std::int64_t first, bool train) {
   }
   const Tensor ids = Tensor::from_vector(in, {rows, t});
   const Tensor target = Tensor::from_vector(tgt, {rows, t}).to(model_->device());
-  OpOptions op;
-  op.backend = model_->options().backend;
-  op.stream = model_->options().stream;
   if (!train) {
     autograd::NoGrad no_grad;
-    return cross_entropy(model_->forward(ids), target, {}, op).to(Device::cpu()).item<double>();
+    return model_->loss(ids, target);
   }
   autograd::Tape tape;
   model_->watch(tape);
-  const Tensor loss = cross_entropy(model_->forward(ids), target, {}, op);
-  tape.backward(mul(loss, 1.0 / static_cast<double>(opt_.accum), op));
-  return loss.to(Device::cpu()).item<double>();
+  const Tensor loss = model_->loss(ids, target);
+  tape.backward(mul(loss, 1.0 / static_cast<double>(opt_.accum), op_options()));
+  return loss;
+}
+
+OpOptions Trainer::op_options() const {
+  OpOptions op;
+  op.backend = model_->options().backend;
+  op.stream = model_->options().stream;
+  return op;
+}
+
+double Trainer::mean_loss(std::int64_t first, std::int64_t count, std::int64_t stride, bool train) {
+  Tensor sum;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const Tensor l = micro_batch_loss(first + k * stride, train);
+    sum = k == 0 ? l : add(sum, l, op_options());
+  }
+  return sum.to(Device::cpu()).item<double>() / static_cast<double>(count);
 }
 
 StepStats Trainer::step() {
@@ -136,16 +156,11 @@ StepStats Trainer::step() {
   st.step = s + 1;
   st.val_loss = std::numeric_limits<double>::quiet_NaN();
   model_->zero_grad();
-  double sum = 0;
-  for (std::int64_t j = 0; j < opt_.accum; ++j)
-    sum += micro_batch_loss((s * opt_.accum + j) * opt_.batch, true);
-  st.loss = sum / static_cast<double>(opt_.accum);
+  st.loss = mean_loss(s * opt_.accum * opt_.batch, opt_.accum, opt_.batch, true);
   if (!std::isfinite(st.loss))
     throw Error("train: step " + std::to_string(st.step) + ": the loss is " + num(st.loss) +
                 " (not finite); training stopped");
-  OpOptions op;
-  op.backend = model_->options().backend;
-  op.stream = model_->options().stream;
+  const OpOptions op = op_options();
   st.grad_norm = opt_.clip > 0 ? clip_grad_norm(*model_, opt_.clip, op) : grad_norm(*model_, op);
   if (!std::isfinite(st.grad_norm))
     throw Error("train: step " + std::to_string(st.step) + ": the gradient norm is " +
@@ -165,12 +180,8 @@ double Trainer::validate() {
   const std::int64_t windows = (val_tokens() - 1) / opt_.seq_len;
   if (val_tokens() == 0 || windows < 1)
     throw Error("train: no validation data (--val-fraction " + num(opt_.val_fraction) + ")");
-  double sum = 0;
-  std::int64_t batches = 0;
-  for (std::int64_t first = 0; first < windows && batches < opt_.val_batches;
-       first += opt_.batch, ++batches)
-    sum += micro_batch_loss(first, false);
-  return sum / static_cast<double>(batches);
+  const std::int64_t batches = std::min(opt_.val_batches, (windows + opt_.batch - 1) / opt_.batch);
+  return mean_loss(0, batches, opt_.batch, false);
 }
 
 }  // namespace strata::nn

@@ -75,7 +75,10 @@ struct TrainOptions {
   double weight_decay = 0.1;
   double clip = 1.0;                // global-norm clipping; 0: off
   std::string optimizer = "adamw";  // adamw (betas 0.9 / 0.95, eps 1e-8) or sgd
-  double momentum = 0.0;            // sgd only
+  // The model's parameters' dtype: f32 (f32 end to end) or bf16 (bf16
+  // compute, f32 master weights and optimizer state: mixed precision).
+  DType dtype = DType::f32;
+  double momentum = 0.0;  // sgd only
   DataOrder order = DataOrder::sequential;
   std::uint64_t seed = 0;        // the shuffled order's (and, in the CLI, the init's)
   double val_fraction = 0.0;     // the held-out tail, a fraction of the tokens
@@ -127,7 +130,10 @@ class Trainer {
   void set_steps_done(std::int64_t s) { step_ = s; }
 
  private:
-  double micro_batch_loss(std::int64_t first_sequence, bool train);
+  Tensor micro_batch_loss(std::int64_t first_sequence, bool train);
+  // The mean of `count` micro-batches' losses from first, first + stride, ...
+  double mean_loss(std::int64_t first, std::int64_t count, std::int64_t stride, bool train);
+  OpOptions op_options() const;
   DecoderLM* model_;
   const TokenData* data_;
   TrainOptions opt_;
