@@ -75,6 +75,8 @@ void add_train_options(CLI::App* cmd, TrainCli& c) {
       ->check(CLI::IsMember({"adamw", "sgd"}))
       ->group(o);
   cmd->add_option("--momentum", t.momentum, "sgd's momentum (default 0)")->group(o);
+  cmd->add_flag("--nesterov", t.nesterov, "sgd: Nesterov momentum (needs --momentum > 0)")
+      ->group(o);
   const char* w = "Output";
   cmd->add_option("--out", c.out, "the out folder: checkpoint/ and train_log.csv")->group(w);
   cmd->add_option("--save-every", c.save_every,
@@ -143,6 +145,7 @@ nn::TrainOptions merge_resumed(const TrainCli& c, const nn::CheckpointInfo& info
   same("--optimizer", t.optimizer == r.optimizer, r.optimizer);
   same("--dtype", c.dtype == dtype_name(r.dtype), std::string(dtype_name(r.dtype)));
   same("--momentum", t.momentum == r.momentum, fmt("%g", r.momentum));
+  same("--nesterov", t.nesterov == r.nesterov, r.nesterov ? "on" : "off");
   same("--seed", t.seed == r.seed, std::to_string(r.seed));
   same("--val-fraction", t.val_fraction == r.val_fraction, fmt("%g", r.val_fraction));
   const bool cosine = r.schedule == nn::LrSchedule::Kind::cosine;

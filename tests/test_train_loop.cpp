@@ -63,6 +63,8 @@ TEST_CASE("train: bad options are errors before any step", "[train]") {
   refuse([](auto& o) { o.dtype = DType::bf16; },
          "the model's parameters are f32 but the options' dtype is bf16");
   refuse([](auto& o) { o.dtype = DType::f16; }, "dtype f16: expected f32 or bf16");
+  refuse([](auto& o) { o.nesterov = true; },
+         "--nesterov needs --optimizer sgd and --momentum > 0 (got adamw, momentum 0)");
   refuse([](auto& o) { o.val_fraction = 1; }, "--val-fraction 1 must be in [0, 1)");
   refuse([](auto& o) { o.seq_len = 99; }, "--seq-len 99 is past the model's context of 64");
   refuse(
@@ -120,6 +122,7 @@ TEST_CASE("train: 20 steps, a checkpoint, 20 resumed steps == 40 steps, byte for
   SECTION("sgd with momentum, shuffled, validation tail") {
     o.optimizer = "sgd";
     o.momentum = 0.9;
+    o.nesterov = true;
     o.lr = 0.05;
     o.min_lr = 0;
     o.order = nn::DataOrder::shuffled;

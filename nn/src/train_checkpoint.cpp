@@ -65,6 +65,7 @@ json options_json(const TrainOptions& o) {
               {"optimizer", o.optimizer},
               {"dtype", std::string(dtype_name(o.dtype))},
               {"momentum", o.momentum},
+              {"nesterov", o.nesterov},
               {"order", order_name(o.order)},
               {"seed", o.seed},
               {"val_fraction", o.val_fraction},
@@ -91,6 +92,7 @@ TrainOptions options_from(const json& j) {
   if (o.dtype != DType::f32 && o.dtype != DType::bf16)
     throw Error("dtype '" + std::string(dtype_name(o.dtype)) + "': expected f32 or bf16");
   o.momentum = j.at("momentum").get<double>();
+  o.nesterov = j.value("nesterov", false);
   const std::string order = j.at("order").get<std::string>();
   if (order != "sequential" && order != "shuffled") throw Error("order '" + order + "' is unknown");
   o.order = order == "sequential" ? DataOrder::sequential : DataOrder::shuffled;

@@ -45,6 +45,9 @@ void check_options(const TrainOptions& o, const DecoderLM& m) {
           "--optimizer '" + o.optimizer + "': expected adamw or sgd");
   require(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
           "--momentum " + num(o.momentum) + " must be in [0, 1)");
+  require(!o.nesterov || (o.optimizer == "sgd" && o.momentum > 0),
+          "--nesterov needs --optimizer sgd and --momentum > 0 (got " + o.optimizer +
+              ", momentum " + num(o.momentum) + ")");
   require(o.val_fraction >= 0 && o.val_fraction < 1,
           "--val-fraction " + num(o.val_fraction) + " must be in [0, 1)");
   require(o.val_every >= 0, "--val-every " + std::to_string(o.val_every) + " must be >= 0");
@@ -94,6 +97,7 @@ Trainer::Trainer(DecoderLM& model, const TokenData& data, const TrainOptions& op
   } else {
     SGDOptions s;
     s.momentum = opt.momentum;
+    s.nesterov = opt.nesterov;
     s.weight_decay = opt.weight_decay;
     s.op = op;
     optim_ = std::make_unique<SGD>(model, s);

@@ -79,6 +79,7 @@ struct TrainOptions {
   // compute, f32 master weights and optimizer state: mixed precision).
   DType dtype = DType::f32;
   double momentum = 0.0;  // sgd only
+  bool nesterov = false;  // sgd only; needs momentum > 0
   DataOrder order = DataOrder::sequential;
   std::uint64_t seed = 0;        // the shuffled order's (and, in the CLI, the init's)
   double val_fraction = 0.0;     // the held-out tail, a fraction of the tokens
