@@ -335,7 +335,7 @@ def main():
     p.add_argument("--device", default="cpu", help="PyTorch's device (cpu or cuda)")
     p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     p.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
-    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--steps", type=int, default=50)
     p.add_argument("--loss-tol", type=float, default=1e-4)
     p.add_argument("--weight-tol", type=float, default=1e-3)
     p.add_argument("--bf16-loss-tol", type=float, default=2e-2)
