@@ -22,7 +22,7 @@ It exits 1 on any mismatch past the tolerances, and when PyTorch is missing.
         spread from f32 (the same for the weights, with --bf16-weight-tol).
 
 usage: train_parity.py --strata BIN [--backend cpu] [--device cpu] [--dtype f32]
-                       [--cases llama-adamw,gpt2-adamw,llama-sgd] [--steps 30] [--keep DIR]
+                       [--cases llama-adamw,gpt2-adamw,llama-sgd,gpt2-sgd] [--steps 50] [--keep DIR]
 On the GPU machine: --backend cuda --device cuda (TF32 is switched off in PyTorch).
 """
 import argparse
@@ -35,14 +35,13 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 try:
+    import numpy as np
     import torch
     import torch.nn.functional as F
-except ImportError:  # a missing peer is a failure, never a silent pass
-    print("train_parity: FAILED: PyTorch is not installed (Debian: python3-torch, which "
-          "scripts/install-deps.sh installs)", file=sys.stderr)
+except ImportError as e:  # a missing peer is a failure, never a silent pass
+    print(f"train_parity: FAILED: {e} (the peer needs NumPy and PyTorch: Debian's python3-numpy "
+          "and python3-torch, which scripts/install-deps.sh installs)", file=sys.stderr)
     sys.exit(1)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
