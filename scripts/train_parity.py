@@ -14,8 +14,9 @@ For each case (a tiny Llama- or GPT-2-style model and an optimizer) it
      validation losses, and the final weights (checkpoint/model.safetensors).
 It exits 1 on any mismatch past the tolerances, and when PyTorch is missing.
 
-  f32:  the losses within --loss-tol relative (1e-4), the final weights
-        within --weight-tol (1e-3) of each tensor's largest magnitude.
+  f32:  the losses (and the gradient norms before clipping) within
+        --loss-tol relative (1e-4), the final weights within --weight-tol
+        (1e-3) of each tensor's largest magnitude.
   bf16: `strata train --dtype bf16` against PyTorch's f32 run; PyTorch's own
         autocast bf16 run (f32 master weights) is measured beside it, and the
         bound is the larger of --bf16-loss-tol (2e-2) and twice autocast's own
@@ -108,14 +109,19 @@ TINY = dict(
 
 # The run's options: T, B, K, the schedule (warm-up then cosine), clipping, decay.
 BASE = dict(seq_len=32, batch=4, accum=2, lr=3e-3, warmup=5, min_lr=3e-4, weight_decay=0.1,
-            clip=1.0, optimizer="adamw", momentum=0.0, val_fraction=0.0, val_every=0)
+            clip=1.0, optimizer="adamw", momentum=0.0, nesterov=False, val_fraction=0.0,
+            val_every=0)
 CASES = {
     "llama-adamw": dict(style="llama"),
     # GPT-2 on .npy ids with a validation tail: n is then the tokens before it.
     "gpt2-adamw": dict(style="gpt2", val_fraction=0.1, val_every=10),
     "llama-sgd": dict(style="llama", optimizer="sgd", momentum=0.9, lr=0.1, min_lr=0.01),
     "gpt2-sgd": dict(style="gpt2", optimizer="sgd", momentum=0.9, lr=0.1, min_lr=0.01),
+    # Not run by default: `strata train` has no --nesterov yet (nn::SGDOptions has).
+    "llama-nesterov": dict(style="llama", optimizer="sgd", momentum=0.9, nesterov=True, lr=0.1,
+                           min_lr=0.01),
 }
+DEFAULT_CASES = "llama-adamw,gpt2-adamw,llama-sgd,gpt2-sgd"
 
 
 def make_data(style, folder):
@@ -177,7 +183,7 @@ def torch_train(cfg, weights, ids, o, steps, device, autocast):
     if o["optimizer"] == "adamw":
         opt = torch.optim.AdamW(groups, lr=o["lr"], betas=(0.9, 0.95), eps=1e-8)
     else:
-        opt = torch.optim.SGD(groups, lr=o["lr"], momentum=o["momentum"])
+        opt = torch.optim.SGD(groups, lr=o["lr"], momentum=o["momentum"], nesterov=o["nesterov"])
     T, B, K = o["seq_len"], o["batch"], o["accum"]
     n_all = len(ids)
     n_val = math.floor(n_all * o["val_fraction"])
@@ -235,6 +241,8 @@ def strata_train(a, folder, data_path, o, steps):
                 "optimizer", "momentum", "val_fraction", "val_every"):
         cmd += ["--" + key.replace("_", "-"), repr(o[key]) if isinstance(o[key], float) else
                 str(o[key])]
+    if o["nesterov"]:
+        cmd.append("--nesterov")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"strata train failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr}")
@@ -316,6 +324,8 @@ def run_case(a, name, folder):
     bad = []
     if not r["max_loss_rel"] <= loss_tol:
         bad.append(f"loss off by {r['max_loss_rel']:.3g} relative at step {r['worst_step']}")
+    if a.dtype == "f32" and not r["max_grad_norm_rel"] <= loss_tol:  # bf16: reported
+        bad.append(f"grad_norm off by {r['max_grad_norm_rel']:.3g} relative")
     if not r["max_lr_rel"] <= 1e-7:  # the log prints 9 significant digits
         bad.append(f"lr off by {r['max_lr_rel']:.3g} relative")
     if not r["max_val_rel"] <= loss_tol or sorted(s_val) != sorted(t_val):
@@ -333,7 +343,7 @@ def main():
     p.add_argument("--backend", default="cpu")
     p.add_argument("--device", default="cpu", help="PyTorch's device (cpu or cuda)")
     p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
-    p.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
+    p.add_argument("--cases", default=DEFAULT_CASES, help="comma-separated, of: " + ", ".join(CASES))
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--loss-tol", type=float, default=1e-4)
     p.add_argument("--weight-tol", type=float, default=1e-3)
