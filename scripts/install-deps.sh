@@ -3,7 +3,7 @@
 # Safe to run repeatedly; does nothing when everything is there.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build ccache libeigen3-dev catch2 libbenchmark-dev
-      libcli11-dev nlohmann-json3-dev python3-numpy clang-format)
+      libcli11-dev nlohmann-json3-dev python3-numpy python3-torch clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
