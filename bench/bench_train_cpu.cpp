@@ -9,7 +9,7 @@
 // more, all of them). bench/peer_train.py --device cpu times PyTorch eager
 // on the same steps.
 //
-//   OMP_PROC_BIND=close bench_train_cpu --benchmark_filter=/2$
+//   OMP_PROC_BIND=close bench_train_cpu --benchmark_filter=/2/
 //     --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //     [--peak_tflops=X]
 #include <benchmark/benchmark.h>
