@@ -207,11 +207,13 @@ def run_case(name, dtype, B, mode, a):
 
 def read_strata(path):
     """bench_train JSON -> {key: entry}; the median of repetitions where there
-    are some, else the last run. Keys drop 'train/' and the time suffix."""
+    are some, else the last run. Keys are the run's name less 'train/', the
+    time suffix and Google Benchmark's 'key:value' parts (min_time:1.000)."""
     out = {}
     for bm in json.load(open(path))["benchmarks"]:
-        nm = bm["name"].split("/manual_time")[0].split("/real_time")[0]
-        nm = nm[len("train/"):] if nm.startswith("train/") else nm
+        parts = [p for p in bm.get("run_name", bm["name"]).split("/")
+                 if ":" not in p and p not in ("manual_time", "real_time")]
+        nm = "/".join(parts[1:] if parts and parts[0] == "train" else parts)
         if bm.get("run_type") == "aggregate":
             if bm.get("aggregate_name") == "median":
                 out[nm] = dict(bm, _median=True)

@@ -67,7 +67,8 @@ L, T, cases = sys.argv[1], sys.argv[2], sys.argv[3:]
 st, pt = {c: [] for c in cases}, {c: [] for c in cases}
 for f in sorted(glob.glob(f"{L}/train_cpu_*.json")):
     for b in json.load(open(f))["benchmarks"]:
-        c = b["name"].split("/real_time")[0][len("train/"):].rsplit("/", 1)[0]
+        parts = [p for p in b["run_name"].split("/") if ":" not in p and p != "real_time"]
+        c = "/".join(parts[1:-1])  # less "train" and the thread count
         if b.get("aggregate_name") == "median" and c in st:
             st[c].append(b["items_per_second"])
 for f in sorted(glob.glob(f"{L}/peer_train_cpu_*.json")):
