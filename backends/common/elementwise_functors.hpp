@@ -263,13 +263,20 @@ struct GeluBackward {
 };
 struct GeluTanhBackward {
   // y = x/2 (1 + t), t = tanh(u), u = k (x + 0.044715 x^3), k = sqrt(2/pi):
-  // dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3 * 0.044715 x^2)
+  // dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3 * 0.044715 x^2). With
+  // e = exp(-2u) and s = 1 / (1 + e): (1 + t)/2 = s and (1 - t^2)/2 = 2 e s^2,
+  // one exp instead of a tanh (several times dearer on the cpu) and no
+  // cancellation in 1 + t or 1 - t^2 (e s, not 1 - s). 2u is kept above -80 so that e stays
+  // finite (e s^2 is then below 1e-34, as good as 0).
   template <class C>
   STRATA_HD C operator()(C g, C x) const {
-    const C k = C(0.79788456080286535588);
-    const C t = m_tanh(k * (x + C(0.044715) * x * x * x));
-    const C du = k * (C(1) + C(0.134145) * x * x);
-    return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du);
+    const C k2 = C(1.59576912160573071176);  // 2 sqrt(2 / pi)
+    const C u2 = k2 * (x + C(0.044715) * x * x * x);
+    const C e = m_exp(-(u2 > C(-80) ? u2 : C(-80)));
+    const C s = C(1) / (C(1) + e);
+    const C es = e * s;  // 1 - s, at most 1
+    const C du = C(0.79788456080286535588) * (C(1) + C(0.134145) * x * x);
+    return g * (s + C(2) * x * du * es * s);
   }
 };
 struct SiluBackward {

@@ -9,6 +9,9 @@
 // loop vectorises at full width, and the error bound grows with log n, not
 // n. Softmax subtracts the row's max first; layer_norm's variance is a
 // second pass over (x - mean)^2, never E[x^2] - mean^2.
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -33,8 +36,74 @@ bool direct(const Operand& o, int last) {
 }
 
 // ---- sum, mean ---------------------------------------------------------------
+// A sum down the columns of a matrix (rows apart by a stride, columns unit
+// stride: a bias's gradient, the sum over dim 0 of [M, N]) read one row
+// segment of kColWidth columns at a time, rather than each column gathered
+// element by element across M rows (one cache line per element). Pairwise
+// over the rows as pairwise_sum: blocks of kColRows rows added in order,
+// then a binary tree, so the error grows like (kColRows + log2 M) eps.
+inline constexpr std::int64_t kColWidth = 64, kColRows = 32;
+
+// acc[0..w) = the sums of rows [lo, hi) of x (row stride ld), columns 0..w;
+// tmp: w elements per level below this one.
+template <class C>
+void column_sums(const C* x, std::int64_t ld, std::int64_t lo, std::int64_t hi, std::int64_t w,
+                 C* acc, C* tmp) {
+  if (hi - lo <= kColRows) {
+    for (std::int64_t j = 0; j < w; ++j) acc[j] = 0;
+    for (std::int64_t r = lo; r < hi; ++r) {
+      const C* row = x + r * ld;
+#pragma omp simd
+      for (std::int64_t j = 0; j < w; ++j) acc[j] += row[j];
+    }
+    return;
+  }
+  const std::int64_t half = (hi - lo) / 2;
+  const std::int64_t mid = lo + (half + kColRows - 1) / kColRows * kColRows;
+  column_sums(x, ld, lo, mid, w, acc, tmp + w);
+  column_sums(x, ld, mid, hi, w, tmp, tmp + w);
+#pragma omp simd
+  for (std::int64_t j = 0; j < w; ++j) acc[j] += tmp[j];
+}
+
+// The column path of sum_kernel: a 2-d iteration whose rows (the outputs)
+// are unit stride in x and whose reduced dim is not. f32 and f64 only (the
+// stored type is the compute type); false when it does not apply.
+template <class T, bool Mean>
+bool sum_columns(const IterArgs& a) {
+  if constexpr (!std::is_same_v<T, compute_t<T>>) {
+    return false;
+  } else {
+    if (a.ndim != 2 || a.op[1].strides[0] != 1 || a.op[1].strides[1] == 1) return false;
+    const std::int64_t cols = a.shape[0], n = a.shape[1], ld = a.op[1].strides[1];
+    const std::int64_t so = a.op[0].strides[0];
+    const std::int64_t blocks = (cols + kColWidth - 1) / kColWidth;
+    std::int64_t depth = 1;  // levels of column_sums' tree: kColRows << depth >= n
+    while ((kColRows << depth) < n) ++depth;
+    const int threads = static_cast<int>(std::min<std::int64_t>(row_threads(cols, n), blocks));
+    std::vector<T> scratch =
+        workspace<T>({depth + 1, kColWidth, threads}, Mean ? "mean" : "sum", "column sums");
+    const T* x = static_cast<const T*>(a.op[1].data);
+    T* out = static_cast<T*>(a.op[0].data);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      T* acc = scratch.data() + omp_get_thread_num() * (depth + 1) * kColWidth;
+      const std::int64_t c0 = b * kColWidth, w = std::min(kColWidth, cols - c0);
+      if (n == 0) {
+        for (std::int64_t j = 0; j < w; ++j) acc[j] = 0;
+      } else {
+        column_sums(x + c0, ld, 0, n, w, acc, acc + kColWidth);
+      }
+      for (std::int64_t j = 0; j < w; ++j)
+        out[(c0 + j) * so] = Mean ? acc[j] / static_cast<T>(n) : acc[j];
+    }
+    return true;
+  }
+}
+
 template <class T, bool Mean>
 void sum_kernel(const IterArgs& a) {
+  if (sum_columns<T, Mean>(a)) return;
   using C = compute_t<T>;
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last], sx = a.op[1].strides[last];
