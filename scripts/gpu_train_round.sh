@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The GPU machine's training round (issue 28), in one call, most important
+# first, each stage skipped once the call's time is nearly spent:
+#   1. build the `strata` app, bench_train_cuda and strata_cuda_tests;
+#   2. train the shipped model from scratch (scripts/train_shipped_model.sh),
+#      its greedy text, and PyTorch's parity fixture for it
+#      (bench/peer_model.py fixtures --tiny);
+#   3. strata train against PyTorch on cuda (scripts/train_parity.py, f32
+#      and bf16);
+#   4. the training-speed benchmarks beside PyTorch eager and torch.compile
+#      (scripts/gpu_train_bench.sh, reusing the build);
+#   5. CUDA_TEST_FILTER's strata_cuda_tests, when given.
+#   scripts/gpu_train_round.sh OUTDIR [CORPUS]
+# Env: CMAKE_PREFIX_PATH=$PWD/.device-deps (the app's CLI11 and json);
+# DEADLINE (seconds the call may take, default 560); STEPS (the shipped
+# model's, default 2500); SHIP_TIMEOUT; CUDA_TEST_FILTER.
+set -u -o pipefail
+OUT=${1:?usage: scripts/gpu_train_round.sh OUTDIR [CORPUS]}
+corpus=${2:-/usr/share/common-licenses}
+source "$(dirname "$0")/gpu_log.sh"  # L, S, say, pack, J
+export BUILD=${BUILD:-build-train}
+deadline=${DEADLINE:-560}
+left() { echo $((deadline - ($(date +%s) - t0))); }
+say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $J cores; commit $(git rev-parse --short HEAD 2>/dev/null)"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90a -DSTRATA_WERROR=ON -DSTRATA_BUILD_APP=ON \
+  ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} > "$L/configure.log" 2>&1 &&
+  timeout ${BUILD_TIMEOUT:-300} ninja -C "$BUILD" -j"$J" strata_cli bench_train_cuda strata_cuda_tests \
+    > "$L/build.log" 2>&1
+rc=$?
+say "build rc=$rc; warnings $(grep -c 'warning:' "$L/build.log")"
+[ $rc = 0 ] || { grep -m10 -B2 -A8 'error' "$L/build.log" | tee -a "$S"; pack; exit 1; }
+strata="$BUILD/app/strata"
+
+# 2. The shipped model.
+ship="$OUT/shipped"
+timeout ${SHIP_TIMEOUT:-200} bash scripts/train_shipped_model.sh "$strata" "$ship" "$corpus" \
+  > "$L/shipped_train.log" 2>&1
+say "train_shipped_model rc=$? ($(grep -c '^step' "$L/shipped_train.log") progress lines)"
+grep -E '^train:|^step' "$L/shipped_train.log" | tail -6 | tee -a "$S"
+cp "$ship/run/train_log.csv" "$L/shipped_train_log.csv" 2>/dev/null
+ck="$ship/run/checkpoint"
+if [ -f "$ck/model.safetensors" ]; then
+  timeout 60 "$strata" generate --config "$ck/config.json" --weights "$ck/model.safetensors" \
+    --prompt "This program is free software" --max-tokens 120 > "$L/shipped_greedy.txt" 2>&1
+  say "greedy rc=$?: $(head -c 400 "$L/shipped_greedy.txt")"
+  timeout 120 python3 bench/peer_model.py fixtures "$OUT/fixtures" --tiny "$ck" \
+    > "$L/fixtures.log" 2>&1
+  say "peer_model.py fixtures --tiny rc=$?"
+  rm -f "$ck/optimizer.safetensors" "$ship/corpus.txt"  # not needed back
+fi
+pack
+
+# 3. Parity with PyTorch on cuda.
+for dt in f32 bf16; do
+  [ "$(left)" -gt 200 ] || { say "parity $dt skipped: $(left) s left"; continue; }
+  timeout 90 python3 scripts/train_parity.py --strata "$strata" --backend cuda --device cuda \
+    --dtype $dt > "$L/parity_$dt.txt" 2>&1
+  say "train_parity --dtype $dt rc=$?"
+  tail -7 "$L/parity_$dt.txt" | cut -c1-400 | tee -a "$S"
+done
+pack
+
+# 4. Speed.
+if [ "$(left)" -gt 150 ]; then
+  BENCH_TIMEOUT=$(( $(left) / 3 )) PEER_TIMEOUT=$(( $(left) * 2 / 3 - 20 )) STRATA_REPS=${STRATA_REPS:-2} \
+    PEER_REPS=${PEER_REPS:-10} bash scripts/gpu_train_bench.sh "$OUT" > "$L/bench_round.log" 2>&1
+  say "gpu_train_bench rc=$?"
+else
+  say "speed skipped: $(left) s left"
+fi
+
+# 5. Tests, with what is left.
+if [ -n "${CUDA_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
+  timeout $(( $(left) - 10 )) "$BUILD/tests/strata_cuda_tests" "$CUDA_TEST_FILTER" \
+    > "$L/cuda_tests.log" 2>&1
+  say "strata_cuda_tests '$CUDA_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/cuda_tests.log" | tail -1)"
+  grep -E -A8 'FAILED' "$L/cuda_tests.log" | head -30 | tee -a "$S"
+fi
+pack
+say "done"
