@@ -21,9 +21,11 @@
 // counter "tflops" is the achieved rate itself.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -131,6 +133,37 @@ class TrainStep {
     last_grad_norm_ = nn::clip_grad_norm(model_, 1.0, op());
     optim_->step(lr);
     return value;
+  }
+
+  // One more step timed by phase, each ended by `sync` (the device's), as
+  // counters fwd_ms (forward with the loss), bwd_ms, clip_ms, optim_ms: where
+  // a slow step goes. Not part of the timed loop (the syncs stall it).
+  void time_phases(benchmark::State& st, const std::function<void()>& sync) {
+    using clock = std::chrono::steady_clock;
+    const auto ms = [](clock::time_point a, clock::time_point b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    model_.zero_grad();
+    sync();
+    const auto t0 = clock::now();
+    autograd::Tape tape;
+    model_.watch(tape);
+    const Tensor loss = model_.loss(ids_, targets_);
+    sync();
+    const auto t1 = clock::now();
+    tape.backward(loss);
+    sync();
+    const auto t2 = clock::now();
+    last_grad_norm_ = nn::clip_grad_norm(model_, 1.0, op());
+    sync();
+    const auto t3 = clock::now();
+    optim_->step(6e-4);
+    sync();
+    const auto t4 = clock::now();
+    st.counters["fwd_ms"] = ms(t0, t1);
+    st.counters["bwd_ms"] = ms(t1, t2);
+    st.counters["clip_ms"] = ms(t2, t3);
+    st.counters["optim_ms"] = ms(t3, t4);
   }
 
   nn::DecoderLM& model() { return model_; }

@@ -34,6 +34,7 @@ void bm_train(benchmark::State& st, nn::ModelConfig cfg, std::int64_t batch, std
   step.run();  // warm-up: the optimizer's state, the first touch of every buffer
   for (auto _ : st) benchmark::DoNotOptimize(step.run());
   step.set_counters(st);
+  step.time_phases(st, [] {});
 }
 
 void register_all() {

@@ -210,7 +210,13 @@ def read_strata(path):
     are some, else the last run. Keys are the run's name less 'train/', the
     time suffix and Google Benchmark's 'key:value' parts (min_time:1.000)."""
     out = {}
-    for bm in json.load(open(path))["benchmarks"]:
+    try:
+        runs = json.load(open(path))["benchmarks"]
+    except (OSError, ValueError, KeyError) as e:  # a run cut by its timeout leaves it partial
+        print(f"peer_train: Strata's results '{path}' unreadable ({e}); PyTorch's rows alone",
+              file=sys.stderr)
+        return out
+    for bm in runs:
         parts = [p for p in bm.get("run_name", bm["name"]).split("/")
                  if ":" not in p and p not in ("manual_time", "real_time")]
         nm = "/".join(parts[1:] if parts and parts[0] == "train" else parts)

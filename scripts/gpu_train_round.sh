@@ -47,7 +47,12 @@ if [ -f "$ck/model.safetensors" ]; then
   timeout 120 python3 bench/peer_model.py fixtures "$OUT/fixtures" --tiny "$ck" \
     > "$L/fixtures.log" 2>&1
   say "peer_model.py fixtures --tiny rc=$?"
-  rm -f "$ck/optimizer.safetensors" "$ship/corpus.txt"  # not needed back
+  # What comes back (the device returns a handful of files): the model and
+  # its fixture, packed with the logs.
+  mkdir -p "$L/shipped_model"
+  cp "$ck/config.json" "$ck/model.safetensors" "$ck/trainer_state.json" "$L/shipped_model/"
+  cp "$OUT/fixtures/tiny/expected.safetensors" "$L/shipped_model/" 2>/dev/null
+  rm -rf "$ship" "$OUT/fixtures"
 fi
 pack
 
@@ -63,7 +68,7 @@ pack
 
 # 4. Speed.
 if [ "$(left)" -gt 150 ]; then
-  BENCH_TIMEOUT=$(( $(left) / 3 )) PEER_TIMEOUT=$(( $(left) * 2 / 3 - 20 )) STRATA_REPS=${STRATA_REPS:-2} \
+  BENCH_TIMEOUT=$(( $(left) * 2 / 5 )) PEER_TIMEOUT=$(( $(left) * 3 / 5 - 20 )) STRATA_REPS=${STRATA_REPS:-2} \
     PEER_REPS=${PEER_REPS:-10} bash scripts/gpu_train_bench.sh "$OUT" > "$L/bench_round.log" 2>&1
   say "gpu_train_bench rc=$?"
 else
@@ -78,4 +83,5 @@ if [ -n "${CUDA_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
   grep -E -A8 'FAILED' "$L/cuda_tests.log" | head -30 | tee -a "$S"
 fi
 pack
+rm -rf "$L"  # everything is in logs.tgz: the device returns only a few files
 say "done"
