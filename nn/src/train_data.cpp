@@ -152,19 +152,23 @@ std::int64_t BatchOrder::offset(std::int64_t i) const {
     const auto m = static_cast<unsigned __int128>(n_ - t_ - 1);
     return static_cast<std::int64_t>(static_cast<unsigned __int128>(i) * t_ % m);
   }
-  const std::int64_t w = (n_ - 1) / t_;
+  // W windows of T + 1 tokens fit at any phase below min(T, n - W T):
+  // the last one ends at phase + (W - 1) T + T + 1 <= n.
+  const std::int64_t w = std::max<std::int64_t>(1, (n_ - t_) / t_);
+  const std::int64_t phases = std::min(t_, n_ - w * t_);
   const std::int64_t e = i / w;
   if (e != epoch_) {
     perm_.resize(static_cast<std::size_t>(w));
     for (std::int64_t k = 0; k < w; ++k) perm_[static_cast<std::size_t>(k)] = k;
     std::mt19937_64 rng(splitmix64(seed_ + static_cast<std::uint64_t>(e)));
+    phase_ = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(phases));
     for (std::int64_t k = w - 1; k > 0; --k) {
       const auto r = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(k + 1));
       std::swap(perm_[static_cast<std::size_t>(k)], perm_[static_cast<std::size_t>(r)]);
     }
     epoch_ = e;
   }
-  return perm_[static_cast<std::size_t>(i % w)] * t_;
+  return phase_ + perm_[static_cast<std::size_t>(i % w)] * t_;
 }
 
 }  // namespace strata::nn

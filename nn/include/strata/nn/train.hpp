@@ -42,11 +42,14 @@ enum class DataOrder { sequential, shuffled };
 // i = (s * K + j) * B + b.
 //   sequential: offset(i) = (i * T) mod (n - T - 1), exactly (another
 //     program reproduces it from this line).
-//   shuffled: the stream is cut into W = (n - 1) / T windows at k * T; epoch
-//     e = i / W visits them in the order of a Fisher-Yates shuffle of
-//     0..W-1 drawn from std::mt19937_64 seeded with splitmix64(seed + e)
-//     (an index below m from one draw x is x mod m, for every platform
-//     alike), and offset(i) = perm_e[i mod W] * T.
+//   shuffled: epoch e = i / W, W = max(1, (n - T) / T), visits W windows
+//     at phase_e + k * T (k in 0..W-1) in the order of a Fisher-Yates
+//     shuffle of 0..W-1, all drawn from std::mt19937_64 seeded with
+//     splitmix64(seed + e): the first draw gives phase_e, below
+//     min(T, n - W * T) (so the windows start at every alignment over the
+//     epochs, not only at multiples of T), the next ones the shuffle (an
+//     index below m from one draw x is x mod m, for every platform alike);
+//     offset(i) = phase_e + perm_e[i mod W] * T.
 // n < T + 2 is a strata::Error (the data is shorter than one sequence).
 class BatchOrder {
  public:
@@ -58,6 +61,7 @@ class BatchOrder {
   DataOrder order_;
   std::uint64_t seed_;
   mutable std::int64_t epoch_ = -1;  // the cached permutation's epoch
+  mutable std::int64_t phase_ = 0;   // and its phase
   mutable std::vector<std::int64_t> perm_;
 };
 
