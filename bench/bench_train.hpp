@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -137,7 +138,9 @@ class TrainStep {
 
   // One more step timed by phase, each ended by `sync` (the device's), as
   // counters fwd_ms (forward with the loss), bwd_ms, clip_ms, optim_ms: where
-  // a slow step goes. Not part of the timed loop (the syncs stall it).
+  // a slow step goes. Not part of the timed loop (the syncs stall it). Then
+  // one more backward profiled by op (Tape::profile_backward): the eight
+  // dearest ops as counters bwd:<op>_ms and a table on stderr.
   void time_phases(benchmark::State& st, const std::function<void()>& sync) {
     using clock = std::chrono::steady_clock;
     const auto ms = [](clock::time_point a, clock::time_point b) {
@@ -164,6 +167,19 @@ class TrainStep {
     st.counters["bwd_ms"] = ms(t1, t2);
     st.counters["clip_ms"] = ms(t2, t3);
     st.counters["optim_ms"] = ms(t3, t4);
+    model_.zero_grad();
+    autograd::Tape profiled;
+    model_.watch(profiled);
+    profiled.profile_backward();
+    profiled.backward(model_.loss(ids_, targets_));
+    const std::vector<autograd::OpTime> ops = profiled.backward_profile();
+    std::fprintf(stderr, "%lld x %lld tokens: backward by op (synchronised after each node)\n",
+                 static_cast<long long>(batch_), static_cast<long long>(seq_));
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      std::fprintf(stderr, "  %-28s %9.3f ms  %5lld calls\n", ops[k].op.c_str(), ops[k].ms,
+                   static_cast<long long>(ops[k].calls));
+      if (k < 8) st.counters["bwd:" + ops[k].op + "_ms"] = ops[k].ms;
+    }
   }
 
   nn::DecoderLM& model() { return model_; }

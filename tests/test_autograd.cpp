@@ -264,3 +264,35 @@ TEST_CASE("autograd: errors name the op and leave memory unwritten", "[autograd]
     CHECK_THROWS_WITH(tape.backward(l), ContainsText("already run backward"));
   }
 }
+
+// Tape::profile_backward counts every recorded node's backward once, under
+// its op's name, and gives the same gradients as a plain backward.
+TEST_CASE("autograd: a profiled backward names each op and its nodes", "[autograd]") {
+  const Tensor w = Tensor::randn({4, 3}, 1, DType::f64);
+  const Tensor x = Tensor::randn({5, 4}, 2, DType::f64);
+  const auto run = [&](bool profile, Tensor& gw) {
+    autograd::Tape tape;
+    tape.watch(w);
+    const Tensor y = matmul(matmul(x, w), w.transpose(0, 1));  // two matmuls
+    const Tensor loss = total(mul(y, y));
+    if (profile) tape.profile_backward();
+    tape.backward(loss);
+    gw = tape.grad(w);
+    return tape.backward_profile();
+  };
+  Tensor plain, profiled;
+  CHECK(run(false, plain).empty());  // nothing timed unless asked
+  const std::vector<autograd::OpTime> ops = run(true, profiled);
+  require_close(profiled, plain, 0.0);
+  std::int64_t matmuls = 0, muls = 0, nodes = 0;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    CHECK(ops[k].ms >= 0);
+    if (k > 0) CHECK(ops[k - 1].ms >= ops[k].ms);  // most time first
+    if (ops[k].op == "matmul") matmuls = ops[k].calls;
+    if (ops[k].op == "mul") muls = ops[k].calls;
+    nodes += ops[k].calls;
+  }
+  CHECK(matmuls == 2);
+  CHECK(muls == 1);
+  CHECK(nodes >= 4);  // and the sums of total()
+}

@@ -13,6 +13,8 @@ void Tape::backward(const Tensor& loss, const Tensor& seed, const OpOptions& opt
 }
 Tensor Tape::grad(const Tensor& t) const { return state_->grad(t); }
 bool Tape::recording() const { return state_->recording(); }
+void Tape::profile_backward() { state_->profile_backward(); }
+std::vector<OpTime> Tape::backward_profile() const { return state_->backward_profile(); }
 
 bool recording() noexcept { return detail::recording_tape() != nullptr; }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "autograd_profile.hpp"
 #include "strata/autograd.hpp"
 #include "strata/detail/autograd_record.hpp"
 #include "strata/detail/copy_observer.hpp"
@@ -68,6 +69,8 @@ class TapeState final : public ::strata::detail::CopyObserver {
   void watch(const Tensor& t, const Tensor& grad);
   void backward(const Tensor& loss, const Tensor& seed, const OpOptions& opt);
   Tensor grad(const Tensor& t) const;
+  void profile_backward() { profile_requested_ = true; }
+  std::vector<OpTime> backward_profile() const { return profile_.report(); }
 
   void record(const char* op, std::initializer_list<const Tensor*> inputs,
               std::initializer_list<const Tensor*> outputs, std::vector<Tensor> saved,
@@ -93,7 +96,8 @@ class TapeState final : public ::strata::detail::CopyObserver {
   std::vector<Buffer> bufs_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Watch> watches_;
-  bool recording_ = false, done_ = false;
+  bool recording_ = false, done_ = false, profile_requested_ = false;
+  BackwardProfile profile_;
   TapeState* prev_tape_ = nullptr;
   ::strata::detail::CopyObserver* prev_observer_ = nullptr;
 };

@@ -238,7 +238,10 @@ void TapeState::run_node(std::size_t k) {
                    "a tensor saved for its backward was overwritten in place by a later op; "
                    "write into a clone instead");
     GradContext ctx(*this, n, std::move(gouts));
-    n.backward(ctx);
+    if (profile_.on())
+      profile_.time(n.op, [&] { n.backward(ctx); });
+    else
+      n.backward(ctx);
   }
   for (std::size_t j = 0; j < n.outs.size(); ++j) {
     Buffer& b = bufs_[static_cast<std::size_t>(n.outs[j].id)];
@@ -257,6 +260,7 @@ void TapeState::backward(const Tensor& loss, const Tensor& seed, const OpOptions
                  shape_str(loss.shape()), " on ", loss.device().str());
   pause();
   done_ = true;
+  if (profile_requested_) profile_.start(loss.device());
   const int id = lookup(loss);
   STRATA_CHECK(id >= 0, op, "loss does not depend on any watched tensor (nothing recorded it)");
   // The backward's own ops are not recorded, by this tape or any other.

@@ -18,8 +18,10 @@
 // its inputs and zeroes it for what was there before.
 //
 // With no tape alive nothing is recorded: an op pays one thread-local load.
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "strata/op_options.hpp"
@@ -28,6 +30,13 @@
 namespace strata::autograd {
 
 class TapeState;  // ops/src/autograd_tape.cpp
+
+// One op's share of a profiled backward (Tape::profile_backward).
+struct OpTime {
+  std::string op;
+  double ms = 0;  // summed over its nodes
+  std::int64_t calls = 0;
+};
 
 class Tape {
  public:
@@ -56,6 +65,14 @@ class Tape {
 
   // True while this tape records this thread's ops.
   bool recording() const;
+
+  // Called before backward(): each recorded op's backward is timed between
+  // two synchronisations of the loss's device and summed by op name, read
+  // after backward() with backward_profile() (most time first). The syncs
+  // stall the device, so a profiled backward runs slower: it shows where
+  // the time goes (bench_train's phases use it).
+  void profile_backward();
+  std::vector<OpTime> backward_profile() const;
 
  private:
   std::unique_ptr<TapeState> state_;
