@@ -151,3 +151,19 @@ TEST_CASE("autograd accumulate: the caller's seed is read in place, never writte
                   ref_mm(Tensor::from_vector<float>(seed_before, {kM, kN}).transpose(0, 1), x));
   }
 }
+
+TEST_CASE("autograd accumulate: one gradient handed to two inputs is not shared between them",
+          "[autograd]") {
+  // add's backward gives its output's gradient to both inputs; each input's
+  // first contribution must be a copy, or a later one into a would show in b.
+  const Tensor a = Tensor::randn({4, 3}, 51), b = Tensor::randn({4, 3}, 52);
+  const Tensor s = Tensor::randn({4, 3}, 53), t = Tensor::randn({4, 3}, 54);
+  autograd::Tape tape;
+  tape.watch(a);
+  tape.watch(b);
+  const Tensor u = mul(a, t);  // recorded first: runs last, adding t into a
+  const Tensor z = add(a, b);
+  tape.backward(add(total(mul(z, s)), total(u)));  // da = s + t, db = s
+  require_close(tape.grad(a), cast(add(s, t), DType::f64));
+  require_close(tape.grad(b), cast(s, DType::f64));
+}
