@@ -11,6 +11,7 @@
 // code runs on every backend. docs/guide/training.md, "The language-model loss".
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "strata/cross_entropy.hpp"
@@ -92,13 +93,18 @@ void loss_backward(autograd::GradContext& c, const Plan& plan) {
   const bool want_w = c.needs(3), want_h = c.needs(0) || c.needs(1) || c.needs(2);
   if (!want_w && !want_h) return;
   // The head's gradient: its gradient memory itself where the tape gives a
-  // plain view, else a buffer of ours added in at the end.
-  Tensor dw = want_w ? c.grad_view(3) : Tensor();
+  // plain view, else a buffer of ours added in at the end. Unwritten memory
+  // (the head's first contribution, or ours) takes the first chunk's
+  // product with beta = 0, later chunks add.
+  bool dw_fresh = false;
+  Tensor dw = want_w ? c.grad_view(3, dw_fresh) : Tensor();
   Tensor dw_own;
-  if (want_w && (!dw.defined() || dw.shape() != w.shape())) {
-    dw_own = Tensor::zeros(w.shape(), w.dtype(), w.device());
+  if (want_w && !dw.defined()) {
+    dw_own = Tensor::empty(w.shape(), w.dtype(), w.device());
     dw = dw_own;
+    dw_fresh = true;
   }
+  if (dw_fresh && rows == 0) fill_(dw, 0.0, m);
   const Tensor dh = want_h ? Tensor::empty({rows, d}, x.dtype(), x.device()) : Tensor();
   const std::int64_t chunk = plan.chunk;
   const Tensor h_buf = Tensor::empty({chunk, d}, x.dtype(), x.device());
@@ -112,10 +118,10 @@ void loss_backward(autograd::GradContext& c, const Plan& plan) {
     linear_out(logits, h, w, Tensor(), m);
     cross_entropy_backward_out(dlogits, g, logits, targets.narrow(0, r0, n), lse.narrow(0, r0, n),
                                plan.ignore_index, false, m);
-    if (want_w) matmul_out(dw, dlogits.transpose(0, 1), h, acc);  // dW += dlogits^T h
-    if (want_h) matmul_out(dh.narrow(0, r0, n), dlogits, w, m);   // dh = dlogits W
+    if (want_w) matmul_out(dw, dlogits.transpose(0, 1), h, dw_fresh && r0 == 0 ? m : acc);
+    if (want_h) matmul_out(dh.narrow(0, r0, n), dlogits, w, m);  // dh = dlogits W
   }
-  if (dw_own.defined()) c.accumulate(3, dw_own);
+  if (dw_own.defined()) c.accumulate(3, std::move(dw_own));
   if (!want_h) return;
   const NormGrads ng = norm.layer ? layer_norm_backward(dh, xr, norm.weight, norm.eps, m)
                                   : rms_norm_backward(dh, xr, norm.weight, norm.eps, m);

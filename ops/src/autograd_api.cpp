@@ -72,16 +72,29 @@ Tensor checkpoint(const BlockFn& fn, const std::vector<Tensor>& inputs) {
 
 bool GradContext::needs(int i) const { return node_.ins.at(static_cast<std::size_t>(i)).id >= 0; }
 
-void GradContext::accumulate(int i, const Tensor& g) {
-  tape_.accumulate(node_.ins.at(static_cast<std::size_t>(i)), g, node_.opt);
+void GradContext::accumulate(int i, Tensor g) {
+  tape_.accumulate(node_.ins.at(static_cast<std::size_t>(i)), std::move(g), node_.opt);
 }
 
-Tensor GradContext::grad_view(int i) {
-  const Region& r = node_.ins.at(static_cast<std::size_t>(i));
+namespace {
+
+// Input r's gradient memory to write into; undefined for a broadcast view.
+Tensor writable(TapeState& tape, const Region& r, const OpOptions& opt, bool* overwrite) {
   if (r.id < 0) return {};
   for (std::int64_t s : r.strides)
     if (s == 0) return {};
-  return tape_.grad_region(r, true, node_.opt);
+  return tape.grad_region(r, true, opt, overwrite);
+}
+
+}  // namespace
+
+Tensor GradContext::grad_view(int i) {
+  return writable(tape_, node_.ins.at(static_cast<std::size_t>(i)), node_.opt, nullptr);
+}
+
+Tensor GradContext::grad_view(int i, bool& overwrite) {
+  overwrite = false;
+  return writable(tape_, node_.ins.at(static_cast<std::size_t>(i)), node_.opt, &overwrite);
 }
 
 const Tensor& GradContext::saved(int k) const {

@@ -46,6 +46,7 @@ struct Buffer {
   std::uint64_t version = 0;  // in-place writes recorded so far
   bool watched = false;       // kept after backward (grad())
   bool direct = false;        // `grad` is the caller's gradient tensor itself
+  bool borrowed = false;      // `grad` is the caller's seed: copied before any write
   int outer_id = -1;          // a checkpoint's recompute: the outer tape's buffer
   Tensor grad;                // 1-D over the gradient's storage; undefined until needed
   std::int64_t shift = 0;     // grad's element of the forward storage's element 0
@@ -79,15 +80,25 @@ class TapeState final : public ::strata::detail::CopyObserver {
 
   // The buffer id of t's storage, or -1 when it is not tracked.
   int lookup(const Tensor& t);
-  // t's gradient view; allocates (zeros, by fill_ with opt) the buffer when
-  // `allocate`.
-  Tensor grad_region(const Region& r, bool allocate, const OpOptions& opt = {});
+  // t's gradient view. With `allocate` (the caller writes into it): a borrowed
+  // buffer is copied first, and an unset one allocated, zeroed by fill_
+  // with opt; or, when `fresh` is given and r covers every element of the
+  // buffer, left unwritten and *fresh set, for a first contribution that
+  // overwrites it all (beta = 0).
+  Tensor grad_region(const Region& r, bool allocate, const OpOptions& opt = {},
+                     bool* fresh = nullptr);
   Region region_of(const Tensor& t, int id) const;
-  void accumulate(const Region& r, const Tensor& g, const OpOptions& opt);
+  // Adds g into r's gradient. A first contribution covering the whole
+  // buffer is copied into it rather than added to zeros, or, when g is a
+  // temporary nothing else holds (passed by std::move), becomes it.
+  void accumulate(const Region& r, Tensor g, const OpOptions& opt);
   const Buffer& buffer(int id) const { return bufs_.at(static_cast<std::size_t>(id)); }
 
  private:
   int track(const Tensor& t);
+  void own(Buffer& b, const OpOptions& opt);  // a borrowed gradient becomes the tape's
+  bool adopt(Buffer& b, const Region& r, const Tensor& g);
+  bool borrow_seed(const Region& r, const Tensor& seed);
   void run_node(std::size_t k);
   void add_into_outer();
 

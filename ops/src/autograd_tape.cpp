@@ -65,22 +65,41 @@ Region TapeState::region_of(const Tensor& t, int id) const {
   return Region{id, t.shape(), t.strides(), t.offset(), t.dtype()};
 }
 
-Tensor TapeState::grad_region(const Region& r, bool allocate, const OpOptions& opt) {
+Tensor TapeState::grad_region(const Region& r, bool allocate, const OpOptions& opt, bool* fresh) {
   Buffer& b = bufs_.at(static_cast<std::size_t>(r.id));
   STRATA_CHECK(r.dtype == b.dtype, "autograd", "one storage is read as ", dtype_name(b.dtype),
                " and as ", dtype_name(r.dtype), "; gradients need one dtype per storage");
+  if (fresh != nullptr) *fresh = false;
+  if (allocate) own(b, opt);
   if (!b.grad.defined()) {
     if (!allocate) return {};
     const auto isz = static_cast<std::int64_t>(itemsize(b.dtype));
     const auto n = (static_cast<std::int64_t>(b.nbytes) + isz - 1) / isz;
+    b.grad = Tensor::empty({n}, b.dtype, b.device);
+    b.shift = 0;
+    const Tensor view =
+        Tensor::from_storage(b.grad.storage(), r.shape, r.strides, r.offset, r.dtype);
+    // Distinct elements as many as the buffer holds: the caller's write
+    // reaches every one, so there is nothing to zero.
+    if (fresh != nullptr && view.numel() == n && !::strata::detail::has_internal_overlap(view)) {
+      *fresh = true;
+      return view;
+    }
     // Zeros by the device's fill op, on the caller's stream: Tensor::zeros
     // fills on the host and copies, which for a GPU tensor of activations'
     // size costs more than the backward's kernels.
-    b.grad = Tensor::empty({n}, b.dtype, b.device);
     fill_(b.grad, 0.0, opt);
-    b.shift = 0;
   }
   return Tensor::from_storage(b.grad.storage(), r.shape, r.strides, r.offset + b.shift, r.dtype);
+}
+
+void TapeState::own(Buffer& b, const OpOptions& opt) {
+  if (!b.borrowed) return;
+  const Tensor mine = Tensor::empty(b.grad.shape(), b.dtype, b.device);
+  copy_(mine, b.grad, opt);
+  b.grad = mine;
+  b.shift = 0;
+  b.borrowed = false;
 }
 
 namespace {
@@ -97,15 +116,15 @@ Tensor sum_to_shape(Tensor g, const Shape& shape, const OpOptions& opt) {
 
 }  // namespace
 
-void TapeState::accumulate(const Region& r, const Tensor& g_in, const OpOptions& opt) {
-  if (r.id < 0 || !g_in.defined()) return;
+void TapeState::accumulate(const Region& r, Tensor g, const OpOptions& opt) {
+  if (r.id < 0 || !g.defined()) return;
   const Device dev = bufs_.at(static_cast<std::size_t>(r.id)).device;
-  Tensor g = g_in.device() == dev ? g_in : g_in.to(dev);  // a copy across devices
-  if (g.dtype() != r.dtype) g = cast(g, r.dtype);
   // The forward's backend runs on the forward's device; after a copy across
   // devices, the input's side picks its own.
-  const OpOptions on_dev = g_in.device() == dev ? opt : OpOptions{};
-  g = sum_to_shape(g, r.shape, on_dev);
+  const OpOptions on_dev = g.device() == dev ? opt : OpOptions{};
+  if (g.device() != dev) g = g.to(dev);  // a copy across devices
+  if (g.dtype() != r.dtype) g = cast(g, r.dtype);
+  g = sum_to_shape(std::move(g), r.shape, on_dev);
   // A broadcast (stride 0) dim of the input view is one element of memory:
   // its gradient is the sum along that dim.
   Region target = r;
@@ -120,8 +139,36 @@ void TapeState::accumulate(const Region& r, const Tensor& g_in, const OpOptions&
     }
     target.shape[d] = 1;
   }
-  const Tensor view = grad_region(target, true, on_dev);
-  add_out(view, view, g, on_dev);
+  Buffer& b = bufs_[static_cast<std::size_t>(r.id)];
+  if (adopt(b, target, g)) return;
+  bool fresh = false;
+  const Tensor view = grad_region(target, true, on_dev, &fresh);
+  if (fresh) {
+    copy_(view, g, on_dev);  // the first contribution: no zeros to add to
+  } else {
+    add_out(view, view, g, on_dev);
+  }
+}
+
+// The first contribution, laid out as the whole buffer and held by nothing
+// else (a temporary the backward handed over, or one made in accumulate):
+// it becomes the buffer's gradient as it is.
+bool TapeState::adopt(Buffer& b, const Region& r, const Tensor& g) {
+  if (b.grad.defined() || r.offset != 0 || g.offset() != 0 || g.shape() != r.shape ||
+      !g.is_contiguous() || g.dtype() != b.dtype)
+    return false;
+  std::int64_t step = 1;  // r's strides must be the contiguous ones
+  for (std::size_t d = r.shape.size(); d-- > 0;) {
+    if (r.shape[d] != 1 && r.strides[d] != step) return false;
+    step *= r.shape[d];
+  }
+  const std::shared_ptr<Storage>& s = g.storage();
+  const auto bytes = static_cast<std::size_t>(g.numel()) * itemsize(b.dtype);
+  if (s.use_count() != 1 || !s->owns_memory() || s->nbytes() != b.nbytes || bytes != b.nbytes)
+    return false;
+  b.grad = Tensor::from_storage(s, {g.numel()}, {1}, 0, b.dtype);
+  b.shift = 0;
+  return true;
 }
 
 void TapeState::record(const char* op, std::initializer_list<const Tensor*> inputs,
@@ -229,7 +276,7 @@ void TapeState::run_node(std::size_t k) {
     } else {
       // What the op overwrote had no further effect: its gradient is zero.
       gouts[j] = view.clone();
-      fill_(view, 0.0, opt);
+      fill_(grad_region(n.outs[j], true, opt), 0.0, opt);
     }
   }
   if (any && n.backward) {
@@ -245,7 +292,10 @@ void TapeState::run_node(std::size_t k) {
   }
   for (std::size_t j = 0; j < n.outs.size(); ++j) {
     Buffer& b = bufs_[static_cast<std::size_t>(n.outs[j].id)];
-    if (n.born[j] && !b.watched && b.outer_id < 0) b.grad = Tensor();  // freed early
+    if (n.born[j] && !b.watched && b.outer_id < 0) {  // freed early
+      b.grad = Tensor();
+      b.borrowed = false;
+    }
   }
   nodes_[k].reset();  // frees what the op saved
 }
@@ -268,7 +318,7 @@ void TapeState::backward(const Tensor& loss, const Tensor& seed, const OpOptions
   try {
     const Region r = region_of(loss, id);
     if (seed.defined()) {
-      accumulate(r, seed, opt);
+      if (!borrow_seed(r, seed)) accumulate(r, seed, opt);
     } else {
       accumulate(r, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), opt);
     }
@@ -286,8 +336,38 @@ void TapeState::backward(const Tensor& loss, const Tensor& seed, const OpOptions
   }
   set_recording(before);
   nodes_.clear();
-  for (Buffer& b : bufs_)
-    if (!b.watched) b.grad = Tensor();
+  for (Buffer& b : bufs_) {
+    if (b.watched) {
+      own(b, opt);  // grad() must not follow the caller's seed
+    } else {
+      b.grad = Tensor();
+      b.borrowed = false;
+    }
+  }
+}
+
+// The loss's gradient is the caller's seed itself where it is laid out as
+// the loss's whole memory: read in place, copied only if something would
+// write into it (own). Not when the seed is gradient memory the backward
+// writes (a watched tensor's gradient).
+bool TapeState::borrow_seed(const Region& r, const Tensor& seed) {
+  Buffer& b = bufs_.at(static_cast<std::size_t>(r.id));
+  if (b.grad.defined() || seed.dtype() != b.dtype || seed.device() != b.device ||
+      !seed.is_contiguous() || r.offset != 0)
+    return false;
+  const Tensor view = Tensor::from_storage(seed.storage(), r.shape, r.strides, seed.offset(),
+                                           r.dtype);  // the seed read as the loss's region
+  const auto isz = static_cast<std::int64_t>(itemsize(b.dtype));
+  if (!view.is_contiguous() || view.numel() * isz != static_cast<std::int64_t>(b.nbytes))
+    return false;
+  for (const Buffer& o : bufs_)
+    if (o.grad.defined() && o.grad.storage() == seed.storage()) return false;
+  for (const Watch& w : watches_)
+    if (w.user_grad.defined() && w.user_grad.storage() == seed.storage()) return false;
+  b.grad = Tensor::from_storage(seed.storage(), {seed.numel()}, {1}, seed.offset(), b.dtype);
+  b.shift = seed.offset();
+  b.borrowed = true;
+  return true;
 }
 
 // A checkpoint's recompute: what reached memory the outer tape tracks is

@@ -129,14 +129,15 @@ void record_cross_entropy(autograd::TapeState& tape, const Tensor& out, const Te
         if (!g.defined()) return;
         if (c.saved(3).defined()) g = div(g, c.saved(3), o);
         const Tensor &x = c.saved(0), &target = c.saved(1), &lse = c.saved(2);
-        const Tensor into = c.grad_view(0);
+        bool overwrite = false;
+        const Tensor into = c.grad_view(0, overwrite);
         if (into.defined()) {
-          cross_entropy_backward_out(into, g, x, target, lse, ignore_index, true, o);
+          cross_entropy_backward_out(into, g, x, target, lse, ignore_index, !overwrite, o);
           return;
         }
-        const Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
+        Tensor t = Tensor::empty(x.shape(), x.dtype(), x.device());
         cross_entropy_backward_out(t, g, x, target, lse, ignore_index, false, o);
-        c.accumulate(0, t);
+        c.accumulate(0, std::move(t));
       },
       opt);
 }

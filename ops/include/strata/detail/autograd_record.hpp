@@ -28,11 +28,19 @@ class GradContext {
   // Adds g into input i's gradient. g has input i's shape, or broadcasts
   // to it (a sum's gradient), or is larger where the forward broadcast
   // input i (summed back over those dims here); cast to input i's dtype.
-  void accumulate(int i, const Tensor& g);
+  // Input i's first contribution is copied in, not added to zeros; a
+  // temporary passed by value (or std::move) that nothing else holds
+  // becomes the gradient memory itself, with no copy.
+  void accumulate(int i, Tensor g);
   // Input i's gradient as a view to add into directly (matmul with
   // accumulate, beta = 1); undefined when not wanted or when input i is a
   // broadcast view (stride 0), which only accumulate() can reduce into.
   Tensor grad_view(int i);
+  // As grad_view, for a kernel that writes a whole contribution in one
+  // call: `overwrite` comes back true when the view is input i's first
+  // contribution and covers all of its gradient memory, which is then left
+  // unwritten (not zeroed): write it (beta = 0). False: add into it.
+  Tensor grad_view(int i, bool& overwrite);
   // The k-th tensor the op saved, checked not to have been overwritten
   // in place since.
   const Tensor& saved(int k) const;
