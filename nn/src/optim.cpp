@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <numbers>
+#include <numeric>
 
 #include "optim_common.hpp"
 #include "strata/elementwise.hpp"
@@ -97,8 +98,14 @@ double grad_norm(Module& m, const OpOptions& opt) {
   double total = 0.0;
   for (const auto& [name, g] : m.named_gradients()) {
     if (g.numel() == 0) continue;
-    const Tensor g64 = cast(g.reshape({-1}), DType::f64, opt);
-    total += sum(mul(g64, g64, opt), 0, false, opt).item({});
+    // The squares summed as [rows, numel / rows], rows = gcd(numel, 4096),
+    // then the rows' sums: a row reduction gives each row to one group of
+    // threads, so one row of a 50304 x 768 table would be one GPU block's
+    // work, where a few thousand rows fill every SM.
+    const std::int64_t rows = std::gcd(g.numel(), std::int64_t{4096});
+    const Tensor g64 = cast(g.reshape({rows, g.numel() / rows}), DType::f64, opt);
+    const Tensor per_row = sum(mul(g64, g64, opt), 1, false, opt);
+    total += sum(per_row, 0, false, opt).item({});
   }
   return std::sqrt(total);
 }
