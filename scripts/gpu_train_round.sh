@@ -9,11 +9,13 @@
 #      and bf16);
 #   4. the training-speed benchmarks beside PyTorch eager and torch.compile
 #      (scripts/gpu_train_bench.sh, reusing the build);
-#   5. CUDA_TEST_FILTER's strata_cuda_tests, when given.
+#   5. CUDA_TEST_FILTER's strata_cuda_tests and HOST_TEST_FILTER's
+#      strata_tests (every backend, cuda included), when given.
 #   scripts/gpu_train_round.sh OUTDIR [CORPUS]
 # Env: CMAKE_PREFIX_PATH=$PWD/.device-deps (the app's CLI11 and json);
 # DEADLINE (seconds the call may take, default 560); STEPS (the shipped
-# model's, default 2500); SHIP_TIMEOUT; CUDA_TEST_FILTER.
+# model's, default 2500); SHIP_TIMEOUT; PARITY_DTYPES (default "f32 bf16");
+# CUDA_TEST_FILTER; HOST_TEST_FILTER.
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_train_round.sh OUTDIR [CORPUS]}
 corpus=${2:-/usr/share/common-licenses}
@@ -26,6 +28,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90a -DSTRATA_WERROR=ON -DSTRATA_BUILD_APP=ON \
   ${CMAKE_PREFIX_PATH:+-DCMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH} > "$L/configure.log" 2>&1 &&
   timeout ${BUILD_TIMEOUT:-300} ninja -C "$BUILD" -j"$J" strata_cli bench_train_cuda strata_cuda_tests \
+    ${HOST_TEST_FILTER:+strata_tests} \
     > "$L/build.log" 2>&1
 rc=$?
 say "build rc=$rc; warnings $(grep -c 'warning:' "$L/build.log")"
@@ -57,7 +60,7 @@ fi
 pack
 
 # 3. Parity with PyTorch on cuda.
-for dt in f32 bf16; do
+for dt in ${PARITY_DTYPES-f32 bf16}; do
   [ "$(left)" -gt 200 ] || { say "parity $dt skipped: $(left) s left"; continue; }
   timeout 90 python3 scripts/train_parity.py --strata "$strata" --backend cuda --device cuda \
     --dtype $dt > "$L/parity_$dt.txt" 2>&1
@@ -81,6 +84,12 @@ if [ -n "${CUDA_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
     > "$L/cuda_tests.log" 2>&1
   say "strata_cuda_tests '$CUDA_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/cuda_tests.log" | tail -1)"
   grep -E -A8 'FAILED' "$L/cuda_tests.log" | head -30 | tee -a "$S"
+fi
+if [ -n "${HOST_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
+  timeout $(( $(left) - 10 )) "$BUILD/tests/strata_tests" "$HOST_TEST_FILTER" \
+    > "$L/host_tests.log" 2>&1
+  say "strata_tests '$HOST_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/host_tests.log" | tail -1)"
+  grep -E -A8 'FAILED' "$L/host_tests.log" | head -30 | tee -a "$S"
 fi
 pack
 rm -rf "$L"  # everything is in logs.tgz: the device returns only a few files
