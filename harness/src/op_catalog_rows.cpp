@@ -191,21 +191,31 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(r);
   }
 
-  for (const DType id_dt : {DType::i32, DType::i64}) {
-    OpDescriptor d =
-        descriptor(std::string("embedding (") + std::string(dtype_name(id_dt)) + " ids)",
-                   "embedding", "embedding");
-    d.inputs = {input_of("ids", {3, 7}, id_dt, Fill::ids, 50), input("table", {50, 24})};
-    d.output = [](const std::vector<Tensor>& in, DType dt) {
-      Shape s = in[0].shape();
-      s.push_back(in[1].size(1));
-      return OpOutput{s, dt};
-    };
-    d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
-      embedding_out(out, in[0], in[1], o);
-    };
-    v.push_back(d);
-  }
+  // The second size: a vocabulary past the cuda backward's scan (its sort by
+  // id), with enough ids that many repeat.
+  struct EmbeddingSize {
+    const char* what;
+    Shape ids;
+    std::int64_t vocab, dim;
+  };
+  for (const EmbeddingSize& z :
+       {EmbeddingSize{"", {3, 7}, 50, 24}, EmbeddingSize{", vocabulary 1500", {128, 5}, 1500, 8}})
+    for (const DType id_dt : {DType::i32, DType::i64}) {
+      OpDescriptor d = descriptor(
+          std::string("embedding (") + std::string(dtype_name(id_dt)) + " ids" + z.what + ")",
+          "embedding", "embedding");
+      d.inputs = {input_of("ids", z.ids, id_dt, Fill::ids, z.vocab),
+                  input("table", {z.vocab, z.dim})};
+      d.output = [](const std::vector<Tensor>& in, DType dt) {
+        Shape s = in[0].shape();
+        s.push_back(in[1].size(1));
+        return OpOutput{s, dt};
+      };
+      d.run = [](const Tensor& out, const std::vector<Tensor>& in, const OpOptions& o) {
+        embedding_out(out, in[0], in[1], o);
+      };
+      v.push_back(d);
+    }
 
   // index_copy_: the output (dst) first takes the values of input "dst" by
   // copy_, then index_copy_ writes src's slices at distinct in-range indices

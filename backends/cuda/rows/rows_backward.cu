@@ -19,6 +19,7 @@
 #include "cuda/rows/norm_backward_kernels.cuh"
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/softmax_backward_kernels.cuh"
+#include "cuda/runtime/stream_scratch.hpp"
 
 namespace strata::cuda {
 namespace {
@@ -29,21 +30,6 @@ void softmax_backward(const IterArgs& a) {
   if (p.rows == 0 || p.n == 0) return;
   launch_softmax_backward<Log, T>(p, static_cast<cudaStream_t>(a.stream));
 }
-
-// Scratch from the stream-ordered pool, given back on the stream when the
-// launches are queued (or when one fails).
-struct StreamScratch {
-  void* p = nullptr;
-  cudaStream_t st = nullptr;
-  StreamScratch(std::size_t bytes, cudaStream_t s) : st(s) {
-    if (bytes > 0) CUDA_CHECK(cudaMallocAsync(&p, bytes, st));
-  }
-  ~StreamScratch() {
-    if (p != nullptr) (void)cudaFreeAsync(p, st);
-  }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-};
 
 // Calls launch(integral_constant<TPR>, integral_constant<NV>) for the fast
 // kernel's configuration that fits p: one 16-byte vector of each operand

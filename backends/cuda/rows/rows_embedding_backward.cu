@@ -1,16 +1,24 @@
 // cuda embedding_backward: table_grad [V, D] += grad [N, D] scattered by ids
 // [N] (op[0], op[1], op[2]; docs/guide/ops.md) on f32, f64, f16, bf16.
-// Deterministic without atomics: a block owns one vocabulary row at a time
-// and its threads one column each; they walk every id in order (in tiles
-// held in shared memory) and sum the grad rows whose id is theirs, in f32
-// (f64 for f64), adding once into table_grad. The work is V x N id
-// comparisons, cheap for byte and small vocabularies; a sort by id first is
-// the way to large ones (docs/guide/autograd.md).
+// Deterministic without atomics: each table row's grad rows are summed in
+// the order of their positions, in f32 (f64 for f64), and added once into
+// table_grad; the result is the same bit for bit on either path:
+//  * small vocabularies (kScanVocab rows or fewer): a block owns one table
+//    row at a time and its threads one column each; they walk every id in
+//    order (in tiles held in shared memory) and sum the grad rows whose id
+//    is theirs. The work is V x N id comparisons and no scratch.
+//  * larger ones: the positions are sorted by id (CUB's radix sort, which is
+//    stable, so a run of equal ids keeps its positions in order), and a block
+//    takes each run start, summing the run's grad rows. The work is the sort
+//    plus one read of grad; a V x N walk over a 50k vocabulary was most of a
+//    GPT-2 training step (docs/log/training.md).
 //
 // The ids are checked first as embedding checks them (first_bad_id, which
 // synchronises the stream); while the stream is being captured the check is
 // skipped and a bad id matches no row, so nothing outside table_grad is
 // written.
+#include <cub/device/device_radix_sort.cuh>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -19,6 +27,7 @@
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_ids.cuh"
+#include "cuda/runtime/stream_scratch.hpp"
 #include "strata/error.hpp"
 
 namespace strata::cuda {
@@ -26,6 +35,8 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kIdTile = 1024;
+// Vocabularies up to this many rows take the scan (no scratch, one launch).
+constexpr std::int64_t kScanVocab = 1024;
 
 template <class T>
 struct ScatterParams {
@@ -69,6 +80,80 @@ __global__ void __launch_bounds__(kThreads) embedding_backward_kernel(ScatterPar
   }
 }
 
+// Sort path, step 1: key = the id (V for one outside [0, V), which no run
+// start takes), value = the position.
+template <class I>
+__global__ void __launch_bounds__(kThreads)
+    embedding_keys_kernel(const char* ids, std::int64_t stride, std::int64_t n, std::int64_t vocab,
+                          std::int32_t* keys, std::int32_t* positions) {
+  grid_dependency_wait();
+  allow_dependents();
+  for (std::int64_t i = blockIdx.x * std::int64_t(kThreads) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * kThreads) {
+    const std::int64_t id = load_id<I>(ids, i * stride);
+    keys[i] = static_cast<std::int32_t>(id >= 0 && id < vocab ? id : vocab);
+    positions[i] = static_cast<std::int32_t>(i);
+  }
+}
+
+// Sort path, step 3: a block per run of equal sorted ids (found at its
+// start), its threads a column each, summing the run's grad rows in
+// position order.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    embedding_runs_kernel(ScatterParams<T> p, const std::int32_t* keys,
+                          const std::int32_t* positions) {
+  using C = compute_t<T>;
+  grid_dependency_wait();
+  allow_dependents();
+  for (std::int64_t i = blockIdx.x; i < p.n; i += gridDim.x) {
+    const std::int32_t v = keys[i];
+    if (v >= p.vocab || (i > 0 && keys[i - 1] == v)) continue;
+    for (std::int64_t j = threadIdx.x; j < p.d; j += kThreads) {
+      C acc = C(0);
+      for (std::int64_t k = i; k < p.n && keys[k] == v; ++k)
+        acc += cvt<C>(p.grad[positions[k] * p.g_row + j * p.g_col]);
+      T& o = p.table_grad[v * p.tg_row + j * p.tg_col];
+      o = cvt<T>(cvt<C>(o) + acc);
+    }
+  }
+}
+
+// Steps 1-3 on `st`, with the keys, positions, their sorted copies and
+// CUB's temporary storage in one piece of stream-ordered scratch.
+template <class T>
+void embedding_backward_sorted(const ScatterParams<T>& p, DType id_dtype, cudaStream_t st) {
+  const int n = static_cast<int>(p.n);
+  int bits = 1;  // enough for every key, V included
+  while (bits < 31 && (std::int64_t(1) << bits) <= p.vocab) ++bits;
+  std::size_t cub_bytes = 0;
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, cub_bytes, static_cast<std::int32_t*>(nullptr),
+                                             static_cast<std::int32_t*>(nullptr),
+                                             static_cast<std::int32_t*>(nullptr),
+                                             static_cast<std::int32_t*>(nullptr), n, 0, bits, st));
+  const std::size_t piece = (std::size_t(n) * sizeof(std::int32_t) + 255) / 256 * 256;
+  const StreamScratch scratch(4 * piece + cub_bytes, st);
+  auto* keys = scratch.at<std::int32_t>(0);
+  auto* positions = scratch.at<std::int32_t>(piece);
+  auto* sorted_keys = scratch.at<std::int32_t>(2 * piece);
+  auto* sorted_positions = scratch.at<std::int32_t>(3 * piece);
+  const int grid = static_cast<int>(
+      std::min<std::int64_t>((p.n + kThreads - 1) / kThreads, std::int64_t(sm_count()) * 8));
+  if (id_dtype == DType::i32)
+    launch_row_kernel(embedding_keys_kernel<std::int32_t>, grid, kThreads, st, p.ids, p.ids_stride,
+                      p.n, p.vocab, keys, positions);
+  else
+    launch_row_kernel(embedding_keys_kernel<std::int64_t>, grid, kThreads, st, p.ids, p.ids_stride,
+                      p.n, p.vocab, keys, positions);
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.at<void>(4 * piece), cub_bytes, keys,
+                                             sorted_keys, positions, sorted_positions, n, 0, bits,
+                                             st));
+  const int run_grid = static_cast<int>(std::min<std::int64_t>(p.n, std::int64_t(sm_count()) * 32));
+  launch_row_kernel(embedding_runs_kernel<T>, run_grid, kThreads, st, p,
+                    static_cast<const std::int32_t*>(sorted_keys),
+                    static_cast<const std::int32_t*>(sorted_positions));
+}
+
 template <class T>
 void embedding_backward(const IterArgs& a) {
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
@@ -91,6 +176,12 @@ void embedding_backward(const IterArgs& a) {
     if (bad.row >= 0)
       fail("embedding_backward", "ids holds ", bad.id, " at index ", bad.row, ", outside [0, ",
            p.vocab, ")");
+  }
+  if (p.n == 0 || p.d == 0) return;
+  // The sort's keys and positions are 32-bit.
+  if (p.vocab > kScanVocab && p.n < std::int64_t(1) << 31 && p.vocab < std::int64_t(1) << 30) {
+    embedding_backward_sorted(p, ids.dtype, st);
+    return;
   }
   const int grid = static_cast<int>(std::min<std::int64_t>(p.vocab, std::int64_t(sm_count()) * 32));
   if (ids.dtype == DType::i32)
