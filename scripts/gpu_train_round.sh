@@ -14,7 +14,7 @@
 #   scripts/gpu_train_round.sh OUTDIR [CORPUS]
 # Env: CMAKE_PREFIX_PATH=$PWD/.device-deps (the app's CLI11 and json);
 # DEADLINE (seconds the call may take, default 560); STEPS (the shipped
-# model's, default 2500); SHIP_TIMEOUT; PARITY_DTYPES (default "f32 bf16");
+# model's, default 2500; SHIP=0 skips the shipped model); SHIP_TIMEOUT; PARITY_DTYPES (default "f32 bf16");
 # CUDA_TEST_FILTER; HOST_TEST_FILTER.
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_train_round.sh OUTDIR [CORPUS]}
@@ -37,25 +37,27 @@ strata="$BUILD/app/strata"
 
 # 2. The shipped model.
 ship="$OUT/shipped"
-timeout ${SHIP_TIMEOUT:-200} bash scripts/train_shipped_model.sh "$strata" "$ship" "$corpus" \
-  > "$L/shipped_train.log" 2>&1
-say "train_shipped_model rc=$? ($(grep -c '^step' "$L/shipped_train.log") progress lines)"
-grep -E '^train:|^step' "$L/shipped_train.log" | tail -6 | tee -a "$S"
-cp "$ship/run/train_log.csv" "$L/shipped_train_log.csv" 2>/dev/null
-ck="$ship/run/checkpoint"
-if [ -f "$ck/model.safetensors" ]; then
-  timeout 60 "$strata" generate --config "$ck/config.json" --weights "$ck/model.safetensors" \
-    --prompt "This program is free software" --max-tokens 120 > "$L/shipped_greedy.txt" 2>&1
-  say "greedy rc=$?: $(head -c 400 "$L/shipped_greedy.txt")"
-  timeout 120 python3 bench/peer_model.py fixtures "$OUT/fixtures" --tiny "$ck" \
-    > "$L/fixtures.log" 2>&1
-  say "peer_model.py fixtures --tiny rc=$?"
-  # What comes back (the device returns a handful of files): the model and
-  # its fixture, packed with the logs.
-  mkdir -p "$L/shipped_model"
-  cp "$ck/config.json" "$ck/model.safetensors" "$ck/trainer_state.json" "$L/shipped_model/"
-  cp "$OUT/fixtures/tiny/expected.safetensors" "$L/shipped_model/" 2>/dev/null
-  rm -rf "$ship" "$OUT/fixtures"
+if [ "${SHIP:-1}" != 0 ]; then
+  timeout ${SHIP_TIMEOUT:-200} bash scripts/train_shipped_model.sh "$strata" "$ship" "$corpus" \
+    > "$L/shipped_train.log" 2>&1
+  say "train_shipped_model rc=$? ($(grep -c '^step' "$L/shipped_train.log") progress lines)"
+  grep -E '^train:|^step' "$L/shipped_train.log" | tail -6 | tee -a "$S"
+  cp "$ship/run/train_log.csv" "$L/shipped_train_log.csv" 2>/dev/null
+  ck="$ship/run/checkpoint"
+  if [ -f "$ck/model.safetensors" ]; then
+    timeout 60 "$strata" generate --config "$ck/config.json" --weights "$ck/model.safetensors" \
+      --prompt "This program is free software" --max-tokens 120 > "$L/shipped_greedy.txt" 2>&1
+    say "greedy rc=$?: $(head -c 400 "$L/shipped_greedy.txt")"
+    timeout 120 python3 bench/peer_model.py fixtures "$OUT/fixtures" --tiny "$ck" \
+      > "$L/fixtures.log" 2>&1
+    say "peer_model.py fixtures --tiny rc=$?"
+    # What comes back (the device returns a handful of files): the model and
+    # its fixture, packed with the logs.
+    mkdir -p "$L/shipped_model"
+    cp "$ck/config.json" "$ck/model.safetensors" "$ck/trainer_state.json" "$L/shipped_model/"
+    cp "$OUT/fixtures/tiny/expected.safetensors" "$L/shipped_model/" 2>/dev/null
+    rm -rf "$ship" "$OUT/fixtures"
+  fi
 fi
 pack
 

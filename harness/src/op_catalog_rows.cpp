@@ -191,7 +191,7 @@ void add_row_descriptors(std::vector<OpDescriptor>& v) {
     v.push_back(r);
   }
 
-  // The second size: a vocabulary past the cuda backward's scan (its sort by
+  // The second size: a call past the cuda backward's scan (its sort by
   // id), with enough ids that many repeat.
   struct EmbeddingSize {
     const char* what;

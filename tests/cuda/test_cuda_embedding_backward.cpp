@@ -1,9 +1,10 @@
-// cuda embedding_backward on vocabularies past the scan (its sort by id,
+// cuda embedding_backward on calls past the scan (its sort by id,
 // rows_embedding_backward.cu) against the reference backend: hot ids that
 // repeat hundreds of times beside ids seen once, both id dtypes, strided ids,
 // grad and table_grad views, sums onto existing gradients, the same bits on
 // a second run (no atomics), and a bad id named before anything is written.
-// The small-vocabulary path is the runner's (op_catalog_rows.cpp).
+// The scan (tiny calls) and the sort on small shapes are the runner's
+// (op_catalog_rows.cpp).
 #include <cstdint>
 #include <random>
 #include <string>
@@ -89,16 +90,20 @@ TEST_CASE("cuda embedding_backward, large vocabulary: strided ids, grad and tabl
   }
 }
 
-TEST_CASE("cuda embedding_backward, large vocabulary: a bad id is named, table_grad untouched",
+TEST_CASE("cuda embedding_backward, sorted: a bad id is named, table_grad untouched",
           "[cuda][embedding]") {
-  const std::int64_t V = 2000, D = 8;
-  const Tensor ids = Tensor::from_vector<std::int32_t>({5, 1999, 7, 2000, -1}, {5}).to(kGpu);
-  const Tensor grad = Tensor::randn({5, D}, 3, DType::f32).to(kGpu);
+  const std::int64_t V = 2000, D = 8, N = 100;  // V x N past the scan
+  std::vector<std::int32_t> v(N);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>(i * 19);
+  v[37] = 2000;
+  v[60] = -1;
+  const Tensor ids = Tensor::from_vector<std::int32_t>(v, {N}).to(kGpu);
+  const Tensor grad = Tensor::randn({N, D}, 3, DType::f32).to(kGpu);
   const Tensor tg = Tensor::full({V, D}, 1.5, DType::f32).to(kGpu);
   const std::string msg =
       core_test::error_of([&] { embedding_backward_out(tg, grad, ids, kCuda); });
   INFO(msg);
   CHECK(msg.find("embedding_backward: ") == 0);
-  CHECK(msg.find("ids holds 2000 at index 3, outside [0, 2000)") != std::string::npos);
+  CHECK(msg.find("ids holds 2000 at index 37, outside [0, 2000)") != std::string::npos);
   for (double x : tg.to(Device::cpu()).to_vector<double>()) REQUIRE(x == 1.5);
 }

@@ -3,11 +3,11 @@
 // Deterministic without atomics: each table row's grad rows are summed in
 // the order of their positions, in f32 (f64 for f64), and added once into
 // table_grad; the result is the same bit for bit on either path:
-//  * small vocabularies (kScanVocab rows or fewer): a block owns one table
-//    row at a time and its threads one column each; they walk every id in
-//    order (in tiles held in shared memory) and sum the grad rows whose id
-//    is theirs. The work is V x N id comparisons and no scratch.
-//  * larger ones: the positions are sorted by id (CUB's radix sort, which is
+//  * tiny calls (V x N up to kScanWork): a block owns one table row at a
+//    time and its threads one column each; they walk every id in order (in
+//    tiles held in shared memory) and sum the grad rows whose id is theirs.
+//    The work is V x N id comparisons, one launch and no scratch.
+//  * the rest: the positions are sorted by id (CUB's radix sort, which is
 //    stable, so a run of equal ids keeps its positions in order), and a block
 //    takes each run start, summing the run's grad rows. The work is the sort
 //    plus one read of grad; a V x N walk over a 50k vocabulary was most of a
@@ -17,10 +17,9 @@
 // synchronises the stream); while the stream is being captured the check is
 // skipped and a bad id matches no row, so nothing outside table_grad is
 // written.
-#include <cub/device/device_radix_sort.cuh>
-
 #include <algorithm>
 #include <cstdint>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/elementwise/ew_params.cuh"
 #include "cuda/elementwise/ew_types.cuh"
@@ -35,8 +34,8 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kIdTile = 1024;
-// Vocabularies up to this many rows take the scan (no scratch, one launch).
-constexpr std::int64_t kScanVocab = 1024;
+// Calls of up to this many (table row, id) pairs take the scan.
+constexpr std::int64_t kScanWork = std::int64_t(1) << 16;
 
 template <class T>
 struct ScatterParams {
@@ -127,10 +126,9 @@ void embedding_backward_sorted(const ScatterParams<T>& p, DType id_dtype, cudaSt
   int bits = 1;  // enough for every key, V included
   while (bits < 31 && (std::int64_t(1) << bits) <= p.vocab) ++bits;
   std::size_t cub_bytes = 0;
-  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, cub_bytes, static_cast<std::int32_t*>(nullptr),
-                                             static_cast<std::int32_t*>(nullptr),
-                                             static_cast<std::int32_t*>(nullptr),
-                                             static_cast<std::int32_t*>(nullptr), n, 0, bits, st));
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, cub_bytes, static_cast<std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr),
+      static_cast<std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr), n, 0, bits, st));
   const std::size_t piece = (std::size_t(n) * sizeof(std::int32_t) + 255) / 256 * 256;
   const StreamScratch scratch(4 * piece + cub_bytes, st);
   auto* keys = scratch.at<std::int32_t>(0);
@@ -179,7 +177,7 @@ void embedding_backward(const IterArgs& a) {
   }
   if (p.n == 0 || p.d == 0) return;
   // The sort's keys and positions are 32-bit.
-  if (p.vocab > kScanVocab && p.n < std::int64_t(1) << 31 && p.vocab < std::int64_t(1) << 30) {
+  if (p.vocab * p.n > kScanWork && p.n < std::int64_t(1) << 31 && p.vocab < std::int64_t(1) << 30) {
     embedding_backward_sorted(p, ids.dtype, st);
     return;
   }

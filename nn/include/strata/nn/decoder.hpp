@@ -57,7 +57,7 @@ class TransformerBlock : public Module {
 struct LossOptions {
   // Rows whose target is this value add nothing and are not counted.
   std::int64_t ignore_index = -100;
-  // Rows of logits held at once; 0 picks about 32 MiB of them (at least 64
+  // Rows of logits held at once; 0 picks about 128 MiB of them (at least 64
   // rows), so a small vocabulary's batch is one chunk.
   std::int64_t chunk_rows = 0;
 };
