@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The GPU machine's training round (issue 28), in one call, most important
 # first, each stage skipped once the call's time is nearly spent:
-#   1. build the `strata` app, bench_train_cuda and strata_cuda_tests;
-#   2. train the shipped model from scratch (scripts/train_shipped_model.sh),
+#   1. build the `strata` app, bench_train_cuda and strata_cuda_tests (and
+#      strata_tests for HOST_TEST_FILTER);
+#   2. CUDA_TEST_FILTER's strata_cuda_tests and HOST_TEST_FILTER's
+#      strata_tests (every backend, cuda included), when given;
+#   3. train the shipped model from scratch (scripts/train_shipped_model.sh),
 #      its greedy text, and PyTorch's parity fixture for it
 #      (bench/peer_model.py fixtures --tiny);
-#   3. strata train against PyTorch on cuda (scripts/train_parity.py, f32
+#   4. strata train against PyTorch on cuda (scripts/train_parity.py, f32
 #      and bf16);
-#   4. the training-speed benchmarks beside PyTorch eager and torch.compile
+#   5. the training-speed benchmarks beside PyTorch eager and torch.compile
 #      (scripts/gpu_train_bench.sh, reusing the build);
-#   5. CUDA_TEST_FILTER's strata_cuda_tests and HOST_TEST_FILTER's
-#      strata_tests (every backend, cuda included), when given.
+#   6. compute-sanitizer memcheck of MEMCHECK_FILTER's strata_cuda_tests.
 #   scripts/gpu_train_round.sh OUTDIR [CORPUS]
 # Env: CMAKE_PREFIX_PATH=$PWD/.device-deps (the app's CLI11 and json);
 # DEADLINE (seconds the call may take, default 560); STEPS (the shipped
-# model's, default 2500; SHIP=0 skips the shipped model); SHIP_TIMEOUT; PARITY_DTYPES (default "f32 bf16");
-# CUDA_TEST_FILTER; HOST_TEST_FILTER.
+# model's, default 2500; SHIP=0 skips the shipped model); SHIP_TIMEOUT;
+# PARITY_DTYPES (default "f32 bf16"); CUDA_TEST_FILTER; HOST_TEST_FILTER;
+# TEST_TIMEOUT (each test stage's, default 200); MEMCHECK_FILTER.
 set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_train_round.sh OUTDIR [CORPUS]}
 corpus=${2:-/usr/share/common-licenses}
@@ -23,6 +26,7 @@ source "$(dirname "$0")/gpu_log.sh"  # L, S, say, pack, J
 export BUILD=${BUILD:-build-train}
 deadline=${DEADLINE:-560}
 left() { echo $((deadline - ($(date +%s) - t0))); }
+test_limit() { local l=$(($(left) - 10)) c=${TEST_TIMEOUT:-200}; echo $((l < c ? l : c)); }
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1); $J cores; commit $(git rev-parse --short HEAD 2>/dev/null)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90a -DSTRATA_WERROR=ON -DSTRATA_BUILD_APP=ON \
@@ -35,7 +39,22 @@ say "build rc=$rc; warnings $(grep -c 'warning:' "$L/build.log")"
 [ $rc = 0 ] || { grep -m10 -B2 -A8 'error' "$L/build.log" | tee -a "$S"; pack; exit 1; }
 strata="$BUILD/app/strata"
 
-# 2. The shipped model.
+# 2. Tests: correctness before speed.
+if [ -n "${CUDA_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
+  timeout "$(test_limit)" "$BUILD/tests/strata_cuda_tests" "$CUDA_TEST_FILTER" \
+    > "$L/cuda_tests.log" 2>&1
+  say "strata_cuda_tests '$CUDA_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/cuda_tests.log" | tail -1)"
+  grep -E -A8 'FAILED' "$L/cuda_tests.log" | head -30 | tee -a "$S"
+fi
+if [ -n "${HOST_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
+  timeout "$(test_limit)" "$BUILD/tests/strata_tests" "$HOST_TEST_FILTER" \
+    > "$L/host_tests.log" 2>&1
+  say "strata_tests '$HOST_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/host_tests.log" | tail -1)"
+  grep -E -A8 'FAILED' "$L/host_tests.log" | head -30 | tee -a "$S"
+fi
+pack
+
+# 3. The shipped model.
 ship="$OUT/shipped"
 if [ "${SHIP:-1}" != 0 ]; then
   timeout ${SHIP_TIMEOUT:-200} bash scripts/train_shipped_model.sh "$strata" "$ship" "$corpus" \
@@ -61,7 +80,7 @@ if [ "${SHIP:-1}" != 0 ]; then
 fi
 pack
 
-# 3. Parity with PyTorch on cuda.
+# 4. Parity with PyTorch on cuda.
 for dt in ${PARITY_DTYPES-f32 bf16}; do
   [ "$(left)" -gt 200 ] || { say "parity $dt skipped: $(left) s left"; continue; }
   timeout 90 python3 scripts/train_parity.py --strata "$strata" --backend cuda --device cuda \
@@ -71,7 +90,7 @@ for dt in ${PARITY_DTYPES-f32 bf16}; do
 done
 pack
 
-# 4. Speed.
+# 5. Speed.
 if [ "$(left)" -gt 150 ]; then
   BENCH_TIMEOUT=$(( $(left) * 2 / 5 )) PEER_TIMEOUT=$(( $(left) * 3 / 5 - 20 )) STRATA_REPS=${STRATA_REPS:-2} \
     PEER_REPS=${PEER_REPS:-10} bash scripts/gpu_train_bench.sh "$OUT" > "$L/bench_round.log" 2>&1
@@ -80,18 +99,11 @@ else
   say "speed skipped: $(left) s left"
 fi
 
-# 5. Tests, with what is left.
-if [ -n "${CUDA_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
-  timeout $(( $(left) - 10 )) "$BUILD/tests/strata_cuda_tests" "$CUDA_TEST_FILTER" \
-    > "$L/cuda_tests.log" 2>&1
-  say "strata_cuda_tests '$CUDA_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/cuda_tests.log" | tail -1)"
-  grep -E -A8 'FAILED' "$L/cuda_tests.log" | head -30 | tee -a "$S"
-fi
-if [ -n "${HOST_TEST_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
-  timeout $(( $(left) - 10 )) "$BUILD/tests/strata_tests" "$HOST_TEST_FILTER" \
-    > "$L/host_tests.log" 2>&1
-  say "strata_tests '$HOST_TEST_FILTER' rc=$? : $(grep -E 'test cases|All tests' "$L/host_tests.log" | tail -1)"
-  grep -E -A8 'FAILED' "$L/host_tests.log" | head -30 | tee -a "$S"
+# 6. compute-sanitizer memcheck of MEMCHECK_FILTER's strata_cuda_tests.
+if [ -n "${MEMCHECK_FILTER:-}" ] && [ "$(left)" -gt 30 ]; then
+  timeout $(( $(left) - 10 )) compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$BUILD/tests/strata_cuda_tests" "$MEMCHECK_FILTER" > "$L/memcheck.log" 2>&1
+  say "memcheck '$MEMCHECK_FILTER' rc=$? : $(grep -E 'ERROR SUMMARY|test cases|All tests' "$L/memcheck.log" | tail -2 | tr '\n' ' ')"
 fi
 pack
 rm -rf "$L"  # everything is in logs.tgz: the device returns only a few files
