@@ -70,8 +70,11 @@ __device__ __forceinline__ void outer_offsets(const ColumnParams<C>& p, std::int
 // [y * segment, (y + 1) * segment) of the reduced dim. Lane `lane` holds
 // columns lane * VEC + j of the tile with Vectors (x 16-byte aligned, cols
 // and every x stride a multiple of VEC), else lane + 32 * j.
+// With vectors, 64 registers (4 blocks an SM) hold it without spills; the
+// element walk's 32 loads in flight need more.
 template <class T, bool Mean, bool Vectors>
-__global__ void __launch_bounds__(kRowThreads) column_partial_kernel(ColumnParams<compute_t<T>> p) {
+__global__ void __launch_bounds__(kRowThreads, Vectors ? 4 : 1)
+    column_partial_kernel(ColumnParams<compute_t<T>> p) {
   using C = compute_t<T>;
   constexpr int VEC = 16 / sizeof(T);
   constexpr int kTile = 32 * VEC;
