@@ -66,7 +66,8 @@ constexpr DType kDtypes[] = {DType::f32, DType::f16, DType::bf16};
 
 }  // namespace
 
-TEST_CASE("cuda column sum: a bias gradient [16384, 3072], the same bits twice", "[cuda][reduce]") {
+TEST_CASE("cuda column sum: a bias gradient (16384 x 3072), the same bits twice",
+          "[cuda][reduce]") {
   for (const DType dt : kDtypes) {
     INFO("dtype " << dtype_name(dt));
     const Pair x = make({16384, 3072}, 71, dt);
@@ -106,7 +107,7 @@ TEST_CASE("cuda column sum: odd shapes", "[cuda][reduce]") {
     }
 }
 
-TEST_CASE("cuda column sum: [B, T, C] over dims 0 and 1", "[cuda][reduce]") {
+TEST_CASE("cuda column sum: B x T x C over dims 0 and 1", "[cuda][reduce]") {
   for (const Shape& s : {Shape{8, 1024, 768}, Shape{3, 5001, 96}, Shape{7, 300, 17}})
     for (const DType dt : kDtypes) {
       INFO("shape [" << s[0] << ", " << s[1] << ", " << s[2] << "] dtype " << dtype_name(dt));
@@ -181,7 +182,7 @@ TEST_CASE("cuda column sum: strided outputs, their gaps untouched", "[cuda][redu
       }
 }
 
-TEST_CASE("cuda column sum: [B, T, C] into a transposed out", "[cuda][reduce]") {
+TEST_CASE("cuda column sum: B x T x C into a transposed out or every other row", "[cuda][reduce]") {
   // out [B, C] as the transpose of a [C, B] buffer (its smallest stride
   // along B, which then leads the outer dims), and [T, C] as every other
   // row of a [2T, C] buffer (sum over dim 0: a column kernel writing a view).
