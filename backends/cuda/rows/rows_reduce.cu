@@ -1,7 +1,8 @@
 // cuda sum, mean, max, argmax (out has stride 0 along the row; argmax's is
 // i64), softmax and log_softmax, on f32, f64, f16, bf16; f16/bf16/f32
 // accumulate in f32 (per-thread partials, then a shuffle tree), f64 in f64.
-// The reductions run reduce_kernel below; softmax and log_softmax the
+// The reductions run reduce_kernel below, except sum and mean over a leading
+// dim of a row-major tensor (column_sum.cuh); softmax and log_softmax the
 // kernels of softmax_kernels.cuh (or rows_reg.cu's):
 //  * 16-bit softmax rows of 2048, 4096 or 8192 elements: reg4's kernel
 //    (rows_reg.cu); other lengths, and log_softmax, the `fused` kernel. One
@@ -12,6 +13,7 @@
 // How each form measured against the others: docs/log/ops.md, "16-bit rows
 // and the transposed add" and "Rows16 reg". STRATA_ROWS_VARIANT selects the
 // other forms in a tuning build (backends/cuda/lab/rows/).
+#include "cuda/rows/column_sum.cuh"
 #include "cuda/rows/rows.cuh"
 #include "cuda/rows/rows_cuda.hpp"
 #include "cuda/rows/rows_reg.cuh"
@@ -110,6 +112,10 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(RowParams p) {
 
 template <Reduction OP, class T>
 void reduce(const IterArgs& a) {
+  // A sum over a leading dim (x's row strided, its innermost outer dim
+  // unit-stride): threads along the columns (column_sum.cuh).
+  if constexpr (OP == Reduction::sum || OP == Reduction::mean)
+    if (launch_column_sum<T, OP == Reduction::mean>(a)) return;
   const RowParams p = make_row_params<T>(a, 0b10);  // x (out has stride 0 along the row)
   if (p.rows == 0) return;
   launch_group_rows(&reduce_kernel<OP, T, 32>, &reduce_kernel<OP, T, kRowThreads>, p,
