@@ -11,7 +11,8 @@
 # by ../shared/tools/device-deps.sh; without it the app is not built);
 # BENCH_FILTER (bench_train_cuda's --benchmark_filter, default all);
 # STRATA_REPS (repetitions, default 3); PEER_REPS (timed PyTorch steps,
-# default 15); COMPILE_DTYPES (default bf16; "none": eager only);
+# default 15); PEER_DTYPES (PyTorch's rows, default f32 bf16);
+# COMPILE_DTYPES (default bf16; "none": eager only);
 # MAX_AUTOTUNE=1 adds torch.compile's max-autotune rows; timeouts
 # BUILD_TIMEOUT, BENCH_TIMEOUT, PEER_TIMEOUT.
 set -u -o pipefail
@@ -39,7 +40,7 @@ pack
 
 cdt=${COMPILE_DTYPES:-bf16}
 peer=(--device cuda --reps ${PEER_REPS:-15} --strata "$L/train_cuda.json" --json "$L/peer_train.json"
-      --out "$OUT/train_table.md")
+      --out "$OUT/train_table.md" ${PEER_DTYPES:+--dtypes $PEER_DTYPES})
 if [ "$cdt" = none ]; then peer+=(--no-compile); else peer+=(--compile-dtypes $cdt); fi
 [ -n "${MAX_AUTOTUNE:-}" ] && peer+=(--max-autotune)
 timeout ${PEER_TIMEOUT:-240} python3 bench/peer_train.py "${peer[@]}" > "$L/peer_train.txt" 2>&1
