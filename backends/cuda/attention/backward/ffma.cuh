@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "cuda/attention/backward/bwd_params.hpp"
+#include "cuda/attention/backward/head_mask.cuh"
 
 namespace strata::cuda::bwd {
 
@@ -173,20 +174,6 @@ __device__ __forceinline__ void tile_scores(const BwdParams& p, const FfmaLayout
     sm[s.p + il * s.pb + tx] = pr;
     sm[s.ds + il * s.pb + tx] = pr * (dp[r] - sm[s.dd + il]);
   }
-}
-
-// The bool or float mask of (batch b, q head h), or nulls.
-template <class S>
-__device__ __forceinline__ void head_mask(const AttentionArgs& a, std::int64_t b, std::int64_t h,
-                                          const unsigned char*& mb, const S*& mf) {
-  mb = nullptr;
-  mf = nullptr;
-  if (!a.mask.data) return;
-  const std::int64_t off = attn::head_offset(a.mask, b, h);
-  if (a.mask.dtype == DType::boolean)
-    mb = static_cast<const unsigned char*>(a.mask.data) + off;
-  else
-    mf = static_cast<const S*>(a.mask.data) + off;
 }
 
 template <class S, class T, int B>

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "cuda/attention/backward/bwd_params.hpp"
+#include "cuda/attention/backward/head_mask.cuh"
 #include "cuda/attention/common/flash_ops.cuh"
 #include "cuda/attention/sm80/kernel_16bit.cuh"
 
@@ -88,19 +89,6 @@ __device__ __forceinline__ float masked(const AttentionArgs& a, const unsigned c
   if (keep && mb) keep = mb[off] != 0;
   if (keep && mf) x += static_cast<float>(mf[off]) * kLog2e;
   return keep ? x : -__int_as_float(0x7f800000);
-}
-
-template <class T>
-__device__ __forceinline__ void head_mask16(const AttentionArgs& a, std::int64_t b, std::int64_t h,
-                                            const unsigned char*& mb, const T*& mf) {
-  mb = nullptr;
-  mf = nullptr;
-  if (!a.mask.data) return;
-  const std::int64_t off = attn::head_offset(a.mask, b, h);
-  if (a.mask.dtype == DType::boolean)
-    mb = static_cast<const unsigned char*>(a.mask.data) + off;
-  else
-    mf = static_cast<const T*>(a.mask.data) + off;
 }
 
 // Zeroes a warp's accumulator tiles acc[MT][NJ][4].

@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kDkdvThreads<BN, MT>, MINB) dkdv_mma_kernel(co
         }
     }
     const std::int64_t m0 = (t_lo + ct) * BM;
-    if (ct == 0) head_mask16<T>(a, b, ch, mb, mf);
+    if (ct == 0) head_mask<T>(a, b, ch, mb, mf);
     const std::uint32_t q_st = sQ_u + stage * kTile, o_st = sO_u + stage * kTile;
 
     // S^T = K Q^T and dP^T = V dO^T: this warp's 16 MT keys x BM queries.

@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kDqThreads<BM, MT>, MINB) dq_mma_kernel(const 
     }
   const unsigned char* mb;
   const T* mf;
-  head_mask16<T>(a, b, h, mb, mf);
+  head_mask<T>(a, b, h, mb, mf);
   const float c = p.scale_log2;
 
   float dq[MT][D / 8][4];
