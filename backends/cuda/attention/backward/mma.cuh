@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "cuda/attention/backward/bwd_params.hpp"
-#include "cuda/attention/backward/head_mask.cuh"
+#include "cuda/attention/backward/kernel_common.cuh"
 #include "cuda/attention/common/flash_ops.cuh"
 #include "cuda/attention/sm80/kernel_16bit.cuh"
 

@@ -22,13 +22,8 @@ __global__ void __launch_bounds__(kDqThreads<BM, MT>, MINB) dq_mma_kernel(const 
   const AttentionArgs& a = p.g.fwd;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 
-  std::int64_t mt0 = blockIdx.x % p.tiles;
-  const std::int64_t bh = blockIdx.x / p.tiles;
-  // Under a band that bounds keys from above (causal), the last query tiles
-  // reach the most keys: they go first.
-  if (a.band_hi < kNoLimit) mt0 = p.tiles - 1 - mt0;
-  const std::int64_t b = bh / a.Hq, h = bh - b * a.Hq, hk = h / p.group;
-  const std::int64_t m0 = mt0 * BM;
+  const DqCta cta = dq_cta(p);
+  const std::int64_t bh = cta.bh, b = cta.b, h = cta.h, hk = cta.hk, m0 = cta.tile * BM;
   const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
   const std::int64_t kv_lo = m0 + a.band_lo > 0 ? m0 + a.band_lo : 0;
   const std::int64_t kv_hi = m0 + rows + a.band_hi < a.N ? m0 + rows + a.band_hi : a.N;
