@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "finite_diff.hpp"
 #include "strata/attention.hpp"
 #include "strata/autograd.hpp"
 #include "strata/elementwise.hpp"
@@ -195,14 +196,9 @@ TEST_CASE("attention gradients: the reference against finite differences",
     for (std::size_t w = 0; w < xs.size(); ++w) {
       const Tensor flat = xs[w].reshape({-1});
       for (std::int64_t e = 0; e < flat.numel(); ++e) {
-        const double x = flat.item({e}), h = 1e-6;
-        flat.set_item({e}, x + h);
-        const double up = loss(c, in);
-        flat.set_item({e}, x - h);
-        const double down = loss(c, in);
-        flat.set_item({e}, x);
+        const double fd = fd_test::central_difference(flat, e, 1e-6, [&] { return loss(c, in); });
         INFO("input " << w << " element " << e);
-        CHECK(std::abs(grads[w][static_cast<std::size_t>(e)] - (up - down) / (2 * h)) < 1e-6);
+        CHECK(std::abs(grads[w][static_cast<std::size_t>(e)] - fd) < 1e-6);
       }
     }
   }
