@@ -80,62 +80,42 @@ TEST_CASE("attention error: undefined q, k, v, out", "[attention][errors]") {
   }
 }
 
-TEST_CASE("attention error: rank below 2", "[attention][errors]") {
-  Call c;
-  c.q = Tensor::randn({8}, 1);
-  c.expect_error({"q must have 2 to 8 dims", "has 1", "[8]"});
-}
-
-TEST_CASE("attention error: rank below 2 for v", "[attention][errors]") {
-  Call c;
-  c.v = Tensor::randn({6}, 3);
-  c.expect_error({"v must have 2 to 8 dims", "has 1"});
-}
-
-TEST_CASE("attention error: d of q and k differ", "[attention][errors]") {
-  Call c;
-  c.k = Tensor::randn({2, 2, 7, 9}, 2);
-  c.expect_error({"q has head size d = 8 but k has 9"});
-}
-
-TEST_CASE("attention error: k and v key counts differ", "[attention][errors]") {
-  Call c;
-  c.v = Tensor::randn({2, 2, 6, 6}, 3);
-  c.expect_error({"k has 7 keys but v has 6"});
-}
-
-TEST_CASE("attention error: k and v head counts differ", "[attention][errors]") {
-  Call c;
-  c.v = Tensor::randn({2, 1, 7, 6}, 3);
-  c.expect_error({"k has 2 heads but v has 1"});
-}
-
-TEST_CASE("attention error: Hq not a multiple of Hkv", "[attention][errors]") {
-  Call c;
-  c.k = Tensor::randn({2, 3, 7, 8}, 2);
-  c.v = Tensor::randn({2, 3, 7, 6}, 3);
-  c.expect_error({"q has 4 heads, not a multiple of k's 3 heads"});
-}
-
-TEST_CASE("attention error: zero kv heads", "[attention][errors]") {
-  Call c;
-  c.k = Tensor::randn({2, 0, 7, 8}, 2);
-  c.v = Tensor::randn({2, 0, 7, 6}, 3);
-  c.expect_error({"k has 0 heads but q has 4"});
-}
-
-TEST_CASE("attention error: head size 0", "[attention][errors]") {
-  Call c;
-  c.q = Tensor::randn({2, 4, 5, 0}, 1);
-  c.k = Tensor::randn({2, 2, 7, 0}, 2);
-  c.expect_error({"q has head size d = 0"});
-}
-
-TEST_CASE("attention error: batch dims that do not broadcast", "[attention][errors]") {
-  Call c;
-  c.k = Tensor::randn({3, 2, 7, 8}, 2);
-  c.v = Tensor::randn({3, 2, 7, 6}, 3);
-  c.expect_error({"batch dims of q [2] and k [3] do not broadcast"});
+// Calls with q, k or v of a shape that does not fit the others: the shapes
+// that replace the base call's (an empty one keeps it), the same seeds.
+TEST_CASE("attention error: shapes of q, k and v that do not fit", "[attention][errors]") {
+  struct Bad {
+    const char* what;
+    Shape q, k, v;
+    std::vector<std::string> parts;
+  };
+  const std::vector<Bad> bad = {
+      {"rank below 2", {8}, {}, {}, {"q must have 2 to 8 dims", "has 1", "[8]"}},
+      {"rank below 2 for v", {}, {}, {6}, {"v must have 2 to 8 dims", "has 1"}},
+      {"d of q and k differ", {}, {2, 2, 7, 9}, {}, {"q has head size d = 8 but k has 9"}},
+      {"k and v key counts differ", {}, {}, {2, 2, 6, 6}, {"k has 7 keys but v has 6"}},
+      {"k and v head counts differ", {}, {}, {2, 1, 7, 6}, {"k has 2 heads but v has 1"}},
+      {"Hq not a multiple of Hkv",
+       {},
+       {2, 3, 7, 8},
+       {2, 3, 7, 6},
+       {"q has 4 heads, not a multiple of k's 3 heads"}},
+      {"zero kv heads", {}, {2, 0, 7, 8}, {2, 0, 7, 6}, {"k has 0 heads but q has 4"}},
+      {"head size 0", {2, 4, 5, 0}, {2, 2, 7, 0}, {}, {"q has head size d = 0"}},
+      {"batch dims that do not broadcast",
+       {},
+       {3, 2, 7, 8},
+       {3, 2, 7, 6},
+       {"batch dims of q [2] and k [3] do not broadcast"}},
+  };
+  for (const Bad& b : bad) {
+    DYNAMIC_SECTION(b.what) {
+      Call c;
+      if (!b.q.empty()) c.q = Tensor::randn(b.q, 1);
+      if (!b.k.empty()) c.k = Tensor::randn(b.k, 2);
+      if (!b.v.empty()) c.v = Tensor::randn(b.v, 3);
+      c.expect_error(b.parts);
+    }
+  }
 }
 
 TEST_CASE("attention error: dtype of k differs from q", "[attention][errors]") {

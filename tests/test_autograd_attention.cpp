@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "finite_diff.hpp"
 #include "strata/attention.hpp"
 #include "strata/autograd.hpp"
 #include "strata/elementwise.hpp"
@@ -24,7 +25,7 @@ struct Case {
   std::string name;
   std::int64_t hq = 2, hkv = 2, m = 3, n = 4, d = 3, dv = 3;
   Causal causal = Causal::none;
-  std::optional<std::pair<std::int64_t, std::int64_t>> window;
+  std::optional<std::pair<std::int64_t, std::int64_t>> window = std::nullopt;
   bool window_top_left = false;
   // 0 none, 1 bool, 2 float (its gradient too), 3 float (no gradient asked:
   // a backward kernel still serves it), 4 bool dropping every key of some
@@ -36,132 +37,59 @@ struct Case {
   bool finite_differences = true;  // small enough for them
 };
 
-Case named(const std::string& name) {
-  Case c;
-  c.name = name;
-  return c;
-}
+using Window = std::pair<std::int64_t, std::int64_t>;
 
+// Fields not named keep Case's defaults (hq 2, hkv 2, m 3, n 4, d 3, dv 3).
 std::vector<Case> cases() {
-  std::vector<Case> v;
-  v.push_back(named("plain"));
-  Case c = named("causal bottom_right, M < N");
-  c.causal = Causal::bottom_right;
-  v.push_back(c);
-  c = named("causal top_left");
-  c.causal = Causal::top_left;
-  v.push_back(c);
-  c = named("window (1, 0)");
-  c.window = std::make_pair(std::int64_t{1}, std::int64_t{0});
-  v.push_back(c);
-  c = named("GQA 4 q heads on 2 kv heads, dv != d");
-  c.hq = 4;
-  c.dv = 5;
-  v.push_back(c);
-  c = named("bool mask");
-  c.mask = 1;
-  v.push_back(c);
-  c = named("float mask (its gradient too)");
-  c.mask = 2;
-  v.push_back(c);
-  c = named("lse used downstream");
-  c.lse = true;
-  c.causal = Causal::bottom_right;
-  v.push_back(c);
-  c = named("k and v broadcast over a batch of 2");
-  c.batch = 2;
-  c.hq = 4;
-  v.push_back(c);
-  // Past one 64 x 64 block each way, so a blocked backward meets its block
-  // edges, skipped blocks and partial last blocks.
-  c = named("several blocks, causal top_left, GQA");
-  c.finite_differences = false;
-  c.m = 70;
-  c.n = 150;
-  c.hq = 4;
-  c.d = 8;
-  c.dv = 5;
-  c.causal = Causal::top_left;
-  v.push_back(c);
-  c.name = "several blocks, window (40, 3), lse used";
-  c.causal = Causal::none;
-  c.window = std::make_pair(std::int64_t{40}, std::int64_t{3});
-  c.lse = true;
-  v.push_back(c);
-  c = named("several blocks, bool mask, M > N");
-  c.finite_differences = false;
-  c.m = 130;
-  c.n = 67;
-  c.mask = 1;
-  v.push_back(c);
-  c = named("rows with every key masked");
-  c.mask = 4;
-  c.m = 6;
-  v.push_back(c);
-  c = named("rows with every key at -inf in a float mask");
-  c.mask = 5;
-  c.m = 6;
-  v.push_back(c);
-  c = named("no keys (N = 0)");
-  c.n = 0;
-  v.push_back(c);
-  // Head dims of the tensor-core kernels (d, dv multiples of 8 up to 128,
-  // read in place), past one tile each way; the FFMA path beyond 128.
-  c = named("d 64, several tiles, causal bottom_right, GQA");
-  c.finite_differences = false;
-  c.m = 150;
-  c.n = 200;
-  c.hq = 4;
-  c.d = 64;
-  c.dv = 64;
-  c.causal = Causal::bottom_right;
-  v.push_back(c);
-  c = named("d 128, dv 72, window (50, 20), float mask without its gradient, lse used");
-  c.finite_differences = false;
-  c.m = 90;
-  c.n = 130;
-  c.d = 128;
-  c.dv = 72;
-  c.window = std::make_pair(std::int64_t{50}, std::int64_t{20});
-  c.mask = 3;
-  c.lse = true;
-  v.push_back(c);
-  // No band and no mask over tiles past the kernels' cp.async pipelines
-  // (up to 4 stages): the unmasked steps, the stage ring wrapping, partial
-  // last tiles read as zeros.
-  c = named("d 64, GQA, no band or mask, more tiles than pipeline stages");
-  c.finite_differences = false;
-  c.m = 170;
-  c.n = 230;
-  c.hq = 4;
-  c.d = 64;
-  c.dv = 64;
-  v.push_back(c);
-  c = named("d 128, no band or mask, more tiles than pipeline stages");
-  c.finite_differences = false;
-  c.m = 100;
-  c.n = 250;
-  c.d = 128;
-  c.dv = 128;
-  v.push_back(c);
-  c = named("d 136 (over the tensor cores' 128), dv 24, bool mask");
-  c.finite_differences = false;
-  c.m = 40;
-  c.n = 50;
-  c.d = 136;
-  c.dv = 24;
-  c.mask = 1;
-  v.push_back(c);
-  c = named("q, k, v transposed views, causal top_left, several blocks");
-  c.finite_differences = false;
-  c.m = 70;
-  c.n = 90;
-  c.d = 16;
-  c.dv = 24;
-  c.causal = Causal::top_left;
-  c.transposed = true;
-  v.push_back(c);
-  return v;
+  constexpr Causal none = Causal::none, top_left = Causal::top_left,
+                   bottom_right = Causal::bottom_right;
+  constexpr bool large = false;  // finite_differences: too large for them
+  // clang-format off
+  return {
+      {.name = "plain"},
+      {.name = "causal bottom_right, M < N", .causal = bottom_right},
+      {.name = "causal top_left", .causal = top_left},
+      {.name = "window (1, 0)", .window = Window{1, 0}},
+      {.name = "GQA 4 q heads on 2 kv heads, dv != d", .hq = 4, .dv = 5},
+      {.name = "bool mask", .mask = 1},
+      {.name = "float mask (its gradient too)", .mask = 2},
+      {.name = "lse used downstream", .causal = bottom_right, .lse = true},
+      {.name = "k and v broadcast over a batch of 2", .hq = 4, .batch = 2},
+      // Past one 64 x 64 block each way, so a blocked backward meets its
+      // block edges, skipped blocks and partial last blocks.
+      {.name = "several blocks, causal top_left, GQA",
+       .hq = 4, .m = 70, .n = 150, .d = 8, .dv = 5, .causal = top_left,
+       .finite_differences = large},
+      {.name = "several blocks, window (40, 3), lse used",
+       .hq = 4, .m = 70, .n = 150, .d = 8, .dv = 5, .causal = none, .window = Window{40, 3},
+       .lse = true, .finite_differences = large},
+      {.name = "several blocks, bool mask, M > N",
+       .m = 130, .n = 67, .mask = 1, .finite_differences = large},
+      {.name = "rows with every key masked", .m = 6, .mask = 4},
+      {.name = "rows with every key at -inf in a float mask", .m = 6, .mask = 5},
+      {.name = "no keys (N = 0)", .n = 0},
+      // Head dims of the tensor-core kernels (d, dv multiples of 8 up to
+      // 128, read in place), past one tile each way; the FFMA path beyond 128.
+      {.name = "d 64, several tiles, causal bottom_right, GQA",
+       .hq = 4, .m = 150, .n = 200, .d = 64, .dv = 64, .causal = bottom_right,
+       .finite_differences = large},
+      {.name = "d 128, dv 72, window (50, 20), float mask without its gradient, lse used",
+       .m = 90, .n = 130, .d = 128, .dv = 72, .window = Window{50, 20}, .mask = 3, .lse = true,
+       .finite_differences = large},
+      // No band and no mask over tiles past the kernels' cp.async pipelines
+      // (up to 4 stages): the unmasked steps, the stage ring wrapping,
+      // partial last tiles read as zeros.
+      {.name = "d 64, GQA, no band or mask, more tiles than pipeline stages",
+       .hq = 4, .m = 170, .n = 230, .d = 64, .dv = 64, .finite_differences = large},
+      {.name = "d 128, no band or mask, more tiles than pipeline stages",
+       .m = 100, .n = 250, .d = 128, .dv = 128, .finite_differences = large},
+      {.name = "d 136 (over the tensor cores' 128), dv 24, bool mask",
+       .m = 40, .n = 50, .d = 136, .dv = 24, .mask = 1, .finite_differences = large},
+      {.name = "q, k, v transposed views, causal top_left, several blocks",
+       .m = 70, .n = 90, .d = 16, .dv = 24, .causal = top_left, .transposed = true,
+       .finite_differences = large},
+  };
+  // clang-format on
 }
 
 struct Inputs {
@@ -268,14 +196,9 @@ TEST_CASE("attention gradients: the reference against finite differences",
     for (std::size_t w = 0; w < xs.size(); ++w) {
       const Tensor flat = xs[w].reshape({-1});
       for (std::int64_t e = 0; e < flat.numel(); ++e) {
-        const double x = flat.item({e}), h = 1e-6;
-        flat.set_item({e}, x + h);
-        const double up = loss(c, in);
-        flat.set_item({e}, x - h);
-        const double down = loss(c, in);
-        flat.set_item({e}, x);
+        const double fd = fd_test::central_difference(flat, e, 1e-6, [&] { return loss(c, in); });
         INFO("input " << w << " element " << e);
-        CHECK(std::abs(grads[w][static_cast<std::size_t>(e)] - (up - down) / (2 * h)) < 1e-6);
+        CHECK(std::abs(grads[w][static_cast<std::size_t>(e)] - fd) < 1e-6);
       }
     }
   }
@@ -311,14 +234,11 @@ TEST_CASE("attention gradients: the same bits run to run on every backend",
           "[autograd][attention]") {
   // dK and dV sum over a group of q heads and over query tiles, dQ over key
   // tiles: no atomics, so two runs agree bit for bit.
-  Case c = named("GQA, causal, several tiles, float mask without its gradient");
-  c.m = 150;
-  c.n = 200;
-  c.hq = 4;
-  c.d = 64;
-  c.dv = 64;
-  c.causal = Causal::bottom_right;
-  c.mask = 3;
+  // clang-format off
+  const Case c{.name = "GQA, causal, several tiles, float mask without its gradient",
+               .hq = 4, .m = 150, .n = 200, .d = 64, .dv = 64, .causal = Causal::bottom_right,
+               .mask = 3};
+  // clang-format on
   const Inputs in = make_inputs(c, 900);
   for (const BackendInfo& b : Registry::get().backends()) {
     if (!b.compiled || !b.available) continue;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "finite_diff.hpp"
 #include "strata/autograd.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/reduce.hpp"
@@ -65,13 +66,8 @@ TEST_CASE("autograd model: DecoderLM's gradients match finite differences",
         // A few elements per tensor, spread over it.
         const std::int64_t step = std::max<std::int64_t>(1, flat.numel() / 3);
         for (std::int64_t e = 1; e < flat.numel(); e += step) {
-          const double v = flat.item({e}), h = 1e-5;
-          flat.set_item({e}, v + h);
-          const double up = loss_of(m, ids, w);
-          flat.set_item({e}, v - h);
-          const double down = loss_of(m, ids, w);
-          flat.set_item({e}, v);
-          const double fd = (up - down) / (2 * h);
+          const double fd =
+              fd_test::central_difference(flat, e, 1e-5, [&] { return loss_of(m, ids, w); });
           INFO(name << "[" << e << "] tape " << g.item({e}) << " finite differences " << fd);
           CHECK(std::abs(g.item({e}) - fd) < 1e-6 * (1 + std::abs(fd)));
           ++checked;

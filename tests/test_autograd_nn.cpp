@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "catch.hpp"
+#include "finite_diff.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/nn/layers.hpp"
 #include "strata/reduce.hpp"
@@ -41,14 +42,9 @@ TEST_CASE("autograd nn: an MLP's gradients by name match finite differences", "[
     const Tensor flat = param->reshape({-1});
     const Tensor gflat = g.reshape({-1});
     for (std::int64_t e = 0; e < flat.numel(); e += 5) {
-      const double v = flat.item({e}), h = 1e-6;
-      flat.set_item({e}, v + h);
-      const double up = loss_of(mlp, x);
-      flat.set_item({e}, v - h);
-      const double down = loss_of(mlp, x);
-      flat.set_item({e}, v);
+      const double fd = fd_test::central_difference(flat, e, 1e-6, [&] { return loss_of(mlp, x); });
       INFO(name << "[" << e << "]");
-      CHECK(std::abs(gflat.item({e}) - (up - down) / (2 * h)) < 1e-6);
+      CHECK(std::abs(gflat.item({e}) - fd) < 1e-6);
     }
   }
 }

@@ -25,10 +25,7 @@ inline strata::nn::ModelConfig tiny_llama(std::int64_t kv_heads = 2) {
   c.intermediate_size = 48;
   c.max_position_embeddings = 64;
   c.norm_eps = 1e-5;
-  c.rope_theta = 10000.0;
-  c.tie_word_embeddings = false;
-  c.hidden_act = "silu";
-  return c;
+  return c;  // rope_theta, untied embeddings, silu: ModelConfig's llama defaults
 }
 
 // tiny_llama's sizes (4 kv heads, a wider MLP) as a GPT-2.

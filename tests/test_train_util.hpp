@@ -11,21 +11,15 @@
 #include "strata/nn/hf_weights.hpp"
 #include "strata/nn/safetensors.hpp"
 #include "strata/nn/train.hpp"
+#include "test_nn_util.hpp"
 
 namespace train_test {
 
+// nn_test::tiny_llama with a byte vocabulary and a wider MLP.
 inline strata::nn::ModelConfig tiny_config() {
-  strata::nn::ModelConfig c;
-  c.arch = strata::nn::Arch::llama;
+  strata::nn::ModelConfig c = nn_test::tiny_llama(2);
   c.vocab_size = 256;
-  c.hidden_size = 32;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 8;
   c.intermediate_size = 64;
-  c.max_position_embeddings = 64;
-  c.norm_eps = 1e-5;
   return c;
 }
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "cuda/attention/backward/bwd_params.hpp"
+#include "cuda/attention/backward/kernel_common.cuh"
 
 namespace strata::cuda::bwd {
 
@@ -175,20 +176,6 @@ __device__ __forceinline__ void tile_scores(const BwdParams& p, const FfmaLayout
   }
 }
 
-// The bool or float mask of (batch b, q head h), or nulls.
-template <class S>
-__device__ __forceinline__ void head_mask(const AttentionArgs& a, std::int64_t b, std::int64_t h,
-                                          const unsigned char*& mb, const S*& mf) {
-  mb = nullptr;
-  mf = nullptr;
-  if (!a.mask.data) return;
-  const std::int64_t off = attn::head_offset(a.mask, b, h);
-  if (a.mask.dtype == DType::boolean)
-    mb = static_cast<const unsigned char*>(a.mask.data) + off;
-  else
-    mf = static_cast<const S*>(a.mask.data) + off;
-}
-
 template <class S, class T, int B>
 __global__ void __launch_bounds__(kFfmaThreads) ffma_dkdv_kernel(const BwdParams p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -249,13 +236,8 @@ __global__ void __launch_bounds__(kFfmaThreads) ffma_dq_kernel(const BwdParams p
   const AttentionArgs& a = p.g.fwd;
   const FfmaLayout s = ffma_layout(B, a.d, a.dv);
   const int d = int(a.d), dv = int(a.dv);
-  std::int64_t it = blockIdx.x % p.tiles;
-  const std::int64_t bh = blockIdx.x / p.tiles;
-  // Under a band that bounds keys from above (causal), the last query tiles
-  // reach the most keys: they go first.
-  if (a.band_hi < kNoLimit) it = p.tiles - 1 - it;
-  const std::int64_t b = bh / a.Hq, h = bh - b * a.Hq, hk = h / p.group;
-  const std::int64_t i0 = it * B;
+  const DqCta cta = dq_cta(p);
+  const std::int64_t bh = cta.bh, b = cta.b, h = cta.h, hk = cta.hk, i0 = cta.tile * B;
   const int ni = a.M - i0 < B ? int(a.M - i0) : B;
   const std::int64_t qrs = attn::row_stride(a.q), ors = attn::row_stride(p.g.dout);
   load_rows<S, T>(sm + s.q, s.pd, attn::head_ptr<const S>(a.q, b, h) + i0 * qrs, qrs,

@@ -25,12 +25,11 @@ namespace strata::cuda {
 namespace {
 
 using bwd::BwdParams;
+using bwd::kOp;
 using flash_host::chunk_ok;
 using flash_host::Pack;
 using flash_host::round256;
 using flash_host::Scratch;
-
-constexpr const char* kOp = "softmax_attention_backward";
 
 bool is_16bit(DType dt) { return dt == DType::bf16 || dt == DType::f16; }
 

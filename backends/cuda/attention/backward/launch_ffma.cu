@@ -17,13 +17,6 @@
 namespace strata::cuda::bwd {
 namespace {
 
-constexpr const char* kOp = "softmax_attention_backward";
-
-std::int64_t checked_grid(std::int64_t blocks) {
-  check(blocks <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", blocks, " blocks)");
-  return blocks;
-}
-
 int smem_optin(int dev) {
   int optin = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));

@@ -15,13 +15,6 @@
 namespace strata::cuda::bwd {
 namespace {
 
-constexpr const char* kOp = "softmax_attention_backward";
-
-std::int64_t checked_grid(std::int64_t blocks) {
-  check(blocks <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", blocks, " blocks)");
-  return blocks;
-}
-
 void prepare(const void* kernel, int threads, std::size_t smem, int dev) {
   check(resident_blocks(kernel, threads, smem, dev) > 0, kOp,
         "cuda: an mma kernel cannot be resident with ", smem, " bytes of shared memory");

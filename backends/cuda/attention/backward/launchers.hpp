@@ -4,9 +4,20 @@
 // device current and the workspaces in place.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "cuda/attention/backward/bwd_params.hpp"
+#include "strata/error.hpp"
 
 namespace strata::cuda::bwd {
+
+inline constexpr const char* kOp = "softmax_attention_backward";
+
+// A grid of `blocks` CTAs, checked to fit one launch's x dimension.
+inline std::int64_t checked_grid(std::int64_t blocks) {
+  check(blocks <= 0x7fffffff, kOp, "cuda: problem too large for one launch (", blocks, " blocks)");
+  return blocks;
+}
 
 // preprocess.cuh on every row of the workspaces (launch_ffma.cu).
 void launch_preprocess(const BwdParams& p, cudaStream_t st);

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "cuda/attention/backward/bwd_params.hpp"
+#include "cuda/attention/backward/kernel_common.cuh"
 #include "cuda/attention/common/flash_ops.cuh"
 #include "cuda/attention/sm80/kernel_16bit.cuh"
 
@@ -90,17 +91,41 @@ __device__ __forceinline__ float masked(const AttentionArgs& a, const unsigned c
   return keep ? x : -__int_as_float(0x7f800000);
 }
 
-template <class T>
-__device__ __forceinline__ void head_mask16(const AttentionArgs& a, std::int64_t b, std::int64_t h,
-                                            const unsigned char*& mb, const T*& mf) {
-  mb = nullptr;
-  mf = nullptr;
-  if (!a.mask.data) return;
-  const std::int64_t off = attn::head_offset(a.mask, b, h);
-  if (a.mask.dtype == DType::boolean)
-    mb = static_cast<const unsigned char*>(a.mask.data) + off;
-  else
-    mf = static_cast<const T*>(a.mask.data) + off;
+// Zeroes a warp's accumulator tiles acc[MT][NJ][4].
+template <int MT, int NJ>
+__device__ __forceinline__ void zero_acc(float (&acc)[MT][NJ][4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][j][e] = 0.f;
+}
+
+// One k-step of 16 over 16 columns for each of a warp's MT m-tiles:
+// acc[mt][2 jp] and acc[mt][2 jp + 1] += a[mt] B, where a[mt] is m-tile
+// mt's A fragment and bf the two 8-column B fragments (one ldmatrix x4).
+template <class Mma, int MT, int NJ>
+__device__ __forceinline__ void mma_n16(float (&acc)[MT][NJ][4], int jp,
+                                        const std::uint32_t (&a)[MT][4],
+                                        const std::uint32_t (&bf)[4]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    Mma::mma(acc[mt][2 * jp], a[mt], bf[0], bf[1]);
+    Mma::mma(acc[mt][2 * jp + 1], a[mt], bf[2], bf[3]);
+  }
+}
+
+// The A fragment of k-step kk taken from one m-tile's accumulators (its
+// n-tiles 2 kk and 2 kk + 1, rounded to T): P or dS as the left operand of
+// the next product, straight from the registers.
+template <class Mma, int NJ>
+__device__ __forceinline__ void acc_to_a(std::uint32_t (&a)[4], const float (&acc)[NJ][4], int kk) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float* x = acc[2 * kk + (i >> 1)];
+    a[i] = Mma::pack(x[2 * (i & 1)], x[2 * (i & 1) + 1]);
+  }
 }
 
 // Stores a warp's [16][D] accumulator (rows r0 + g, r0 + g + 8 of the

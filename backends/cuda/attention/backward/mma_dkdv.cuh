@@ -82,12 +82,8 @@ __global__ void __launch_bounds__(kDkdvThreads<BN, MT>, MINB) dkdv_mma_kernel(co
   }
 
   float dk[MT][D / 8][4], dv[MT][D / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dk[mt][n][e] = dv[mt][n][e] = 0.f;
+  zero_acc(dk);
+  zero_acc(dv);
   std::uint32_t kf[KVREG ? MT : 1][KVREG ? D / 16 : 1][4];
   std::uint32_t vf[KVREG ? MT : 1][KVREG ? D / 16 : 1][4];
   const int wk = warp * 16 * MT;  // this warp's first key in the tile
@@ -113,17 +109,13 @@ __global__ void __launch_bounds__(kDkdvThreads<BN, MT>, MINB) dkdv_mma_kernel(co
         }
     }
     const std::int64_t m0 = (t_lo + ct) * BM;
-    if (ct == 0) head_mask16<T>(a, b, ch, mb, mf);
+    if (ct == 0) head_mask<T>(a, b, ch, mb, mf);
     const std::uint32_t q_st = sQ_u + stage * kTile, o_st = sO_u + stage * kTile;
 
     // S^T = K Q^T and dP^T = V dO^T: this warp's 16 MT keys x BM queries.
     float st[MT][BM / 8][4], dpt[MT][BM / 8][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) st[mt][j][e] = dpt[mt][j][e] = 0.f;
+    zero_acc(st);
+    zero_acc(dpt);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       std::uint32_t ka[MT][4], va[MT][4];
@@ -144,17 +136,9 @@ __global__ void __launch_bounds__(kDkdvThreads<BN, MT>, MINB) dkdv_mma_kernel(co
       for (int jp = 0; jp < BM / 16; ++jp) {
         std::uint32_t bf[4];
         ldsm_x4(bf, q_st + fb.at(16 * jp, kk));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Mma::mma(st[mt][2 * jp], ka[mt], bf[0], bf[1]);
-          Mma::mma(st[mt][2 * jp + 1], ka[mt], bf[2], bf[3]);
-        }
+        mma_n16<Mma>(st, jp, ka, bf);
         ldsm_x4(bf, o_st + fb.at(16 * jp, kk));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Mma::mma(dpt[mt][2 * jp], va[mt], bf[0], bf[1]);
-          Mma::mma(dpt[mt][2 * jp + 1], va[mt], bf[2], bf[3]);
-        }
+        mma_n16<Mma>(dpt, jp, va, bf);
       }
     }
 
@@ -186,6 +170,8 @@ __global__ void __launch_bounds__(kDkdvThreads<BN, MT>, MINB) dkdv_mma_kernel(co
     // dV += P^T dO and dK += dS^T Q, over the BM queries.
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
+      // P^T and dS^T packed in one loop: two acc_to_a calls would reorder
+      // the compiled code.
       std::uint32_t ap[MT][4], as[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -200,17 +186,9 @@ __global__ void __launch_bounds__(kDkdvThreads<BN, MT>, MINB) dkdv_mma_kernel(co
       for (int np = 0; np < D / 16; ++np) {
         std::uint32_t bf[4];
         ldsm_x4_trans(bf, o_st + fbt.at(16 * kk, np));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Mma::mma(dv[mt][2 * np], ap[mt], bf[0], bf[1]);
-          Mma::mma(dv[mt][2 * np + 1], ap[mt], bf[2], bf[3]);
-        }
+        mma_n16<Mma>(dv, np, ap, bf);
         ldsm_x4_trans(bf, q_st + fbt.at(16 * kk, np));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Mma::mma(dk[mt][2 * np], as[mt], bf[0], bf[1]);
-          Mma::mma(dk[mt][2 * np + 1], as[mt], bf[2], bf[3]);
-        }
+        mma_n16<Mma>(dk, np, as, bf);
       }
     }
     if (++ct == per_head) {

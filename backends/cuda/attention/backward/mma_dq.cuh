@@ -22,13 +22,8 @@ __global__ void __launch_bounds__(kDqThreads<BM, MT>, MINB) dq_mma_kernel(const 
   const AttentionArgs& a = p.g.fwd;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 
-  std::int64_t mt0 = blockIdx.x % p.tiles;
-  const std::int64_t bh = blockIdx.x / p.tiles;
-  // Under a band that bounds keys from above (causal), the last query tiles
-  // reach the most keys: they go first.
-  if (a.band_hi < kNoLimit) mt0 = p.tiles - 1 - mt0;
-  const std::int64_t b = bh / a.Hq, h = bh - b * a.Hq, hk = h / p.group;
-  const std::int64_t m0 = mt0 * BM;
+  const DqCta cta = dq_cta(p);
+  const std::int64_t bh = cta.bh, b = cta.b, h = cta.h, hk = cta.hk, m0 = cta.tile * BM;
   const int rows = a.M - m0 < BM ? int(a.M - m0) : BM;
   const std::int64_t kv_lo = m0 + a.band_lo > 0 ? m0 + a.band_lo : 0;
   const std::int64_t kv_hi = m0 + rows + a.band_hi < a.N ? m0 + rows + a.band_hi : a.N;
@@ -73,17 +68,12 @@ __global__ void __launch_bounds__(kDqThreads<BM, MT>, MINB) dq_mma_kernel(const 
     }
   const unsigned char* mb;
   const T* mf;
-  head_mask16<T>(a, b, h, mb, mf);
+  head_mask<T>(a, b, h, mb, mf);
   const float c = p.scale_log2;
 
   float dq[MT][D / 8][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dq[mt][n][e] = 0.f;
-  std::uint32_t qf[MT][D / 16][4], of[MT][D / 16][4];
+  zero_acc(dq);
+  std::uint32_t qf[D / 16][MT][4], of[D / 16][MT][4];  // [k-step][m-tile]
   const FragOff<D> fb(lane, 0), fbt(lane, 1);
 
   for (std::int64_t t = t_begin; t < t_end; ++t) {
@@ -98,37 +88,25 @@ __global__ void __launch_bounds__(kDqThreads<BM, MT>, MINB) dq_mma_kernel(const 
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
-          ldsm_x4(qf[mt][kk], sQ_u + fa.at(wrow + 16 * mt, kk));
-          ldsm_x4(of[mt][kk], sO_u + fa.at(wrow + 16 * mt, kk));
+          ldsm_x4(qf[kk][mt], sQ_u + fa.at(wrow + 16 * mt, kk));
+          ldsm_x4(of[kk][mt], sO_u + fa.at(wrow + 16 * mt, kk));
         }
     }
     const std::uint32_t k_st = sK_u + stage * kTile, v_st = sV_u + stage * kTile;
 
     // S = Q K^T and dP = dO V^T: this warp's 16 MT queries x BN keys.
     float s[MT][BN / 8][4], dp[MT][BN / 8][4];
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][j][e] = dp[mt][j][e] = 0.f;
+    zero_acc(s);
+    zero_acc(dp);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
       for (int jp = 0; jp < BN / 16; ++jp) {
         std::uint32_t bf[4];
         ldsm_x4(bf, k_st + fb.at(16 * jp, kk));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Mma::mma(s[mt][2 * jp], qf[mt][kk], bf[0], bf[1]);
-          Mma::mma(s[mt][2 * jp + 1], qf[mt][kk], bf[2], bf[3]);
-        }
+        mma_n16<Mma>(s, jp, qf[kk], bf);
         ldsm_x4(bf, v_st + fb.at(16 * jp, kk));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Mma::mma(dp[mt][2 * jp], of[mt][kk], bf[0], bf[1]);
-          Mma::mma(dp[mt][2 * jp + 1], of[mt][kk], bf[2], bf[3]);
-        }
+        mma_n16<Mma>(dp, jp, of[kk], bf);
       }
 
     // P and dS. Element e of n-tile j of m-tile mt: query
@@ -154,21 +132,12 @@ __global__ void __launch_bounds__(kDqThreads<BM, MT>, MINB) dq_mma_kernel(const 
     for (int kk = 0; kk < BN / 16; ++kk) {
       std::uint32_t as[MT][4];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float* ds = dp[mt][2 * kk + (i >> 1)];
-          as[mt][i] = Mma::pack(ds[2 * (i & 1)], ds[2 * (i & 1) + 1]);
-        }
+      for (int mt = 0; mt < MT; ++mt) acc_to_a<Mma>(as[mt], dp[mt], kk);
 #pragma unroll
       for (int np = 0; np < D / 16; ++np) {
         std::uint32_t bf[4];
         ldsm_x4_trans(bf, k_st + fbt.at(16 * kk, np));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          Mma::mma(dq[mt][2 * np], as[mt], bf[0], bf[1]);
-          Mma::mma(dq[mt][2 * np + 1], as[mt], bf[2], bf[3]);
-        }
+        mma_n16<Mma>(dq, np, as, bf);
       }
     }
     __syncthreads();  // this stage is refilled by a later iteration's load
