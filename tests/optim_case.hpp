@@ -147,6 +147,18 @@ inline void check_against_reference(const Case& c, const char* be, Device dev) {
   }
 }
 
+// Element for element equal (sizes too), without printing whole tensors on
+// a failure: the first index that differs.
+inline void require_equal(const Tensor& got, const Tensor& want, const char* what) {
+  const std::vector<double> g = got.to(Device::cpu()).to_vector<double>();
+  const std::vector<double> w = want.to(Device::cpu()).to_vector<double>();
+  REQUIRE(g.size() == w.size());
+  const std::size_t bad = ops_test::first_out_of_tolerance(g, w, 0.0, 0.0);
+  INFO(what << " element " << bad << ": " << (bad < g.size() ? g[bad] : 0.0) << " vs "
+            << (bad < g.size() ? w[bad] : 0.0));
+  CHECK(bad == g.size());
+}
+
 // Bit for bit: the update with c.grad_scale equals mul_out(g, g,
 // grad_scale) on the same backend followed by the update without one, and
 // leaves the gradients as they were. Three steps from the same lists.
@@ -157,16 +169,13 @@ inline void check_grad_scale(Case c, const char* be, Device dev) {
     INFO("step " << step);
     c.grad_scale = scale;
     run_step(c, fused, step, be);
-    std::vector<std::vector<double>> grads_after;
-    for (const Tensor& g : fused.grads)
-      grads_after.push_back(g.to(Device::cpu()).to_vector<double>());
     c.grad_scale = 1.0;
     for (std::size_t i = 0; i < separate.grads.size(); ++i) {
       separate.grads[i].copy_from(seeded(c.shapes[i], 1000 * step + i, c.grad, Device::cpu(), 1.0));
-      CHECK(grads_after[i] == separate.grads[i].to(Device::cpu()).to_vector<double>());
+      require_equal(fused.grads[i], separate.grads[i], "grads (not written)");
     }
-    // run_step writes the grads itself: scale them after it would, so the
-    // update reads the products a separate pass leaves.
+    // The separate form: the step's grads scaled by mul_out on the same
+    // backend, then the update without a scale.
     Lists scaled = separate;
     const OpOptions o = ops_test::on(be);
     for (std::size_t i = 0; i < scaled.grads.size(); ++i) {
@@ -197,8 +206,7 @@ inline void check_grad_scale(Case c, const char* be, Device dev) {
           std::pair{&fused.s1, &separate.s1}, std::pair{&fused.masters, &separate.masters}})
       for (std::size_t i = 0; i < a->size(); ++i) {
         INFO("tensor " << i);
-        CHECK((*a)[i].to(Device::cpu()).to_vector<double>() ==
-              (*b)[i].to(Device::cpu()).to_vector<double>());
+        require_equal((*a)[i], (*b)[i], "fused against separate");
       }
   }
 }
