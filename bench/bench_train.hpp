@@ -120,6 +120,13 @@ class TrainStep {
     optim_ = std::make_unique<nn::AdamW>(model_, a);
   }
 
+  // Clipping at global norm 1.0 as the Trainer does it: the norm, and the
+  // coefficient the optimizer applies as it reads the gradients.
+  double clip_scale() {
+    last_grad_norm_ = nn::grad_norm(model_, op());
+    return nn::clip_coefficient(last_grad_norm_, 1.0);
+  }
+
   // One step; returns the loss (read back, as the Trainer's log does).
   double run(double lr = 6e-4) {
     model_.zero_grad();
@@ -131,8 +138,7 @@ class TrainStep {
       tape.backward(loss);
     }
     const double value = loss.to(Device::cpu()).item<double>();
-    last_grad_norm_ = nn::clip_grad_norm(model_, 1.0, op());
-    optim_->step(lr);
+    optim_->step(lr, clip_scale());
     return value;
   }
 
@@ -157,10 +163,10 @@ class TrainStep {
     tape.backward(loss);
     sync();
     const auto t2 = clock::now();
-    last_grad_norm_ = nn::clip_grad_norm(model_, 1.0, op());
+    const double scale = clip_scale();
     sync();
     const auto t3 = clock::now();
-    optim_->step(6e-4);
+    optim_->step(6e-4, scale);
     sync();
     const auto t4 = clock::now();
     st.counters["fwd_ms"] = ms(t0, t1);

@@ -13,6 +13,7 @@
 
 #include "catch.hpp"
 #include "ops_test_util.hpp"
+#include "strata/elementwise.hpp"
 #include "strata/optim_ops.hpp"
 
 namespace optim_test {
@@ -26,6 +27,11 @@ struct Case {
   double momentum = 0.9, dampening = 0.0;  // SGD
   bool nesterov = false;
   std::vector<Shape> shapes;
+  // > 0: every odd-numbered tensor of every list is a view `offset`
+  // elements into a larger buffer (contiguous, but not aligned as its own
+  // allocation is), the others fresh tensors.
+  std::int64_t offset = 0;
+  double grad_scale = 1.0;
 };
 
 // Everything one call reads and writes, on one device.
@@ -42,17 +48,29 @@ inline Tensor seeded(const Shape& s, std::uint64_t seed, DType dt, Device dev, d
   return Tensor::from_vector(v, s).to(dt).to(dev);
 }
 
+// t's values in a view `offset` elements into a buffer of its dtype on its
+// device (t itself when offset is 0).
+inline Tensor at_offset(const Tensor& t, std::int64_t offset) {
+  if (offset == 0) return t;
+  Tensor buf = Tensor::zeros({t.numel() + offset}, t.dtype(), t.device());
+  Tensor view = buf.narrow(0, offset, t.numel()).reshape(t.shape());
+  view.copy_from(t);
+  return view;
+}
+
 inline Lists make_lists(const Case& c, Device dev) {
   Lists l;
   const DType st = state_of(c.param);
   for (std::size_t i = 0; i < c.shapes.size(); ++i) {
     const Shape& s = c.shapes[i];
     const std::uint64_t seed = 100 + 10 * i;
-    l.params.push_back(seeded(s, seed, c.param, dev, 0.5));
-    l.grads.push_back(seeded(s, seed + 1, c.grad, dev, 1.0));
-    if (c.adamw || c.momentum != 0) l.s0.push_back(seeded(s, seed + 2, st, dev, 0.1));
-    if (c.adamw) l.s1.push_back(seeded(s, seed + 3, st, dev, 0.01, true));
-    if (c.master) l.masters.push_back(l.params.back().to(DType::f32).clone());
+    const std::int64_t off = i % 2 == 1 ? c.offset : 0;
+    l.params.push_back(at_offset(seeded(s, seed, c.param, dev, 0.5), off));
+    l.grads.push_back(at_offset(seeded(s, seed + 1, c.grad, dev, 1.0), off));
+    if (c.adamw || c.momentum != 0)
+      l.s0.push_back(at_offset(seeded(s, seed + 2, st, dev, 0.1), off));
+    if (c.adamw) l.s1.push_back(at_offset(seeded(s, seed + 3, st, dev, 0.01, true), off));
+    if (c.master) l.masters.push_back(at_offset(l.params.back().to(DType::f32).clone(), off));
   }
   return l;
 }
@@ -70,6 +88,7 @@ inline void run_step(const Case& c, Lists& l, int step, const char* be) {
     s.eps = 1e-6;
     s.weight_decay = 0.1;
     s.step = step;
+    s.grad_scale = c.grad_scale;
     adamw_step_(l.params, l.grads, l.s0, l.s1, l.masters, s, o);
   } else {
     SGDStep s;
@@ -79,6 +98,7 @@ inline void run_step(const Case& c, Lists& l, int step, const char* be) {
     s.nesterov = c.nesterov;
     s.weight_decay = 0.05;
     s.first_step = step == 1;
+    s.grad_scale = c.grad_scale;
     sgd_step_(l.params, l.grads, l.s0, l.masters, s, o);
   }
 }
@@ -124,6 +144,70 @@ inline void check_against_reference(const Case& c, const char* be, Device dev) {
     for (auto [g, r] : {std::pair{&got.params, &ref.params}, std::pair{&got.s0, &ref.s0},
                         std::pair{&got.s1, &ref.s1}, std::pair{&got.masters, &ref.masters}})
       for (std::size_t i = 0; i < g->size(); ++i) (*g)[i].copy_from((*r)[i]);
+  }
+}
+
+// Element for element equal (sizes too), without printing whole tensors on
+// a failure: the first index that differs.
+inline void require_equal(const Tensor& got, const Tensor& want, const char* what) {
+  const std::vector<double> g = got.to(Device::cpu()).to_vector<double>();
+  const std::vector<double> w = want.to(Device::cpu()).to_vector<double>();
+  REQUIRE(g.size() == w.size());
+  const std::size_t bad = ops_test::first_out_of_tolerance(g, w, 0.0, 0.0);
+  INFO(what << " element " << bad << ": " << (bad < g.size() ? g[bad] : 0.0) << " vs "
+            << (bad < g.size() ? w[bad] : 0.0));
+  CHECK(bad == g.size());
+}
+
+// Bit for bit: the update with c.grad_scale equals mul_out(g, g,
+// grad_scale) on the same backend followed by the update without one, and
+// leaves the gradients as they were. Three steps from the same lists.
+inline void check_grad_scale(Case c, const char* be, Device dev) {
+  const double scale = c.grad_scale;
+  Lists fused = make_lists(c, dev), separate = make_lists(c, dev);
+  for (int step = 1; step <= 3; ++step) {
+    INFO("step " << step);
+    c.grad_scale = scale;
+    run_step(c, fused, step, be);
+    c.grad_scale = 1.0;
+    for (std::size_t i = 0; i < separate.grads.size(); ++i) {
+      separate.grads[i].copy_from(seeded(c.shapes[i], 1000 * step + i, c.grad, Device::cpu(), 1.0));
+      require_equal(fused.grads[i], separate.grads[i], "grads (not written)");
+    }
+    // The separate form: the step's grads scaled by mul_out on the same
+    // backend, then the update without a scale.
+    Lists scaled = separate;
+    const OpOptions o = ops_test::on(be);
+    for (std::size_t i = 0; i < scaled.grads.size(); ++i) {
+      scaled.grads[i] = seeded(c.shapes[i], 1000 * step + i, c.grad, dev, 1.0);
+      mul_out(scaled.grads[i], scaled.grads[i], scale, o);
+    }
+    if (c.adamw) {
+      AdamWStep s;
+      s.lr = 1e-2 * step;
+      s.beta1 = 0.8;
+      s.beta2 = 0.95;
+      s.eps = 1e-6;
+      s.weight_decay = 0.1;
+      s.step = step;
+      adamw_step_(scaled.params, scaled.grads, scaled.s0, scaled.s1, scaled.masters, s, o);
+    } else {
+      SGDStep s;
+      s.lr = 0.05;
+      s.momentum = c.momentum;
+      s.dampening = c.dampening;
+      s.nesterov = c.nesterov;
+      s.weight_decay = 0.05;
+      s.first_step = step == 1;
+      sgd_step_(scaled.params, scaled.grads, scaled.s0, scaled.masters, s, o);
+    }
+    for (auto [a, b] :
+         {std::pair{&fused.params, &separate.params}, std::pair{&fused.s0, &separate.s0},
+          std::pair{&fused.s1, &separate.s1}, std::pair{&fused.masters, &separate.masters}})
+      for (std::size_t i = 0; i < a->size(); ++i) {
+        INFO("tensor " << i);
+        require_equal((*a)[i], (*b)[i], "fused against separate");
+      }
   }
 }
 
@@ -175,6 +259,8 @@ inline std::string describe(const Case& c) {
   if (c.master) d += " master";
   if (c.nesterov) d += " nesterov";
   if (!c.adamw) d += " momentum " + std::to_string(c.momentum);
+  if (c.offset != 0) d += " offset " + std::to_string(c.offset);
+  if (c.grad_scale != 1.0) d += " grad_scale " + std::to_string(c.grad_scale);
   return d;
 }
 

@@ -27,6 +27,26 @@ TEST_CASE("adamw_step_ / sgd_step_: cpu against the reference", "[optim][fused]"
   }
 }
 
+TEST_CASE("adamw_step_ / sgd_step_: views at odd offsets against the reference", "[optim][fused]") {
+  const std::vector<Shape> shapes{{3}, {70001}, {17, 5}, {9}, {1}, {4}};
+  for (optim_test::Case c : optim_test::standard_cases(shapes)) {
+    c.offset = 1;
+    INFO(optim_test::describe(c));
+    optim_test::check_against_reference(c, "cpu", Device::cpu());
+  }
+}
+
+TEST_CASE("adamw_step_ / sgd_step_: grad_scale is a separate mul_out, bit for bit",
+          "[optim][fused]") {
+  const std::vector<Shape> shapes{{3}, {70000}, {17, 5}, {0, 4}, {1}};
+  for (const char* be : {"reference", "cpu"})
+    for (optim_test::Case c : optim_test::standard_cases(shapes)) {
+      c.grad_scale = 0.3712345678901;
+      INFO(be << " " << optim_test::describe(c));
+      optim_test::check_grad_scale(c, be, Device::cpu());
+    }
+}
+
 TEST_CASE("adamw_step_: bad input is an error naming the list and index, nothing written",
           "[optim][fused][errors]") {
   auto make = [](DType dt, const Shape& s) { return Tensor::full(s, 0.5, dt); };
@@ -60,6 +80,11 @@ TEST_CASE("adamw_step_: bad input is an error naming the list and index, nothing
   AdamWStep bad = s;
   bad.beta2 = 1.0;
   CHECK_THROWS_WITH(adamw_step_(p, g, m, v, {}, bad), ContainsText("beta2 is 1"));
+  AdamWStep bad_scale = s;
+  bad_scale.grad_scale = -0.5;
+  CHECK_THROWS_WITH(adamw_step_(p, g, m, v, {}, bad_scale), ContainsText("grad_scale is -0.5"));
+  bad_scale.grad_scale = std::nan("");
+  CHECK_THROWS_WITH(adamw_step_(p, g, m, v, {}, bad_scale), ContainsText("grad_scale is nan"));
   std::vector<Tensor> mixed{p[0], make(DType::bf16, {2, 3})};
   CHECK_THROWS_WITH(adamw_step_(mixed, g, m, v, {}, s),
                     ContainsText("params[1] is bf16 but params[0] is f32"));
@@ -121,6 +146,54 @@ TEST_CASE("optim: the fused path equals the per-op path", "[nn][optim][fused]") 
       }
     }
   }
+}
+
+TEST_CASE("optim: step(lr, grad_scale) equals clip_grad_norm then step(lr), bit for bit",
+          "[nn][optim][fused]") {
+  for (const DType dt : {DType::f32, DType::bf16})
+    for (const bool fused : {true, false})
+      for (const bool adamw : {true, false}) {
+        INFO(dtype_name(dt) << (fused ? " fused " : " per-op ") << (adamw ? "AdamW" : "SGD"));
+        nn::Linear a(24, 16, true, dt), b(24, 16, true, dt);
+        nn::init_normal(a, 3, 0.5);
+        nn::init_normal(b, 3, 0.5);
+        std::unique_ptr<nn::Optimizer> oa, ob;
+        if (adamw) {
+          nn::AdamWOptions o;
+          o.weight_decay = 0.1;
+          o.fused = fused;
+          oa = std::make_unique<nn::AdamW>(a, o);
+          ob = std::make_unique<nn::AdamW>(b, o);
+        } else {
+          nn::SGDOptions o;
+          o.momentum = 0.9;
+          o.weight_decay = 0.05;
+          o.fused = fused;
+          oa = std::make_unique<nn::SGD>(a, o);
+          ob = std::make_unique<nn::SGD>(b, o);
+        }
+        for (int s = 0; s < 3; ++s) {
+          for (nn::Linear* l : {&a, &b})
+            for (const auto& [name, g] : l->named_gradients())
+              g.copy_from(Tensor::randn(g.shape(), 60 + s, DType::f64).to(g.dtype()));
+          const double max_norm = 0.7;
+          const double norm = nn::grad_norm(a);
+          REQUIRE(norm > max_norm);
+          oa->step(1e-2, nn::clip_coefficient(norm, max_norm));
+          CHECK(nn::clip_grad_norm(b, max_norm) == norm);
+          ob->step(1e-2);
+          for (const char* n : {"weight", "bias"}) {
+            const std::vector<double> x = values(a, n), y = values(b, n);
+            CHECK(ops_test::first_out_of_tolerance(x, y, 0.0, 0.0) == x.size());
+          }
+          const nn::NamedState sa = oa->state(), sb = ob->state();
+          REQUIRE(sa.size() == sb.size());
+          for (std::size_t i = 0; i < sa.size(); ++i) {
+            INFO(sa[i].first);
+            optim_test::require_equal(sa[i].second, sb[i].second, "state");
+          }
+        }
+      }
 }
 
 TEST_CASE("optim: a parameter the fused ops cannot take sends the step to the per-op path",

@@ -24,7 +24,8 @@ struct OptimCoef {
   C eps;
   // SGD
   C lr, weight_decay, momentum, one_minus_dampening;
-  bool adamw, with_momentum, nesterov, first_step;
+  C grad_scale;  // applied by the kernels, each rounding as a separate mul would
+  bool adamw, with_momentum, nesterov, first_step, scale_grad;
 };
 
 template <class C>
@@ -48,6 +49,8 @@ inline OptimCoef<C> optim_coef(const OptimStepArgs& a) {
   k.with_momentum = a.momentum != 0;
   k.nesterov = a.nesterov;
   k.first_step = a.first_step;
+  k.grad_scale = static_cast<C>(a.grad_scale);
+  k.scale_grad = a.grad_scale != 1.0;
   return k;
 }
 

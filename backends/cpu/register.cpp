@@ -13,6 +13,7 @@ void register_cpu_matmul(Registry& r);       // matmul/matmul_cpu.cpp
 void register_cpu_select(Registry& r);       // elementwise/select_cpu.cpp: tril, triu, dropout
 void register_cpu_topk(Registry& r);         // rows/topk_cpu.cpp
 void register_cpu_optim(Registry& r);        // optim/optim_cpu.cpp: adamw_step_, sgd_step_
+void register_cpu_sum_of_squares(Registry& r);  // optim/sum_of_squares_cpu.cpp
 }  // namespace cpu
 
 namespace {
@@ -92,6 +93,7 @@ void register_cpu_backend(Registry& r) {
   cpu::register_cpu_select(r);
   cpu::register_cpu_topk(r);
   cpu::register_cpu_optim(r);
+  cpu::register_cpu_sum_of_squares(r);
 }
 
 }  // namespace strata

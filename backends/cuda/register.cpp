@@ -48,6 +48,9 @@ void register_cuda_backend(Registry& r) {
     for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})
       r.add_kernel<OptimStepArgs>(op, "cuda", dt, std::string("cuda.optim.") + op,
                                   &cuda::optim_step);
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})
+    r.add_kernel<SumOfSquaresArgs>("sum_of_squares", "cuda", dt, "cuda.optim.sum_of_squares",
+                                   &cuda::sum_of_squares);
 }
 
 }  // namespace strata

@@ -1,10 +1,11 @@
-// reference adamw_step_ / sgd_step_: a naive loop over every element of
+// reference adamw_step_ / sgd_step_ and sum_of_squares: a naive loop over every element of
 // every tensor of the call, in f64, each value rounded once to its stored
 // dtype. The formulas are written here on their own (bias-corrected moments
 // m_hat, v_hat and the decay folded into one step), not shared with the
 // cpu and cuda kernels, so that a wrong shared formula shows up as a
 // mismatch. With a master the param is the master's stored f32 value
-// rounded to the param's dtype.
+// rounded to the param's dtype. A grad_scale multiplies g in f64 and rounds
+// the product to the grad's dtype, as the reference mul_out does.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -21,6 +22,13 @@ double at(const void* base, DType dt, std::int64_t i) {
 }
 void put(void* base, DType dt, std::int64_t i, double v) {
   store_from_double(static_cast<char*>(base) + i * itemsize(dt), dt, v);
+}
+
+// x rounded to dt, as a stored result of that dtype would be.
+double rounded(double x, DType dt) {
+  alignas(8) unsigned char b[8];
+  store_from_double(b, dt, x);
+  return load_as_double(b, dt);
 }
 
 // The new value of one parameter element; updates its state in place.
@@ -49,7 +57,8 @@ void optim_step(const OptimStepArgs& a) {
     const OptimTensor& t = a.tensors[k];
     for (std::int64_t i = 0; i < t.numel; ++i) {
       const double p = a.has_master ? at(t.master, DType::f32, i) : at(t.param, a.param_dtype, i);
-      const double g = at(t.grad, a.grad_dtype, i);
+      double g = at(t.grad, a.grad_dtype, i);
+      if (a.grad_scale != 1.0) g = rounded(g * a.grad_scale, a.grad_dtype);
       const double next = a.rule == OptimRule::adamw ? adamw(a, t, i, p, g) : sgd(a, t, i, p, g);
       if (a.has_master) {
         put(t.master, DType::f32, i, next);
@@ -61,9 +70,24 @@ void optim_step(const OptimStepArgs& a) {
   }
 }
 
+// sum_of_squares: every element widened to f64, squared and added in list
+// order, one accumulator.
+void sum_of_squares(const SumOfSquaresArgs& a) {
+  double total = 0.0;
+  for (int k = 0; k < a.count; ++k)
+    for (std::int64_t i = 0; i < a.tensors[k].numel; ++i) {
+      const double x = at(a.tensors[k].data, a.dtype, i);
+      total += x * x;
+    }
+  put(a.out, DType::f64, 0, total);
+}
+
 }  // namespace
 
 void register_reference_optim(Registry& r) {
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})
+    r.add_kernel<SumOfSquaresArgs>("sum_of_squares", "reference", dt,
+                                   "reference.optim.sum_of_squares", &sum_of_squares);
   for (const char* op : {"adamw_step_", "sgd_step_"})
     for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16})
       r.add_kernel<OptimStepArgs>(op, "reference", dt, std::string("reference.optim.") + op,

@@ -10,11 +10,11 @@
 #include <cmath>
 #include <map>
 #include <numbers>
-#include <numeric>
 
 #include "optim_common.hpp"
 #include "strata/elementwise.hpp"
 #include "strata/error.hpp"
+#include "strata/optim_ops.hpp"
 #include "strata/reduce.hpp"
 
 namespace strata::nn {
@@ -48,8 +48,16 @@ Tensor master_for(const Tensor& p, bool master_weights, const OpOptions& o) {
   return cast(p, DType::f32, o);
 }
 
-void check_rate(const char* op, double lr) {
+void check_rate(const char* op, double lr, double grad_scale) {
   check(std::isfinite(lr) && lr >= 0, op, "lr must be finite and >= 0, got ", lr);
+  check(std::isfinite(grad_scale) && grad_scale >= 0, op,
+        "grad_scale must be finite and >= 0, got ", grad_scale);
+}
+
+// g * grad_scale in g's dtype, the value mul_out(g, g, grad_scale) would
+// leave in g (the fused ops read it the same way); g itself when 1.
+Tensor scaled_grad(const Tensor& g, double grad_scale, const OpOptions& o) {
+  return grad_scale == 1.0 ? g : mul(g, grad_scale, o);
 }
 
 Tensor zeros_like_state(const Tensor& p) {
@@ -95,28 +103,32 @@ bool decays_by_default(const std::string& name, const Tensor& param) {
 
 double grad_norm(Module& m, const OpOptions& opt) {
   const autograd::NoGrad pause;
-  double total = 0.0;
+  // One sum_of_squares call per (device, dtype) of the gradients, in a
+  // fixed order: a model's gradients share both, so one multi-tensor
+  // reduction and one read back per step.
+  std::map<std::pair<std::string, int>, std::vector<Tensor>> groups;
   for (const auto& [name, g] : m.named_gradients()) {
     if (g.numel() == 0) continue;
-    // The squares summed as [rows, numel / rows], rows = gcd(numel, 4096),
-    // then the rows' sums: a row reduction gives each row to one group of
-    // threads, so one row of a 50304 x 768 table would be one GPU block's
-    // work, where a few thousand rows fill every SM.
-    const std::int64_t rows = std::gcd(g.numel(), std::int64_t{4096});
-    const Tensor g64 = cast(g.reshape({rows, g.numel() / rows}), DType::f64, opt);
-    const Tensor per_row = sum(mul(g64, g64, opt), 1, false, opt);
-    total += sum(per_row, 0, false, opt).item({});
+    groups[{g.device().str(), static_cast<int>(g.dtype())}].push_back(g.contiguous());
   }
+  double total = 0.0;
+  for (const auto& [key, list] : groups) total += sum_of_squares(list, opt).item({});
   return std::sqrt(total);
 }
 
-double clip_grad_norm(Module& m, double max_norm, const OpOptions& opt) {
+double clip_coefficient(double norm, double max_norm) {
   check(std::isfinite(max_norm) && max_norm > 0, "clip_grad_norm",
         "max_norm must be finite and > 0, got ", max_norm);
+  if (!std::isfinite(norm) || norm <= max_norm) return 1.0;
+  return max_norm / (norm + 1e-6);  // torch.nn.utils.clip_grad_norm_
+}
+
+double clip_grad_norm(Module& m, double max_norm, const OpOptions& opt) {
+  clip_coefficient(0.0, max_norm);  // max_norm checked before any work
   const double norm = grad_norm(m, opt);
-  if (!std::isfinite(norm) || norm <= max_norm) return norm;
+  const double coef = clip_coefficient(norm, max_norm);
+  if (coef == 1.0) return norm;
   const autograd::NoGrad pause;
-  const double coef = max_norm / (norm + 1e-6);  // torch.nn.utils.clip_grad_norm_
   for (const auto& [name, g] : m.named_gradients()) mul_out(g, g, coef, opt);
   return norm;
 }
@@ -145,8 +157,8 @@ SGD::SGD(Module& m, SGDOptions o) : m_(&m), o_(std::move(o)) {
         "nesterov needs momentum > 0 and dampening 0 (torch.optim.SGD's rule)");
 }
 
-void SGD::step(double lr) {
-  check_rate("SGD::step", lr);
+void SGD::step(double lr, double grad_scale) {
+  check_rate("SGD::step", lr, grad_scale);
   const autograd::NoGrad pause;
   const OpOptions& o = o_.op;
   const auto params = m_->named_parameters();
@@ -158,7 +170,7 @@ void SGD::step(double lr) {
     if (!slots_[i].master.defined())
       slots_[i].master = master_for(*params[i].second, o_.master_weights, o);
   if (o_.fused && detail::fusable(*m_, params)) {
-    fused_step(params, lr);
+    fused_step(params, lr, grad_scale);
     ++steps_;
     return;
   }
@@ -166,7 +178,7 @@ void SGD::step(double lr) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
     const Working w = working(p, slots_[i].master, o);
-    Tensor d = widen(m_->grad(name), o);
+    Tensor d = widen(scaled_grad(m_->grad(name), grad_scale, o), o);
     if (o_.weight_decay != 0 && o_.decay(name, *p)) d = add(d, mul(w.p, o_.weight_decay, o), o);
     if (with_momentum) {
       Tensor& buf = slots_[i].buf;
@@ -220,8 +232,8 @@ AdamW::AdamW(Module& m, AdamWOptions o) : m_(&m), o_(std::move(o)) {
         "weight_decay must be >= 0, got ", o_.weight_decay);
 }
 
-void AdamW::step(double lr) {
-  check_rate("AdamW::step", lr);
+void AdamW::step(double lr, double grad_scale) {
+  check_rate("AdamW::step", lr, grad_scale);
   const autograd::NoGrad pause;
   const OpOptions& o = o_.op;
   const auto params = m_->named_parameters();
@@ -234,7 +246,7 @@ void AdamW::step(double lr) {
     if (!moments_[i].master.defined())
       moments_[i].master = master_for(*params[i].second, o_.master_weights, o);
   if (o_.fused && detail::fusable(*m_, params)) {
-    fused_step(params, lr);
+    fused_step(params, lr, grad_scale);
     ++steps_;
     return;
   }
@@ -244,7 +256,7 @@ void AdamW::step(double lr) {
     const auto& [name, p] = params[i];
     Moments& mo = moments_[i];
     const Working w = working(p, mo.master, o);
-    const Tensor g = widen(m_->grad(name), o);
+    const Tensor g = widen(scaled_grad(m_->grad(name), grad_scale, o), o);
     if (o_.weight_decay != 0 && o_.decay(name, *p))
       mul_out(w.p, w.p, 1.0 - lr * o_.weight_decay, o);
     // exp_avg = beta1 exp_avg + (1 - beta1) g; exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g^2

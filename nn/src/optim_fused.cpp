@@ -47,7 +47,7 @@ std::vector<FusedGroup> fused_groups(const std::vector<FusedSlot>& slots) {
 
 }  // namespace detail
 
-void AdamW::fused_step(const detail::Params& params, double lr) {
+void AdamW::fused_step(const detail::Params& params, double lr, double grad_scale) {
   std::vector<detail::FusedSlot> slots;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
@@ -61,13 +61,14 @@ void AdamW::fused_step(const detail::Params& params, double lr) {
   s.beta2 = o_.beta2;
   s.eps = o_.eps;
   s.step = steps_ + 1;
+  s.grad_scale = grad_scale;
   for (const detail::FusedGroup& g : detail::fused_groups(slots)) {
     s.weight_decay = g.decay ? o_.weight_decay : 0.0;
     adamw_step_(g.params, g.grads, g.state0, g.state1, g.masters, s, o_.op);
   }
 }
 
-void SGD::fused_step(const detail::Params& params, double lr) {
+void SGD::fused_step(const detail::Params& params, double lr, double grad_scale) {
   const bool with_momentum = o_.momentum != 0;
   // torch.optim.SGD: the first step's buffer is the gradient itself.
   const bool first = with_momentum && !slots_.front().buf.defined();
@@ -85,6 +86,7 @@ void SGD::fused_step(const detail::Params& params, double lr) {
   s.dampening = o_.dampening;
   s.nesterov = o_.nesterov;
   s.first_step = first;
+  s.grad_scale = grad_scale;
   for (const detail::FusedGroup& g : detail::fused_groups(slots)) {
     s.weight_decay = g.decay ? o_.weight_decay : 0.0;
     sgd_step_(g.params, g.grads, g.state0, g.masters, s, o_.op);

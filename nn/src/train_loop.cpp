@@ -165,13 +165,16 @@ StepStats Trainer::step() {
     throw Error("train: step " + std::to_string(st.step) + ": the loss is " + num(st.loss) +
                 " (not finite); training stopped");
   const OpOptions op = op_options();
-  st.grad_norm = opt_.clip > 0 ? clip_grad_norm(*model_, opt_.clip, op) : grad_norm(*model_, op);
+  // Clipping as torch.nn.utils.clip_grad_norm_, its coefficient applied by
+  // the optimizer as it reads each gradient (the same rounded products a
+  // separate scaling pass would store) rather than in a pass of its own.
+  st.grad_norm = grad_norm(*model_, op);
   if (!std::isfinite(st.grad_norm))
     throw Error("train: step " + std::to_string(st.step) + ": the gradient norm is " +
                 num(st.grad_norm) + " (not finite); training stopped");
   const LrSchedule sched{opt_.schedule, opt_.lr, opt_.min_lr, opt_.warmup, opt_.steps};
   st.lr = sched.at(s);
-  optim_->step(st.lr);
+  optim_->step(st.lr, opt_.clip > 0 ? clip_coefficient(st.grad_norm, opt_.clip) : 1.0);
   step_ = s + 1;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

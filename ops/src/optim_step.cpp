@@ -159,6 +159,7 @@ void adamw_step_(const List& params, const List& grads, const List& exp_avg, con
   check_hyper(op, "eps", s.eps, s.eps >= 0);
   check_hyper(op, "weight_decay", s.weight_decay, s.weight_decay >= 0);
   STRATA_CHECK(s.step >= 1, op, "step is ", s.step, " but must be >= 1 (the update's count t)");
+  check_hyper(op, "grad_scale", s.grad_scale, s.grad_scale >= 0);
   std::vector<OptimTensor> table;
   OptimStepArgs a = build(
       op, params, grads,
@@ -171,6 +172,7 @@ void adamw_step_(const List& params, const List& grads, const List& exp_avg, con
   a.beta2 = s.beta2;
   a.eps = s.eps;
   a.step = s.step;
+  a.grad_scale = s.grad_scale;
   run(op, a, params[0].device(), opt);
 }
 
@@ -181,6 +183,7 @@ void sgd_step_(const List& params, const List& grads, const List& momentum_buffe
   check_hyper(op, "momentum", s.momentum, s.momentum >= 0);
   check_hyper(op, "dampening", s.dampening, true);
   check_hyper(op, "weight_decay", s.weight_decay, s.weight_decay >= 0);
+  check_hyper(op, "grad_scale", s.grad_scale, s.grad_scale >= 0);
   STRATA_CHECK(!s.nesterov || (s.momentum > 0 && s.dampening == 0), op,
                "nesterov needs momentum > 0 and dampening 0 (torch.optim.SGD's rule)");
   const bool with_momentum = s.momentum != 0;
@@ -200,6 +203,7 @@ void sgd_step_(const List& params, const List& grads, const List& momentum_buffe
   a.dampening = s.dampening;
   a.nesterov = s.nesterov;
   a.first_step = s.first_step;
+  a.grad_scale = s.grad_scale;
   run(op, a, params[0].device(), opt);
 }
 

@@ -41,31 +41,51 @@ struct Chunk {
   std::int64_t begin, end;
 };
 
+// Element i of tensor t with gradient gi (already scaled): T the param's
+// type, C the compute and state type.
+template <class T, class C>
+inline void update(const OptimTensor& t, const fn::OptimCoef<C>& k, std::int64_t i, C gi) {
+  T* p = static_cast<T*>(t.param);
+  C* s0 = static_cast<C*>(t.state0);
+  C* s1 = static_cast<C*>(t.state1);
+  float* master = static_cast<float*>(t.master);
+  const C pi = master != nullptr ? static_cast<C>(master[i]) : load<C>(p[i]);
+  C next;
+  if (k.adamw) {
+    next = fn::adamw_update(pi, gi, s0[i], s1[i], k);
+  } else {
+    C unused = C(0);
+    next = fn::sgd_update(pi, gi, s0 != nullptr ? s0[i] : unused, k);
+  }
+  if (master != nullptr) {
+    master[i] = static_cast<float>(next);
+    p[i] = round_to<T>(master[i]);  // the stored master, rounded
+  } else {
+    p[i] = round_to<T>(next);
+  }
+}
+
+// Gradients scaled per block of kScaleBlock: written to a buffer by one
+// loop and read by the next, so each product is rounded (to C, then to G)
+// as a separate mul_out would store it and never contracted into the
+// update's arithmetic.
+constexpr std::int64_t kScaleBlock = 256;
+
 // One chunk: T the param's type, G the grad's, C the compute and state type.
 template <class T, class G, class C>
 void run_chunk(const OptimStepArgs& a, const fn::OptimCoef<C>& k, const Chunk& c) {
   const OptimTensor& t = a.tensors[c.tensor];
-  T* p = static_cast<T*>(t.param);
   const G* g = static_cast<const G*>(t.grad);
-  C* s0 = static_cast<C*>(t.state0);
-  C* s1 = static_cast<C*>(t.state1);
-  float* master = static_cast<float*>(t.master);
-  for (std::int64_t i = c.begin; i < c.end; ++i) {
-    const C pi = master != nullptr ? static_cast<C>(master[i]) : load<C>(p[i]);
-    const C gi = load<C>(g[i]);
-    C next;
-    if (k.adamw) {
-      next = fn::adamw_update(pi, gi, s0[i], s1[i], k);
-    } else {
-      C unused = C(0);
-      next = fn::sgd_update(pi, gi, s0 != nullptr ? s0[i] : unused, k);
-    }
-    if (master != nullptr) {
-      master[i] = static_cast<float>(next);
-      p[i] = round_to<T>(master[i]);  // the stored master, rounded
-    } else {
-      p[i] = round_to<T>(next);
-    }
+  if (!k.scale_grad) {
+    for (std::int64_t i = c.begin; i < c.end; ++i) update<T, C>(t, k, i, load<C>(g[i]));
+    return;
+  }
+  C scaled[kScaleBlock];
+  for (std::int64_t b = c.begin; b < c.end; b += kScaleBlock) {
+    const std::int64_t n = std::min(kScaleBlock, c.end - b);
+    for (std::int64_t j = 0; j < n; ++j)
+      scaled[j] = load<C>(round_to<G>(load<C>(g[b + j]) * k.grad_scale));
+    for (std::int64_t j = 0; j < n; ++j) update<T, C>(t, k, b + j, scaled[j]);
   }
 }
 

@@ -1,14 +1,11 @@
-// cuda adamw_step_ / sgd_step_ as a multi-tensor apply (PyTorch's fused
-// AdamW, apex): the launcher cuts every tensor of the call into chunks of
-// kChunk elements and fills a table (the tensors' addresses and sizes, and
-// for each block the tensor and chunk it updates) that the kernel takes by
-// value as its one argument. A launch covers up to kMaxBlocks chunks of up
-// to kMaxTensors tensors; the launcher starts a new table when either runs
-// out (a tensor cut there carries over), so all the parameters of a model
-// take a few launches. No device memory is allocated and nothing is copied
-// to the device: the table travels in the launch's parameter space, so a
-// CUDA graph can capture the launches. The per-element maths is
-// common/optim_functors.hpp's, shared with cpu.
+// cuda adamw_step_ / sgd_step_ as a multi-tensor apply (chunk_table.cuh):
+// each block updates one chunk of kChunk elements of one tensor, four
+// elements per thread per access (vector loads and stores) when every array
+// of the tensor is aligned to four elements, one at a time otherwise. No
+// device memory is allocated and nothing is copied to the device, so a CUDA
+// graph can capture the launches. The per-element maths is
+// common/optim_functors.hpp's, shared with cpu; the vector path applies it
+// to each element exactly as the scalar path does.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -18,6 +15,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/elementwise/ew_params.cuh"
 #include "cuda/elementwise/ew_types.cuh"
+#include "cuda/optim/chunk_table.cuh"
 #include "cuda/optim/optim_cuda.hpp"
 
 namespace strata::cuda {
@@ -25,57 +23,117 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr std::int64_t kChunk = 65536;
-constexpr int kMaxTensors = 36;
-constexpr int kMaxBlocks = 320;
 
 // The kernel's argument: everything one launch updates.
 template <class C>
-struct ChunkTable {
-  OptimTensor tensors[kMaxTensors];
-  int chunk[kMaxBlocks];                // block b updates chunk[b] of ...
-  unsigned char tensor_of[kMaxBlocks];  // ... tensors[tensor_of[b]]
+struct StepParams {
+  ChunkTable<OptimTensor, 160, 3072> tab;
   fn::OptimCoef<C> k;
 };
-// Kernel parameters are limited to 4 KiB on every architecture we build for.
-static_assert(sizeof(ChunkTable<double>) <= 4000, "the chunk table must fit a launch's parameters");
-static_assert(kMaxTensors <= 255, "tensor_of is one byte");
+static_assert(sizeof(StepParams<double>) <= kMaxParamBytes,
+              "the chunk table must fit a launch's parameters");
+
+// g as the update reads it: times grad_scale when there is one, the product
+// rounded to G as a separate mul_out would store it. __fmul_rn / __dmul_rn
+// are never contracted into a neighbouring add.
+template <class G, class C>
+__device__ __forceinline__ C grad_in(G g, const fn::OptimCoef<C>& k) {
+  const C gi = cvt<C>(g);
+  if (!k.scale_grad) return gi;
+  C s;
+  if constexpr (std::is_same_v<C, double>)
+    s = __dmul_rn(gi, k.grad_scale);
+  else
+    s = __fmul_rn(gi, k.grad_scale);
+  if constexpr (std::is_same_v<G, C>)
+    return s;
+  else
+    return cvt<C>(cvt<G>(s));
+}
+
+// One element: p the stored param (not read with a master), g the grad,
+// s0 / s1 the state (s0 used when has_s0; s1 by AdamW only), mst the master.
+template <class T, class G, class C>
+__device__ __forceinline__ void update(T& p, G g, C& s0, C& s1, float& mst, bool has_s0,
+                                       bool has_master, const fn::OptimCoef<C>& k) {
+  const C pi = has_master ? static_cast<C>(mst) : cvt<C>(p);
+  const C gi = grad_in<G, C>(g, k);
+  C next;
+  if (k.adamw) {
+    next = fn::adamw_update(pi, gi, s0, s1, k);
+  } else {
+    C buf = has_s0 && !k.first_step ? s0 : C(0);
+    next = fn::sgd_update(pi, gi, buf, k);
+    if (has_s0) s0 = buf;
+  }
+  if (has_master) {
+    const float stored = static_cast<float>(next);
+    mst = stored;
+    p = cvt<T>(stored);  // the stored master, rounded
+  } else {
+    p = cvt<T>(next);
+  }
+}
 
 // T the param's stored type, G the grad's, C the compute and state type.
 // __grid_constant__: the table is read in place in the launch's parameter
 // space, never copied per thread.
 template <class T, class G, class C>
 __global__ void __launch_bounds__(kThreads)
-    optim_step_kernel(const __grid_constant__ ChunkTable<C> tab) {
-  const OptimTensor& t = tab.tensors[tab.tensor_of[blockIdx.x]];
-  const std::int64_t begin = static_cast<std::int64_t>(tab.chunk[blockIdx.x]) * kChunk;
+    optim_step_kernel(const __grid_constant__ StepParams<C> prm) {
+  const OptimTensor& t = prm.tab.tensors[prm.tab.tensor_of[blockIdx.x]];
+  const std::int64_t begin = static_cast<std::int64_t>(prm.tab.chunk[blockIdx.x]) * kChunk;
   const std::int64_t end = t.numel < begin + kChunk ? t.numel : begin + kChunk;
   T* p = static_cast<T*>(t.param);
   const G* g = static_cast<const G*>(t.grad);
   C* s0 = static_cast<C*>(t.state0);
   C* s1 = static_cast<C*>(t.state1);
   float* master = static_cast<float*>(t.master);
-  const fn::OptimCoef<C> k = tab.k;
-  for (std::int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    const C pi = master != nullptr ? static_cast<C>(master[i]) : cvt<C>(p[i]);
-    const C gi = cvt<C>(g[i]);
-    C next;
-    if (k.adamw) {
-      C m = s0[i], v = s1[i];
-      next = fn::adamw_update(pi, gi, m, v, k);
-      s0[i] = m;
-      s1[i] = v;
-    } else {
-      C buf = s0 != nullptr && !k.first_step ? s0[i] : C(0);
-      next = fn::sgd_update(pi, gi, buf, k);
-      if (s0 != nullptr) s0[i] = buf;
+  const fn::OptimCoef<C> k = prm.k;
+  const bool has_s0 = s0 != nullptr, has_s1 = s1 != nullptr, has_master = master != nullptr;
+  const bool aligned = vec4_aligned<T>(p) && vec4_aligned<G>(g) &&
+                       (!has_s0 || vec4_aligned<C>(s0)) && (!has_s1 || vec4_aligned<C>(s1)) &&
+                       (!has_master || vec4_aligned<float>(master));
+  std::int64_t scalar_from = begin;
+  if (aligned) {
+    const std::int64_t nv = (end - begin) / 4;
+    for (std::int64_t v = threadIdx.x; v < nv; v += kThreads) {
+      const std::int64_t i = begin + 4 * v;
+      Vec4<T> pv{};
+      Vec4<C> s0v{}, s1v{};
+      Vec4<float> mv{};
+      const Vec4<G> gv = *reinterpret_cast<const Vec4<G>*>(g + i);
+      if (has_master)
+        mv = *reinterpret_cast<const Vec4<float>*>(master + i);
+      else
+        pv = *reinterpret_cast<const Vec4<T>*>(p + i);
+      if (has_s0) s0v = *reinterpret_cast<const Vec4<C>*>(s0 + i);
+      if (has_s1) s1v = *reinterpret_cast<const Vec4<C>*>(s1 + i);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        update<T, G, C>(pv.v[j], gv.v[j], s0v.v[j], s1v.v[j], mv.v[j], has_s0, has_master, k);
+      *reinterpret_cast<Vec4<T>*>(p + i) = pv;
+      if (has_master) *reinterpret_cast<Vec4<float>*>(master + i) = mv;
+      if (has_s0) *reinterpret_cast<Vec4<C>*>(s0 + i) = s0v;
+      if (has_s1) *reinterpret_cast<Vec4<C>*>(s1 + i) = s1v;
     }
-    if (master != nullptr) {
-      const float stored = static_cast<float>(next);
-      master[i] = stored;
-      p[i] = cvt<T>(stored);  // the stored master, rounded
-    } else {
-      p[i] = cvt<T>(next);
-    }
+    scalar_from = begin + 4 * nv;
+  }
+  for (std::int64_t i = scalar_from + threadIdx.x; i < end; i += kThreads) {
+    T pi{};
+    C a = C(0), b = C(0);
+    float m = 0.0f;
+    if (has_master)
+      m = master[i];
+    else
+      pi = p[i];
+    if (has_s0) a = s0[i];
+    if (has_s1) b = s1[i];
+    update<T, G, C>(pi, g[i], a, b, m, has_s0, has_master, k);
+    p[i] = pi;
+    if (has_master) master[i] = m;
+    if (has_s0) s0[i] = a;
+    if (has_s1) s1[i] = b;
   }
 }
 
@@ -83,27 +141,12 @@ template <class T, class G>
 void launch_all(const OptimStepArgs& a) {
   using C = compute_t<T>;
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  ChunkTable<C> tab{};
-  tab.k = fn::optim_coef<C>(a);
-  int nt = 0, nb = 0;
-  auto launch = [&] {
-    optim_step_kernel<T, G, C><<<nb, kThreads, 0, st>>>(tab);
+  StepParams<C> prm{};
+  prm.k = fn::optim_coef<C>(a);
+  for_each_launch(prm.tab, a.tensors, a.count, kChunk, [&](int nb) {
+    optim_step_kernel<T, G, C><<<nb, kThreads, 0, st>>>(prm);
     CUDA_CHECK_LAUNCH();
-    nt = 0;
-    nb = 0;
-  };
-  for (int i = 0; i < a.count; ++i) {
-    const OptimTensor& src = a.tensors[i];
-    const std::int64_t chunks = (src.numel + kChunk - 1) / kChunk;
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      if (c == 0 || nt == 0) tab.tensors[nt++] = src;  // a cut tensor starts the next table
-      tab.tensor_of[nb] = static_cast<unsigned char>(nt - 1);
-      tab.chunk[nb] = static_cast<int>(c);
-      ++nb;
-      if (nb == kMaxBlocks || (nt == kMaxTensors && c == chunks - 1)) launch();
-    }
-  }
-  if (nb > 0) launch();
+  });
 }
 
 template <DType D>

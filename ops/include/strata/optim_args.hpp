@@ -47,6 +47,30 @@ struct OptimStepArgs {
   // SGD (torch.optim.SGD): first_step makes the buffer the gradient itself.
   double momentum = 0, dampening = 0;
   bool nesterov = false, first_step = false;
+  // Every gradient element is first multiplied by grad_scale (rounded to
+  // the compute type) and the product rounded to grad_dtype, exactly as a
+  // separate mul_out(g, g, grad_scale) would leave it; g itself is not
+  // written. 1 leaves g as it is (gradient clipping passes its coefficient).
+  double grad_scale = 1;
+  void* stream = nullptr;  // cudaStream_t for device backends; null = default
+};
+
+// sum_of_squares (strata/optim_ops.hpp): the sum of x^2 over every element
+// of `count` contiguous tensors of one dtype (f32, f64, f16, bf16, the
+// registry key), each a row of `tensors` (a host array that lives for the
+// call), accumulated in f64 and written as one f64 to `out` on the call's
+// device. The order of the additions is fixed by the kernel, never by
+// timing: the same call gives the same bits every time.
+struct SquaresTensor {
+  const void* data = nullptr;
+  std::int64_t numel = 0;
+};
+
+struct SumOfSquaresArgs {
+  int count = 0;
+  const SquaresTensor* tensors = nullptr;
+  DType dtype = DType::f32;
+  void* out = nullptr;     // one f64
   void* stream = nullptr;  // cudaStream_t for device backends; null = default
 };
 

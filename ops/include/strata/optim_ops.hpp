@@ -32,6 +32,10 @@ struct AdamWStep {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double weight_decay = 0;
   std::int64_t step = 1;
+  // g is read as g * grad_scale rounded to the grads' dtype, the value a
+  // separate mul_out(g, g, grad_scale) would leave (clipping's coefficient
+  // without a pass of its own over the gradients); g is not written.
+  double grad_scale = 1;
 };
 void adamw_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                  const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq,
@@ -46,9 +50,21 @@ struct SGDStep {
   double momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
   bool first_step = false;  // the buffers are set to d, not updated
+  double grad_scale = 1;    // as AdamWStep::grad_scale
 };
 void sgd_step_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                const std::vector<Tensor>& momentum_buffers, const std::vector<Tensor>& masters,
                const SGDStep& s, const OpOptions& opt = {});
+
+// The sum of the squares of every element of every tensor of the list
+// (the squared global norm nn::grad_norm and clipping need), accumulated in
+// f64 and returned as a 0-d f64 tensor on the tensors' device: one reduction
+// over the whole list (on cuda a multi-tensor apply of per-block partial
+// sums, then one block adding the partials in a fixed order), so the norm of
+// a model's gradients costs one read of them and one sync. Every tensor
+// defined, contiguous, of one floating dtype (f32, f64, f16, bf16) and on
+// one device; empty tensors add nothing; an empty list gives 0 on the cpu.
+// Deterministic: the same list gives the same bits every call.
+Tensor sum_of_squares(const std::vector<Tensor>& tensors, const OpOptions& opt = {});
 
 }  // namespace strata

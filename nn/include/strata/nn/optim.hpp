@@ -38,8 +38,14 @@ bool decays_by_default(const std::string& name, const Tensor& param);
 // in f64. max_norm > 0 (finite) or strata::Error. A non-finite norm is
 // returned as it is and nothing is scaled: the caller decides (stop, skip).
 double clip_grad_norm(Module& m, double max_norm, const OpOptions& opt = {});
-// The global L2 norm of m's gradients, in f64.
+// The global L2 norm of m's gradients, in f64: one sum_of_squares
+// (strata/optim_ops.hpp) over all of them and one read back.
 double grad_norm(Module& m, const OpOptions& opt = {});
+// The factor clip_grad_norm scales the gradients by for a global norm
+// `norm`: max_norm / (norm + 1e-6) when norm > max_norm, else 1 (also for a
+// non-finite norm). The training loop hands it to Optimizer::step as
+// grad_scale instead of scaling the gradients in a pass of their own.
+double clip_coefficient(double norm, double max_norm);
 
 struct LrSchedule {
   enum class Kind { constant, cosine };
@@ -61,8 +67,11 @@ using NamedState = std::vector<std::pair<std::string, Tensor>>;
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // One update of every parameter that has a gradient, at rate lr.
-  virtual void step(double lr) = 0;
+  // One update of every parameter that has a gradient, at rate lr, each
+  // gradient read as g * grad_scale rounded to its dtype (the value
+  // mul_out(g, g, grad_scale) would leave; the gradients are not written):
+  // clipping's coefficient applied inside the update.
+  virtual void step(double lr, double grad_scale = 1.0) = 0;
   // Updates done so far.
   std::int64_t steps() const { return steps_; }
   // The state, named (views of the optimizer's own tensors: copy to save).
@@ -89,7 +98,7 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(Module& m, SGDOptions o = {});
-  void step(double lr) override;
+  void step(double lr, double grad_scale = 1.0) override;
   NamedState state() override;
   void load_state(const NamedState& s) override;
 
@@ -104,7 +113,8 @@ class SGD : public Optimizer {
     Tensor buf, master;
   };
   std::vector<Slot> slots_;
-  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr);
+  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr,
+                  double grad_scale);
 };
 
 struct AdamWOptions {
@@ -121,7 +131,7 @@ struct AdamWOptions {
 class AdamW : public Optimizer {
  public:
   AdamW(Module& m, AdamWOptions o = {});
-  void step(double lr) override;
+  void step(double lr, double grad_scale = 1.0) override;
   NamedState state() override;
   void load_state(const NamedState& s) override;
 
@@ -135,7 +145,8 @@ class AdamW : public Optimizer {
     Tensor exp_avg, exp_avg_sq, master;
   };
   std::vector<Moments> moments_;
-  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr);
+  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr,
+                  double grad_scale);
 };
 
 }  // namespace strata::nn
