@@ -17,37 +17,29 @@ import argparse
 import re
 import sys
 
+from md_table import table_rows
+
 PEERS = ["sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "naive"]
 
 
 def parse_table(path):
     """Rows of a peer table: (shape, strata TFLOP/s, {peer: TFLOP/s})."""
-    rows = []
-    header = None
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("|") or set(line) <= set("|-: "):
-                continue
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if cells[0] == "shape":
-                header = cells
-                continue
-            if header is None or len(cells) != len(header):
-                continue
-            rec = dict(zip(header, cells))
-            try:
-                strata = float(rec["Strata TFLOP/s"])
-            except (KeyError, ValueError):
-                continue
-            peers = {}
-            for p in PEERS:
-                m = re.match(r"([0-9.]+)", rec.get(p, ""))
-                if m:
-                    peers[p] = float(m.group(1))
-            rows.append((rec["shape"], strata, peers))
+    header, cells_of_rows = table_rows(path, "shape")
     if header is None:
         sys.exit(f"{path}: no peer table (a '| shape | Strata ms | ...' header) found")
+    rows = []
+    for cells in cells_of_rows:
+        rec = dict(zip(header, cells))
+        try:
+            strata = float(rec["Strata TFLOP/s"])
+        except (KeyError, ValueError):
+            continue
+        peers = {}
+        for p in PEERS:
+            m = re.match(r"([0-9.]+)", rec.get(p, ""))
+            if m:
+                peers[p] = float(m.group(1))
+        rows.append((rec["shape"], strata, peers))
     return rows
 
 

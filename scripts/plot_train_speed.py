@@ -14,34 +14,26 @@ Needs matplotlib (Debian: python3-matplotlib).
 import argparse
 import sys
 
+from md_table import table_rows
+
 MODES = [("strata tok/s", "Strata"), ("eager tok/s", "PyTorch eager"),
          ("compile tok/s", "torch.compile")]
 
 
 def parse_table(path):
     """(case label, {series: tokens/s}) per row of the table."""
-    rows, header = [], None
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("|") or set(line) <= set("|-: "):
-                continue
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if cells[0] == "case":
-                # Column names repeat ("MFU", "GiB"): keep the first of each.
-                header = cells
-                continue
-            if header is None or len(cells) != len(header):
-                continue
-            values = {}
-            for col, name in MODES:
-                if col in header:
-                    try:
-                        values[name] = float(cells[header.index(col)])
-                    except ValueError:
-                        pass
-            rows.append((f"{cells[0]}\n{cells[1]}", values))
-    return rows
+    header, rows = table_rows(path, "case")
+    out = []
+    for cells in rows:
+        values = {}
+        for col, name in MODES:  # the first column of that name ("MFU", "GiB" repeat)
+            if col in header:
+                try:
+                    values[name] = float(cells[header.index(col)])
+                except ValueError:
+                    pass
+        out.append((f"{cells[0]}\n{cells[1]}", values))
+    return out
 
 
 def main():
