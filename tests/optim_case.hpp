@@ -75,11 +75,9 @@ inline Lists make_lists(const Case& c, Device dev) {
   return l;
 }
 
-// Step `step` (1-based) of the case on backend `be`; new grads each step.
-inline void run_step(const Case& c, Lists& l, int step, const char* be) {
-  for (std::size_t i = 0; i < l.grads.size(); ++i)
-    l.grads[i].copy_from(seeded(c.shapes[i], 1000 * step + i, c.grad, Device::cpu(), 1.0));
-  const OpOptions o = ops_test::on(be);
+// The case's update of step `step` (1-based) on l's grads as they are, with
+// gradient scale `grad_scale`.
+inline void update(const Case& c, Lists& l, int step, double grad_scale, const OpOptions& o) {
   if (c.adamw) {
     AdamWStep s;
     s.lr = 1e-2 * step;
@@ -88,7 +86,7 @@ inline void run_step(const Case& c, Lists& l, int step, const char* be) {
     s.eps = 1e-6;
     s.weight_decay = 0.1;
     s.step = step;
-    s.grad_scale = c.grad_scale;
+    s.grad_scale = grad_scale;
     adamw_step_(l.params, l.grads, l.s0, l.s1, l.masters, s, o);
   } else {
     SGDStep s;
@@ -98,9 +96,16 @@ inline void run_step(const Case& c, Lists& l, int step, const char* be) {
     s.nesterov = c.nesterov;
     s.weight_decay = 0.05;
     s.first_step = step == 1;
-    s.grad_scale = c.grad_scale;
+    s.grad_scale = grad_scale;
     sgd_step_(l.params, l.grads, l.s0, l.masters, s, o);
   }
+}
+
+// Step `step` (1-based) of the case on backend `be`; new grads each step.
+inline void run_step(const Case& c, Lists& l, int step, const char* be) {
+  for (std::size_t i = 0; i < l.grads.size(); ++i)
+    l.grads[i].copy_from(seeded(c.shapes[i], 1000 * step + i, c.grad, Device::cpu(), 1.0));
+  update(c, l, step, c.grad_scale, ops_test::on(be));
 }
 
 // Tolerances against the f64 reference: the kernels compute in f32 (f64 for
@@ -182,25 +187,7 @@ inline void check_grad_scale(Case c, const char* be, Device dev) {
       scaled.grads[i] = seeded(c.shapes[i], 1000 * step + i, c.grad, dev, 1.0);
       mul_out(scaled.grads[i], scaled.grads[i], scale, o);
     }
-    if (c.adamw) {
-      AdamWStep s;
-      s.lr = 1e-2 * step;
-      s.beta1 = 0.8;
-      s.beta2 = 0.95;
-      s.eps = 1e-6;
-      s.weight_decay = 0.1;
-      s.step = step;
-      adamw_step_(scaled.params, scaled.grads, scaled.s0, scaled.s1, scaled.masters, s, o);
-    } else {
-      SGDStep s;
-      s.lr = 0.05;
-      s.momentum = c.momentum;
-      s.dampening = c.dampening;
-      s.nesterov = c.nesterov;
-      s.weight_decay = 0.05;
-      s.first_step = step == 1;
-      sgd_step_(scaled.params, scaled.grads, scaled.s0, scaled.masters, s, o);
-    }
+    update(c, scaled, step, 1.0, o);
     for (auto [a, b] :
          {std::pair{&fused.params, &separate.params}, std::pair{&fused.s0, &separate.s0},
           std::pair{&fused.s1, &separate.s1}, std::pair{&fused.masters, &separate.masters}})
