@@ -22,6 +22,7 @@ namespace strata::cuda {
 namespace {
 
 constexpr int kThreads = 512;
+constexpr int kIlp = 2;  // vectors per array in flight per thread
 constexpr std::int64_t kChunk = 65536;
 
 // The kernel's argument: everything one launch updates.
@@ -79,7 +80,7 @@ __device__ __forceinline__ void update(T& p, G g, C& s0, C& s1, float& mst, bool
 // __grid_constant__: the table is read in place in the launch's parameter
 // space, never copied per thread.
 template <class T, class G, class C>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, sizeof(C) == 4 ? 2 : 1)
     optim_step_kernel(const __grid_constant__ StepParams<C> prm) {
   const OptimTensor& t = prm.tab.tensors[prm.tab.tensor_of[blockIdx.x]];
   const std::int64_t begin = static_cast<std::int64_t>(prm.tab.chunk[blockIdx.x]) * kChunk;
@@ -96,26 +97,39 @@ __global__ void __launch_bounds__(kThreads)
                        (!has_master || vec4_aligned<float>(master));
   std::int64_t scalar_from = begin;
   if (aligned) {
+    // kIlp vectors of every array loaded before any is updated: the loads
+    // of one thread overlap instead of waiting on the previous stores.
     const std::int64_t nv = (end - begin) / 4;
-    for (std::int64_t v = threadIdx.x; v < nv; v += kThreads) {
-      const std::int64_t i = begin + 4 * v;
-      Vec4<T> pv{};
-      Vec4<C> s0v{}, s1v{};
-      Vec4<float> mv{};
-      const Vec4<G> gv = *reinterpret_cast<const Vec4<G>*>(g + i);
-      if (has_master)
-        mv = *reinterpret_cast<const Vec4<float>*>(master + i);
-      else
-        pv = *reinterpret_cast<const Vec4<T>*>(p + i);
-      if (has_s0) s0v = *reinterpret_cast<const Vec4<C>*>(s0 + i);
-      if (has_s1) s1v = *reinterpret_cast<const Vec4<C>*>(s1 + i);
+    for (std::int64_t v0 = threadIdx.x; v0 < nv; v0 += kIlp * kThreads) {
+      Vec4<T> pv[kIlp]{};
+      Vec4<G> gv[kIlp]{};
+      Vec4<C> s0v[kIlp]{}, s1v[kIlp]{};
+      Vec4<float> mv[kIlp]{};
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        update<T, G, C>(pv.v[j], gv.v[j], s0v.v[j], s1v.v[j], mv.v[j], has_s0, has_master, k);
-      *reinterpret_cast<Vec4<T>*>(p + i) = pv;
-      if (has_master) *reinterpret_cast<Vec4<float>*>(master + i) = mv;
-      if (has_s0) *reinterpret_cast<Vec4<C>*>(s0 + i) = s0v;
-      if (has_s1) *reinterpret_cast<Vec4<C>*>(s1 + i) = s1v;
+      for (int u = 0; u < kIlp; ++u) {
+        const std::int64_t i = begin + 4 * (v0 + u * kThreads);
+        if (v0 + u * kThreads >= nv) break;
+        gv[u] = *reinterpret_cast<const Vec4<G>*>(g + i);
+        if (has_master)
+          mv[u] = *reinterpret_cast<const Vec4<float>*>(master + i);
+        else
+          pv[u] = *reinterpret_cast<const Vec4<T>*>(p + i);
+        if (has_s0) s0v[u] = *reinterpret_cast<const Vec4<C>*>(s0 + i);
+        if (has_s1) s1v[u] = *reinterpret_cast<const Vec4<C>*>(s1 + i);
+      }
+#pragma unroll
+      for (int u = 0; u < kIlp; ++u) {
+        const std::int64_t i = begin + 4 * (v0 + u * kThreads);
+        if (v0 + u * kThreads >= nv) break;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          update<T, G, C>(pv[u].v[j], gv[u].v[j], s0v[u].v[j], s1v[u].v[j], mv[u].v[j], has_s0,
+                          has_master, k);
+        *reinterpret_cast<Vec4<T>*>(p + i) = pv[u];
+        if (has_master) *reinterpret_cast<Vec4<float>*>(master + i) = mv[u];
+        if (has_s0) *reinterpret_cast<Vec4<C>*>(s0 + i) = s0v[u];
+        if (has_s1) *reinterpret_cast<Vec4<C>*>(s1 + i) = s1v[u];
+      }
     }
     scalar_from = begin + 4 * nv;
   }
