@@ -79,7 +79,22 @@ void embedding(const IterArgs& a) {
     embedding_as<T, std::int64_t>(a);
 }
 
-// Rotary: lanes over the r/2 pairs of a row, then over the copied tail.
+// Rotary's inverse frequency of pair i, in the compute type: as Hugging
+// Face, inv_freq in f32 for f32 and 16-bit x (in f64 for f64 x).
+template <class C>
+__device__ __forceinline__ C inv_freq(std::int64_t i, std::int64_t r, double theta) {
+  const double e = -2.0 * static_cast<double>(i) / static_cast<double>(r);
+  return static_cast<C>(pow(theta, e));
+}
+
+// How many pairs of each lane keep their inverse frequency in registers
+// across the rows (rotary dims up to 32 x 2 x kFreqPerLane); pairs beyond
+// compute it per row.
+constexpr int kFreqPerLane = 4;
+
+// Rotary: lanes over the r/2 pairs of a row, then over the copied tail. The
+// inverse frequencies depend on the pair only, so each lane computes its
+// own once (f64 pow is the kernel's dearest instruction), not once per row.
 template <class T, class I>
 __global__ void __launch_bounds__(kRowThreads) rotary_kernel(RowParams p) {
   using C = compute_t<T>;
@@ -89,27 +104,33 @@ __global__ void __launch_bounds__(kRowThreads) rotary_kernel(RowParams p) {
   const std::int64_t r = p.iparam[0], half = r / 2;
   const bool inter = p.iparam[1] == 1;
   const double theta = p.scalar[0];
+  C inv[kFreqPerLane];
+#pragma unroll
+  for (int k = 0; k < kFreqPerLane; ++k)
+    inv[k] = lane + 32 * k < half ? inv_freq<C>(lane + 32 * k, r, theta) : C(0);
   for_warp_rows(p, [&](const std::int64_t(&off)[kMaxOperands]) {
     const T* x = reinterpret_cast<const T*>(p.ptr[1]) + off[1];
     T* out = reinterpret_cast<T*>(p.ptr[0]) + off[0];
     const std::int64_t pos = load_id<I>(p.ptr[2], off[2]);
-    for (std::int64_t i = lane; i < half; i += 32) {
-      const double e = -2.0 * static_cast<double>(i) / static_cast<double>(r);
+    const auto rotate_pair = [&](std::int64_t i, C f) {
       C c, s;
       if constexpr (std::is_same_v<C, double>) {
-        sincos(static_cast<double>(pos) * pow(theta, e), &s, &c);
+        sincos(static_cast<double>(pos) * f, &s, &c);
       } else {
-        // As Hugging Face: inv_freq in f32, the angle rounded to f32, the
-        // precise sincosf of that angle.
-        const float inv_freq = static_cast<float>(pow(theta, e));
-        const float angle = __fmul_rn(static_cast<float>(pos), inv_freq);
+        // As Hugging Face: the angle rounded to f32, the precise sincosf of it.
+        const float angle = __fmul_rn(static_cast<float>(pos), f);
         sincosf(angle, &s, &c);
       }
       const std::int64_t i0 = inter ? 2 * i : i, i1 = inter ? 2 * i + 1 : i + half;
       const C x0 = cvt<C>(x[i0 * p.row_stride[1]]), x1 = cvt<C>(x[i1 * p.row_stride[1]]);
       out[i0 * p.row_stride[0]] = cvt<T>(x0 * c - x1 * s);
       out[i1 * p.row_stride[0]] = cvt<T>(x1 * c + x0 * s);
-    }
+    };
+#pragma unroll
+    for (int k = 0; k < kFreqPerLane; ++k)
+      if (lane + 32 * k < half) rotate_pair(lane + 32 * k, inv[k]);
+    for (std::int64_t i = lane + 32 * kFreqPerLane; i < half; i += 32)
+      rotate_pair(i, inv_freq<C>(i, r, theta));
     for (std::int64_t j = r + lane; j < p.n; j += 32)
       out[j * p.row_stride[0]] = x[j * p.row_stride[1]];
   });
