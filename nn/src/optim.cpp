@@ -162,6 +162,7 @@ void SGD::step(double lr, double grad_scale) {
   const autograd::NoGrad pause;
   const OpOptions& o = o_.op;
   const auto params = m_->named_parameters();
+  const auto grads = m_->named_gradients();
   if (slots_.empty())
     for (const auto& [name, p] : params) slots_.push_back(Slot{name, Tensor(), Tensor()});
   check(slots_.size() == params.size(), "SGD::step", "the module has ", params.size(),
@@ -169,8 +170,8 @@ void SGD::step(double lr, double grad_scale) {
   for (std::size_t i = 0; i < params.size(); ++i)
     if (!slots_[i].master.defined())
       slots_[i].master = master_for(*params[i].second, o_.master_weights, o);
-  if (o_.fused && detail::fusable(*m_, params)) {
-    fused_step(params, lr, grad_scale);
+  if (o_.fused && detail::fusable(params, grads)) {
+    fused_step(params, grads, lr, grad_scale);
     ++steps_;
     return;
   }
@@ -178,7 +179,7 @@ void SGD::step(double lr, double grad_scale) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
     const Working w = working(p, slots_[i].master, o);
-    Tensor d = widen(scaled_grad(m_->grad(name), grad_scale, o), o);
+    Tensor d = widen(scaled_grad(grads[i].second, grad_scale, o), o);
     if (o_.weight_decay != 0 && o_.decay(name, *p)) d = add(d, mul(w.p, o_.weight_decay, o), o);
     if (with_momentum) {
       Tensor& buf = slots_[i].buf;
@@ -237,6 +238,7 @@ void AdamW::step(double lr, double grad_scale) {
   const autograd::NoGrad pause;
   const OpOptions& o = o_.op;
   const auto params = m_->named_parameters();
+  const auto grads = m_->named_gradients();
   if (moments_.empty())
     for (const auto& [name, p] : params)
       moments_.push_back(Moments{name, zeros_like_state(*p), zeros_like_state(*p), Tensor()});
@@ -245,8 +247,8 @@ void AdamW::step(double lr, double grad_scale) {
   for (std::size_t i = 0; i < params.size(); ++i)
     if (!moments_[i].master.defined())
       moments_[i].master = master_for(*params[i].second, o_.master_weights, o);
-  if (o_.fused && detail::fusable(*m_, params)) {
-    fused_step(params, lr, grad_scale);
+  if (o_.fused && detail::fusable(params, grads)) {
+    fused_step(params, grads, lr, grad_scale);
     ++steps_;
     return;
   }
@@ -256,7 +258,7 @@ void AdamW::step(double lr, double grad_scale) {
     const auto& [name, p] = params[i];
     Moments& mo = moments_[i];
     const Working w = working(p, mo.master, o);
-    const Tensor g = widen(scaled_grad(m_->grad(name), grad_scale, o), o);
+    const Tensor g = widen(scaled_grad(grads[i].second, grad_scale, o), o);
     if (o_.weight_decay != 0 && o_.decay(name, *p))
       mul_out(w.p, w.p, 1.0 - lr * o_.weight_decay, o);
     // exp_avg = beta1 exp_avg + (1 - beta1) g; exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g^2

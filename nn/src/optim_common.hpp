@@ -10,6 +10,9 @@
 namespace strata::nn::detail {
 
 using Params = std::vector<std::pair<std::string, Tensor*>>;
+// The gradients, in the parameters' order (Module::named_gradients: one walk
+// of the module, where Module::grad walks it once per name).
+using Grads = std::vector<std::pair<std::string, Tensor>>;
 
 // The precision of the update and of the optimizer's state for a parameter.
 inline DType state_dtype(DType param) { return param == DType::f64 ? DType::f64 : DType::f32; }
@@ -18,7 +21,7 @@ inline bool is_16bit(DType dt) { return dt == DType::f16 || dt == DType::bf16; }
 // True when every parameter and its gradient can go through one of the
 // fused ops: floating, contiguous, on the first parameter's device, the
 // gradient of the parameter's shape and dtype (or f32 for a 16-bit one).
-bool fusable(Module& m, const Params& params);
+bool fusable(const Params& params, const Grads& grads);
 
 // One fused call's lists: parameters of one dtype whose gradients have one
 // dtype, all decayed or none, all with masters or none.

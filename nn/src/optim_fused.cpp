@@ -13,11 +13,12 @@
 namespace strata::nn {
 namespace detail {
 
-bool fusable(Module& m, const Params& params) {
+bool fusable(const Params& params, const Grads& grads) {
   if (params.empty()) return false;
   const Device dev = params.front().second->device();
-  for (const auto& [name, p] : params) {
-    const Tensor& g = m.grad(name);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor* p = params[i].second;
+    const Tensor& g = grads[i].second;
     const DType dt = p->dtype();
     if (!is_floating(dt) || !p->is_contiguous() || p->device() != dev) return false;
     if (!g.defined() || !g.is_contiguous() || g.shape() != p->shape() || g.device() != dev)
@@ -47,12 +48,13 @@ std::vector<FusedGroup> fused_groups(const std::vector<FusedSlot>& slots) {
 
 }  // namespace detail
 
-void AdamW::fused_step(const detail::Params& params, double lr, double grad_scale) {
+void AdamW::fused_step(const detail::Params& params, const detail::Grads& grads, double lr,
+                       double grad_scale) {
   std::vector<detail::FusedSlot> slots;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& [name, p] = params[i];
     const Moments& mo = moments_[i];
-    slots.push_back({*p, m_->grad(name), mo.exp_avg, mo.exp_avg_sq, mo.master,
+    slots.push_back({*p, grads[i].second, mo.exp_avg, mo.exp_avg_sq, mo.master,
                      o_.weight_decay != 0 && o_.decay(name, *p)});
   }
   AdamWStep s;
@@ -68,7 +70,8 @@ void AdamW::fused_step(const detail::Params& params, double lr, double grad_scal
   }
 }
 
-void SGD::fused_step(const detail::Params& params, double lr, double grad_scale) {
+void SGD::fused_step(const detail::Params& params, const detail::Grads& grads, double lr,
+                     double grad_scale) {
   const bool with_momentum = o_.momentum != 0;
   // torch.optim.SGD: the first step's buffer is the gradient itself.
   const bool first = with_momentum && !slots_.front().buf.defined();
@@ -77,7 +80,7 @@ void SGD::fused_step(const detail::Params& params, double lr, double grad_scale)
     const auto& [name, p] = params[i];
     Slot& sl = slots_[i];
     if (first) sl.buf = Tensor::zeros(p->shape(), detail::state_dtype(p->dtype()), p->device());
-    slots.push_back({*p, m_->grad(name), sl.buf, Tensor(), sl.master,
+    slots.push_back({*p, grads[i].second, sl.buf, Tensor(), sl.master,
                      o_.weight_decay != 0 && o_.decay(name, *p)});
   }
   SGDStep s;

@@ -113,7 +113,8 @@ class SGD : public Optimizer {
     Tensor buf, master;
   };
   std::vector<Slot> slots_;
-  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr,
+  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params,
+                  const std::vector<std::pair<std::string, Tensor>>& grads, double lr,
                   double grad_scale);
 };
 
@@ -145,7 +146,8 @@ class AdamW : public Optimizer {
     Tensor exp_avg, exp_avg_sq, master;
   };
   std::vector<Moments> moments_;
-  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params, double lr,
+  void fused_step(const std::vector<std::pair<std::string, Tensor*>>& params,
+                  const std::vector<std::pair<std::string, Tensor>>& grads, double lr,
                   double grad_scale);
 };
 
