@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Training speed on the GPU machine (issue 28), in one call: build
-# bench_train_cuda (and the `strata` app), time Strata's training step on
+# bench_train_cuda and bench_optim_cuda (and the `strata` app), time the
+# fused AdamW update beside a copy of its bytes, then Strata's training step on
 # GPT-2 124M and the 17M benchmark model in f32 and bf16 (JSON out), then
 # PyTorch's same step, eager and torch.compile, beside it
 # (bench/peer_train.py --strata). Kept to about 450 s of device time with the
@@ -19,7 +20,7 @@ set -u -o pipefail
 OUT=${1:?usage: scripts/gpu_train_bench.sh OUTDIR}
 source "$(dirname "$0")/gpu_log.sh"  # L, S, say, pack, J
 B=${BUILD:-build-train}
-targets=(bench_train_cuda)
+targets=(bench_train_cuda bench_optim_cuda)
 [ -n "${CMAKE_PREFIX_PATH:-}" ] && targets+=(strata_cli)
 say "date $(date -u +%FT%TZ); $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1); $J cores; commit $(git rev-parse --short HEAD 2>/dev/null)"
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON \
@@ -31,6 +32,10 @@ rc=$?
 say "build ${targets[*]} rc=$rc; warnings $(grep -c 'warning:' "$L/build.log")"
 [ $rc = 0 ] || { grep -m10 -B2 -A8 'error' "$L/build.log" | tee -a "$S"; pack; exit 1; }
 
+timeout 60 "$B/bench/bench_optim_cuda" --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true > "$L/optim_cuda.txt" 2>&1
+say "bench_optim_cuda rc=$?"
+grep -E '_median' "$L/optim_cuda.txt" | tee -a "$S"
 timeout ${BENCH_TIMEOUT:-150} "$B/bench/bench_train_cuda" --benchmark_filter="${BENCH_FILTER:-.}" \
   --benchmark_repetitions=${STRATA_REPS:-3} \
   --benchmark_out="$L/train_cuda.json" --benchmark_out_format=json > "$L/train_cuda.txt" 2>&1
