@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bench_cuda_timing.hpp"
@@ -116,20 +117,22 @@ void copy(benchmark::State& state, int model) {
   });
 }
 
+// Per model: the copy (the ceiling), then the update in f32 and bf16.
+const int kRegistered = [] {
+  for (const int model : {0, 1}) {
+    const std::string name = model == 0 ? "gpt2_124m" : "llama17m";
+    benchmark::RegisterBenchmark(("copy/" + name).c_str(), copy, model)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    for (const DType dt : {DType::f32, DType::bf16})
+      benchmark::RegisterBenchmark(
+          ("adamw/" + name + "_" + std::string(strata::dtype_name(dt))).c_str(), adamw, model, dt)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+  }
+  return 0;
+}();
+
 }  // namespace
 
-BENCHMARK_CAPTURE(copy, gpt2_124m, 0)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(adamw, gpt2_124m_f32, 0, DType::f32)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(adamw, gpt2_124m_bf16, 0, DType::bf16)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(copy, llama17m, 1)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(adamw, llama17m_f32, 1, DType::f32)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(adamw, llama17m_bf16, 1, DType::bf16)
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();
