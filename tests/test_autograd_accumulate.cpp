@@ -167,3 +167,56 @@ TEST_CASE("autograd accumulate: one gradient handed to two inputs is not shared 
   require_close(tape.grad(a), cast(add(s, t), DType::f64));
   require_close(tape.grad(b), cast(s, DType::f64));
 }
+
+TEST_CASE("autograd accumulate: slices of a fused last dim written in place, overlaps added",
+          "[autograd]") {
+  // A fused projection's output [M, 3n] read as q | k | v along its last dim
+  // (as the models' fused QKV and gate_up): each slice's first gradient is
+  // written straight in; a slice reached twice, or slices that overlap, add;
+  // what no slice reaches is zero.
+  const std::int64_t n = 64;
+  const Tensor base = Tensor::randn({kM, 3 * n}, 61);
+  const Tensor s1 = Tensor::randn({kM, n}, 62), s2 = Tensor::randn({kM, n}, 63),
+               s3 = Tensor::randn({kM, 2 * n}, 64);
+  const auto d64 = [](const Tensor& t) { return cast(t, DType::f64); };
+  const auto cols = [&](const Tensor& t, std::int64_t from, std::int64_t len) {
+    return t.narrow(1, from, len);
+  };
+  SECTION("q, k and v each once: the three slices cover the base") {
+    poison(base);
+    autograd::Tape tape;
+    tape.watch(base);
+    const Tensor loss = add(add(total(mul(cols(base, 0, n), s1)), total(mul(cols(base, n, n), s2))),
+                            total(mul(cols(base, 2 * n, n), s1)));
+    tape.backward(loss);
+    const Tensor d = tape.grad(base);
+    require_close(cols(d, 0, n), d64(s1));
+    require_close(cols(d, n, n), d64(s2));
+    require_close(cols(d, 2 * n, n), d64(s1));
+  }
+  SECTION("q and v only: k's columns are zero") {
+    poison(base);
+    autograd::Tape tape;
+    tape.watch(base);
+    tape.backward(add(total(mul(cols(base, 0, n), s1)), total(mul(cols(base, 2 * n, n), s2))));
+    const Tensor d = tape.grad(base);
+    require_close(cols(d, 0, n), d64(s1));
+    require_close(cols(d, n, n), Tensor::zeros({kM, n}, DType::f64));
+    require_close(cols(d, 2 * n, n), d64(s2));
+  }
+  SECTION("overlapping slices and a slice read twice add") {
+    poison(base);
+    autograd::Tape tape;
+    tape.watch(base);
+    // [0, 2n) with s3, [n, 2n) with s2, [n, 3n) with s3 again: the columns
+    // [n, 2n) get s3's second half, s2 and s3's first half.
+    const Tensor loss =
+        add(add(total(mul(cols(base, 0, 2 * n), s3)), total(mul(cols(base, n, n), s2))),
+            total(mul(cols(base, n, 2 * n), s3)));
+    tape.backward(loss);
+    const Tensor d = tape.grad(base);
+    require_close(cols(d, 0, n), d64(cols(s3, 0, n)));
+    require_close(cols(d, n, n), d64(add(add(cols(s3, n, n), s2), cols(s3, 0, n))));
+    require_close(cols(d, 2 * n, n), d64(cols(s3, n, n)));
+  }
+}

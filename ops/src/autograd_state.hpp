@@ -50,6 +50,11 @@ struct Buffer {
   int outer_id = -1;          // a checkpoint's recompute: the outer tape's buffer
   Tensor grad;                // 1-D over the gradient's storage; undefined until needed
   std::int64_t shift = 0;     // grad's element of the forward storage's element 0
+  // While not empty: `grad` was allocated unwritten and only these regions,
+  // pairwise disjoint, have been written (first contributions to separate
+  // slices, as a fused QKV's q, k and v); the rest is zeroed before the
+  // gradient is read or added to (TapeState::settle).
+  std::vector<Region> written;
 };
 
 struct Watch {
@@ -82,9 +87,11 @@ class TapeState final : public ::strata::detail::CopyObserver {
   int lookup(const Tensor& t);
   // t's gradient view. With `allocate` (the caller writes into it): a borrowed
   // buffer is copied first, and an unset one allocated, zeroed by fill_
-  // with opt; or, when `fresh` is given and r covers every element of the
-  // buffer, left unwritten and *fresh set, for a first contribution that
-  // overwrites it all (beta = 0).
+  // with opt; or, when `fresh` is given and no earlier contribution reached
+  // r's elements (r the first region of an unset buffer, or provably
+  // disjoint from every region written since it was allocated unwritten),
+  // left unwritten and *fresh set, for a first contribution that overwrites
+  // all of r (beta = 0).
   Tensor grad_region(const Region& r, bool allocate, const OpOptions& opt = {},
                      bool* fresh = nullptr);
   Region region_of(const Tensor& t, int id) const;
@@ -96,7 +103,8 @@ class TapeState final : public ::strata::detail::CopyObserver {
 
  private:
   int track(const Tensor& t);
-  void own(Buffer& b, const OpOptions& opt);  // a borrowed gradient becomes the tape's
+  void own(Buffer& b, const OpOptions& opt);     // a borrowed gradient becomes the tape's
+  void settle(Buffer& b, const OpOptions& opt);  // zeroes what no written region covers
   bool adopt(Buffer& b, const Region& r, const Tensor& g);
   bool borrow_seed(const Region& r, const Tensor& seed);
   void run_node(std::size_t k);

@@ -1,5 +1,6 @@
 // The tape: which memory is tracked, what each recorded op read and wrote,
-// and the backward pass over them in reverse order (autograd_state.hpp).
+// and the backward pass over them in reverse order (autograd_state.hpp;
+// the gradients' memory: autograd_grads.cpp).
 #include <algorithm>
 
 #include "autograd_state.hpp"
@@ -63,112 +64,6 @@ int TapeState::track(const Tensor& t) {
 
 Region TapeState::region_of(const Tensor& t, int id) const {
   return Region{id, t.shape(), t.strides(), t.offset(), t.dtype()};
-}
-
-Tensor TapeState::grad_region(const Region& r, bool allocate, const OpOptions& opt, bool* fresh) {
-  Buffer& b = bufs_.at(static_cast<std::size_t>(r.id));
-  STRATA_CHECK(r.dtype == b.dtype, "autograd", "one storage is read as ", dtype_name(b.dtype),
-               " and as ", dtype_name(r.dtype), "; gradients need one dtype per storage");
-  if (fresh != nullptr) *fresh = false;
-  if (allocate) own(b, opt);
-  if (!b.grad.defined()) {
-    if (!allocate) return {};
-    const auto isz = static_cast<std::int64_t>(itemsize(b.dtype));
-    const auto n = (static_cast<std::int64_t>(b.nbytes) + isz - 1) / isz;
-    b.grad = Tensor::empty({n}, b.dtype, b.device);
-    b.shift = 0;
-    const Tensor view =
-        Tensor::from_storage(b.grad.storage(), r.shape, r.strides, r.offset, r.dtype);
-    // Distinct elements as many as the buffer holds: the caller's write
-    // reaches every one, so there is nothing to zero.
-    if (fresh != nullptr && view.numel() == n && !::strata::detail::has_internal_overlap(view)) {
-      *fresh = true;
-      return view;
-    }
-    // Zeros by the device's fill op, on the caller's stream: Tensor::zeros
-    // fills on the host and copies, which for a GPU tensor of activations'
-    // size costs more than the backward's kernels.
-    fill_(b.grad, 0.0, opt);
-  }
-  return Tensor::from_storage(b.grad.storage(), r.shape, r.strides, r.offset + b.shift, r.dtype);
-}
-
-void TapeState::own(Buffer& b, const OpOptions& opt) {
-  if (!b.borrowed) return;
-  const Tensor mine = Tensor::empty(b.grad.shape(), b.dtype, b.device);
-  copy_(mine, b.grad, opt);
-  b.grad = mine;
-  b.shift = 0;
-  b.borrowed = false;
-}
-
-namespace {
-
-// g summed down to `shape` where the forward broadcast: leading dims g has
-// beyond shape, and dims where shape has 1 and g another size (0 too).
-Tensor sum_to_shape(Tensor g, const Shape& shape, const OpOptions& opt) {
-  const int extra = g.dim() - static_cast<int>(shape.size());
-  for (int d = 0; d < extra; ++d) g = sum(g, 0, false, opt);
-  for (int d = 0; d < g.dim(); ++d)
-    if (shape[static_cast<std::size_t>(d)] == 1 && g.size(d) != 1) g = sum(g, d, true, opt);
-  return g;
-}
-
-}  // namespace
-
-void TapeState::accumulate(const Region& r, Tensor g, const OpOptions& opt) {
-  if (r.id < 0 || !g.defined()) return;
-  const Device dev = bufs_.at(static_cast<std::size_t>(r.id)).device;
-  // The forward's backend runs on the forward's device; after a copy across
-  // devices, the input's side picks its own.
-  const OpOptions on_dev = g.device() == dev ? opt : OpOptions{};
-  if (g.device() != dev) g = g.to(dev);  // a copy across devices
-  if (g.dtype() != r.dtype) g = cast(g, r.dtype);
-  g = sum_to_shape(std::move(g), r.shape, on_dev);
-  // A broadcast (stride 0) dim of the input view is one element of memory:
-  // its gradient is the sum along that dim.
-  Region target = r;
-  const int lead = static_cast<int>(r.shape.size()) - g.dim();
-  for (std::size_t d = 0; d < r.shape.size(); ++d) {
-    if (r.strides[d] != 0 || r.shape[d] <= 1) continue;
-    const int gd = static_cast<int>(d) - lead;
-    if (gd >= 0 && g.size(gd) != 1) {
-      g = sum(g, gd, true, on_dev);
-    } else {  // g broadcasts along d too: each of the view's elements got it
-      g = mul(g, static_cast<double>(r.shape[d]), on_dev);
-    }
-    target.shape[d] = 1;
-  }
-  Buffer& b = bufs_[static_cast<std::size_t>(r.id)];
-  if (adopt(b, target, g)) return;
-  bool fresh = false;
-  const Tensor view = grad_region(target, true, on_dev, &fresh);
-  if (fresh) {
-    copy_(view, g, on_dev);  // the first contribution: no zeros to add to
-  } else {
-    add_out(view, view, g, on_dev);
-  }
-}
-
-// The first contribution, laid out as the whole buffer and held by nothing
-// else (a temporary the backward handed over, or one made in accumulate):
-// it becomes the buffer's gradient as it is.
-bool TapeState::adopt(Buffer& b, const Region& r, const Tensor& g) {
-  if (b.grad.defined() || r.offset != 0 || g.offset() != 0 || g.shape() != r.shape ||
-      !g.is_contiguous() || g.dtype() != b.dtype)
-    return false;
-  std::int64_t step = 1;  // r's strides must be the contiguous ones
-  for (std::size_t d = r.shape.size(); d-- > 0;) {
-    if (r.shape[d] != 1 && r.strides[d] != step) return false;
-    step *= r.shape[d];
-  }
-  const std::shared_ptr<Storage>& s = g.storage();
-  const auto bytes = static_cast<std::size_t>(g.numel()) * itemsize(b.dtype);
-  if (s.use_count() != 1 || !s->owns_memory() || s->nbytes() != b.nbytes || bytes != b.nbytes)
-    return false;
-  b.grad = Tensor::from_storage(s, {g.numel()}, {1}, 0, b.dtype);
-  b.shift = 0;
-  return true;
 }
 
 void TapeState::record(const char* op, std::initializer_list<const Tensor*> inputs,
@@ -294,6 +189,7 @@ void TapeState::run_node(std::size_t k) {
     Buffer& b = bufs_[static_cast<std::size_t>(n.outs[j].id)];
     if (n.born[j] && !b.watched && b.outer_id < 0) {  // freed early
       b.grad = Tensor();
+      b.written.clear();
       b.borrowed = false;
     }
   }
@@ -341,6 +237,7 @@ void TapeState::backward(const Tensor& loss, const Tensor& seed, const OpOptions
       own(b, opt);  // grad() must not follow the caller's seed
     } else {
       b.grad = Tensor();
+      b.written.clear();
       b.borrowed = false;
     }
   }
@@ -375,6 +272,7 @@ bool TapeState::borrow_seed(const Region& r, const Tensor& seed) {
 void TapeState::add_into_outer() {
   for (Buffer& b : bufs_) {
     if (b.outer_id < 0 || !b.grad.defined()) continue;
+    settle(b, OpOptions{});
     const Buffer& ob = outer_->buffer(b.outer_id);
     const std::int64_t n = b.grad.numel();
     const Tensor dst = outer_->grad_region(Region{b.outer_id, {n}, {1}, 0, ob.dtype}, true);
