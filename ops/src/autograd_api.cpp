@@ -97,6 +97,24 @@ Tensor GradContext::grad_view(int i, bool& overwrite) {
   return writable(tape_, node_.ins.at(static_cast<std::size_t>(i)), node_.opt, &overwrite);
 }
 
+void GradContext::produce(int i, const std::function<void(const Tensor& out)>& write) {
+  const Tensor& g = grad_out(0);
+  // Asked only where the write fits: a view handed out as unwritten must be
+  // written whole.
+  const Region& r = node_.ins.at(static_cast<std::size_t>(i));
+  if (r.shape == g.shape() && r.dtype == g.dtype()) {
+    bool overwrite = false;
+    const Tensor into = grad_view(i, overwrite);
+    if (into.defined() && overwrite) {
+      write(into);
+      return;
+    }
+  }
+  Tensor t = Tensor::empty(g.shape(), g.dtype(), g.device());
+  write(t);
+  accumulate(i, std::move(t));
+}
+
 const Tensor& GradContext::saved(int k) const {
   return node_.saved.at(static_cast<std::size_t>(k)).t;
 }

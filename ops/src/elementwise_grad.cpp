@@ -64,9 +64,15 @@ const Formula kFormulas[] = {
      }},
     {"silu_mul", kIn0 | kIn1,
      [](GradContext& c, const EwScalars&) {
+       // Written straight into the gradients where they are unwritten (the
+       // halves of a fused gate_up), not into temporaries copied there.
        const OpOptions& o = c.options();
-       if (c.needs(0)) c.accumulate(0, mul(silu_backward(g0(c), c.saved(0), o), c.saved(1), o));
-       if (c.needs(1)) c.accumulate(1, silu_mul(c.saved(0), g0(c), o));  // silu(a) g
+       if (c.needs(0)) {
+         const Tensor t = silu_backward(g0(c), c.saved(0), o);  // silu'(a) g
+         c.produce(0, [&](const Tensor& out) { mul_out(out, t, c.saved(1), o); });
+       }
+       if (c.needs(1))  // silu(a) g
+         c.produce(1, [&](const Tensor& out) { silu_mul_out(out, c.saved(0), g0(c), o); });
      }},
     {"pow", kIn0 | kIn1 | kOut,  // out = x^y; PyTorch's values where x = 0 or y = 0
      [](GradContext& c, const EwScalars&) {

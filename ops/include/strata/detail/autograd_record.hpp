@@ -37,10 +37,16 @@ class GradContext {
   // broadcast view (stride 0), which only accumulate() can reduce into.
   Tensor grad_view(int i);
   // As grad_view, for a kernel that writes a whole contribution in one
-  // call: `overwrite` comes back true when the view is input i's first
-  // contribution and covers all of its gradient memory, which is then left
-  // unwritten (not zeroed): write it (beta = 0). False: add into it.
+  // call: `overwrite` comes back true when no earlier contribution reached
+  // the view's elements (the first into its memory, or into a slice apart
+  // from the slices written before), which are then left unwritten (not
+  // zeroed): write them all (beta = 0). False: add into it.
   Tensor grad_view(int i, bool& overwrite);
+  // Input i's contribution made by write(out), an op that fills `out` (of
+  // the shape and dtype of the forward's output 0's gradient) whole: into
+  // the gradient memory itself when it is unwritten there and of that shape
+  // and dtype, else into a temporary that accumulate() adds.
+  void produce(int i, const std::function<void(const Tensor& out)>& write);
   // The k-th tensor the op saved, checked not to have been overwritten
   // in place since.
   const Tensor& saved(int k) const;
