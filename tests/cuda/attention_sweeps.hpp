@@ -91,6 +91,18 @@ void sweep_layouts(const LayoutSweep& s, std::uint64_t& seed, const Run& run) {
   }
 }
 
+// The 16-bit tensor-core suites' layout sweep: sweep_layouts for bf16, then
+// f16, with 2 kv heads, 150 keys and the masks_bands_and_masked_rows steps at
+// each (d, M) of d_M.
+template <class Run>
+void sweep_16bit_layouts(const std::vector<std::array<std::int64_t, 2>>& d_M, std::uint64_t& seed,
+                         const Run& run) {
+  for (strata::DType dt : {strata::DType::bf16, strata::DType::f16})
+    sweep_layouts(
+        {.dtype = dt, .Hkv = 2, .N = 150, .d_M = d_M, .steps = masks_bands_and_masked_rows()}, seed,
+        run);
+}
+
 // Grids too small to fill the GPU, step 0-4 of five: one head of 130 + 40
 // step rows against 1000 + 500 step keys (2-6 splits of the wgmma kernel),
 // plain, causal bottom-right, causal top-left, a window with a bool mask
@@ -112,6 +124,21 @@ inline strata::harness::AttentionCase small_grid_case(int step, std::int64_t d, 
   }
   if (step == 4) c.mask = MaskKind::float_bcast;
   return c;
+}
+
+// small_grid_case's five steps at each head dim of ds, bf16 then f16, each
+// case on a fresh seed: run(case) for every one.
+template <class Run>
+void sweep_small_grids(const std::vector<std::int64_t>& ds, std::uint64_t& seed, const Run& run) {
+  for (strata::DType dt : {strata::DType::bf16, strata::DType::f16}) {
+    for (std::int64_t d : ds) {
+      for (int step = 0; step < 5; ++step) {
+        const strata::harness::AttentionCase c = small_grid_case(step, d, dt, ++seed);
+        INFO(strata::dtype_name(dt) << " d " << d << " step " << step);
+        run(c);
+      }
+    }
+  }
 }
 
 // One head of d = dv, two query heads on two kv heads, M query rows and N
@@ -213,6 +240,23 @@ inline strata::harness::AttentionCase full_grid_case(std::int64_t M, std::int64_
   c.Hkv = 2;
   c.causal = causal;
   return c;
+}
+
+// full_grid_case at 260 query rows, N keys and each head dim of ds, without
+// and with bottom-right causal, bf16 then f16, each case on a fresh seed:
+// run(case) for every one.
+template <class Run>
+void sweep_full_grids(std::int64_t N, const std::vector<std::int64_t>& ds, std::uint64_t& seed,
+                      const Run& run) {
+  for (strata::DType dt : {strata::DType::bf16, strata::DType::f16}) {
+    for (std::int64_t d : ds) {
+      for (strata::Causal causal : {strata::Causal::none, strata::Causal::bottom_right}) {
+        const strata::harness::AttentionCase c = full_grid_case(260, N, d, d, dt, ++seed, causal);
+        INFO(strata::dtype_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
+        run(c);
+      }
+    }
+  }
 }
 
 // GQA with broadcast batch dims: 8 query heads on 2, k and v stored once

@@ -20,6 +20,14 @@ inline strata::MatmulOptions cuda_on_stream(const strata::Stream& st, bool accum
   return o;
 }
 
+// cuda_on_stream's two forms: plain, and accumulating into out.
+struct StepOptions {
+  strata::MatmulOptions opt, acc;
+};
+inline StepOptions step_options(const strata::Stream& st) {
+  return {cuda_on_stream(st, false), cuda_on_stream(st, true)};
+}
+
 // Runs `step` 4 times eagerly, then captures it once and replays it 6 times.
 // Before each run set(dv, sv) queues new input values on st; after it
 // expect(y_before, dv, sv) checks y against y's values before the run. The

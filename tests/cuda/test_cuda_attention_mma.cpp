@@ -42,6 +42,11 @@ std::string wide_kernel(DType dt) {
 #endif
 }
 
+// The route of a call of more than 8 query rows at head dim d.
+std::string tile_or_wide(DType dt, std::int64_t d) {
+  return d <= 64 ? tile_route(dt, 64) : d <= 128 ? tile_route(dt, 128) : wide_kernel(dt);
+}
+
 // The kernels a bf16/f16 call with head dims up to 256 may reach: the
 // decode kernel for M <= 8, else a tensor-core one or the f32 route.
 bool expected_kernel(const AttentionCase& c, const std::string& name) {
@@ -67,11 +72,8 @@ TEST_CASE("cuda mma attention: head dims and tile edges", "[cuda][attention][mma
                {1, 129}, {9, 64}, {65, 1}, {130, 200}, {128, 0}}) {
         const AttentionCase c = strata_test::head_dim_case(dt, d, M, N, ++seed);
         INFO(half_name(dt) << " d " << d << " M " << M << " N " << N);
-        const std::string want = M <= 8     ? "cuda.attention.decode_" + half_name(dt)
-                                 : d <= 64  ? tile_route(dt, 64)
-                                 : d <= 128 ? tile_route(dt, 128)
-                                            : wide_kernel(dt);
-        require_mma_pass(c, want);
+        require_mma_pass(c,
+                         M <= 8 ? "cuda.attention.decode_" + half_name(dt) : tile_or_wide(dt, d));
       }
     }
   }
@@ -202,15 +204,8 @@ TEST_CASE("cuda mma attention: dv differs from d", "[cuda][attention][mma]") {
 
 TEST_CASE("cuda mma attention: every layout, masks and bands", "[cuda][attention][mma][layout]") {
   std::uint64_t seed = 8000;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    const std::vector<strata_test::CaseStep> steps = strata_test::masks_bands_and_masked_rows();
-    strata_test::sweep_layouts({.dtype = dt,
-                                .Hkv = 2,
-                                .N = 150,
-                                .d_M = {{64, 1}, {64, 200}, {128, 1}, {128, 200}},
-                                .steps = steps},
-                               seed, [](const AttentionCase& c) { require_mma_pass(c); });
-  }
+  strata_test::sweep_16bit_layouts({{64, 1}, {64, 200}, {128, 1}, {128, 200}}, seed,
+                                   [](const AttentionCase& c) { require_mma_pass(c); });
 }
 
 // Bands over several key tiles: whole tiles skipped before and after the
@@ -260,15 +255,9 @@ TEST_CASE("cuda mma attention: error on the peer shapes", "[cuda][attention][mma
 // above take, and at d 100 the 8-byte-piece configuration with them.
 TEST_CASE("cuda mma attention: grids that fill the GPU", "[cuda][attention][mma]") {
   std::uint64_t seed = 9600;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    for (std::int64_t d : {64, 100, 128}) {
-      for (Causal causal : {Causal::none, Causal::bottom_right}) {
-        AttentionCase c = strata_test::full_grid_case(260, 300, d, d, dt, ++seed, causal);
-        INFO(half_name(dt) << " d " << d << " causal " << int(causal));
-        require_mma_pass(c, tile_route(dt, d <= 64 ? 64 : 128));
-      }
-    }
-  }
+  strata_test::sweep_full_grids(300, {64, 100, 128}, seed, [](const AttentionCase& c) {
+    require_mma_pass(c, tile_route(c.dtype, c.d <= 64 ? 64 : 128));
+  });
 }
 
 // Grids too small to fill the GPU: the wgmma kernel cuts each tile of rows'
@@ -278,17 +267,9 @@ TEST_CASE("cuda mma attention: grids that fill the GPU", "[cuda][attention][mma]
 // splits with no key at all; lse is compared in every case.
 TEST_CASE("cuda mma attention: split keys on small grids", "[cuda][attention][mma][split_kv]") {
   std::uint64_t seed = 9700;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    for (std::int64_t d : {64, 100, 128, 192}) {
-      for (int step = 0; step < 5; ++step) {
-        const AttentionCase c = strata_test::small_grid_case(step, d, dt, ++seed);
-        INFO(half_name(dt) << " d " << d << " step " << step);
-        require_mma_pass(c, d <= 64    ? tile_route(dt, 64)
-                            : d <= 128 ? tile_route(dt, 128)
-                                       : wide_kernel(dt));
-      }
-    }
-  }
+  strata_test::sweep_small_grids({64, 100, 128, 192}, seed, [](const AttentionCase& c) {
+    require_mma_pass(c, tile_or_wide(c.dtype, c.d));
+  });
 }
 
 // Every case of the suite but the layout sweeps with its keys split in 5

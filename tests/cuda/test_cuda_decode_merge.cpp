@@ -166,6 +166,13 @@ Problem make_problem(DType dt, Shape4 s, std::uint64_t seed) {
   return p;
 }
 
+// make_problem for a shape whose plan splits the keys (checked): the graph
+// tests' merge must run.
+Problem split_problem(DType dt, Shape4 s, std::uint64_t seed) {
+  REQUIRE(splits_in(plan_for(dt, s)) > 1);
+  return make_problem(dt, s, seed);
+}
+
 void poison(const Problem& p, void* stream) {
   OpOptions o;
   o.stream = stream;
@@ -274,8 +281,7 @@ TEST_CASE("cuda decode merge: a captured call replays three times",
           "[cuda][attention][decode_merge][graph]") {
   for (DType dt : {DType::f32, DType::bf16}) {
     INFO(strata::dtype_name(dt));
-    Problem p = make_problem(dt, {1, 520}, 7700);
-    REQUIRE(splits_in(plan_for(dt, {1, 520})) > 1);
+    Problem p = split_problem(dt, {1, 520}, 7700);
     Stream s(kGpu);
     AttentionOptions so = p.opt;
     so.stream = s.handle();
@@ -299,8 +305,7 @@ TEST_CASE("cuda decode merge: a capture on a stream without counters",
           "[cuda][attention][decode_merge][graph]") {
   for (DType dt : {DType::f32, DType::bf16}) {
     INFO(strata::dtype_name(dt));
-    Problem p = make_problem(dt, {2, 2000}, 7900);
-    REQUIRE(splits_in(plan_for(dt, {2, 2000})) > 1);
+    Problem p = split_problem(dt, {2, 2000}, 7900);
     softmax_attention_out(p.out, p.q, p.k, p.v, p.opt, p.lse);  // kernel set-up, default stream
     check_against_reference(p);
     Stream s(kGpu);

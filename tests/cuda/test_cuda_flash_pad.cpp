@@ -81,15 +81,8 @@ TEST_CASE("cuda flash pad: head dims 97-112, tile edges", "[cuda][attention][fla
 TEST_CASE("cuda flash pad: every layout, GQA, masks and bands",
           "[cuda][attention][flash_pad][layout]") {
   std::uint64_t seed = 22000;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    const std::vector<strata_test::CaseStep> steps = strata_test::masks_bands_and_masked_rows();
-    strata_test::sweep_layouts({.dtype = dt,
-                                .Hkv = 2,
-                                .N = 150,
-                                .d_M = {{100, 200}, {97, 130}, {104, 70}, {112, 129}},
-                                .steps = steps},
-                               seed, [](const AttentionCase& c) { require_pass(c); });
-  }
+  strata_test::sweep_16bit_layouts({{100, 200}, {97, 130}, {104, 70}, {112, 129}}, seed,
+                                   [](const AttentionCase& c) { require_pass(c); });
 }
 
 // Broadcast batch dims with GQA (k and v stored once for 2 x 3 batch items:
@@ -145,31 +138,18 @@ TEST_CASE("cuda flash pad: causal and windows across tiles", "[cuda][attention][
 // masked rows, a float mask.
 TEST_CASE("cuda flash pad: split keys on small grids", "[cuda][attention][flash_pad]") {
   std::uint64_t seed = 25000;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    for (std::int64_t d : {97, 100, 104, 112}) {
-      for (int step = 0; step < 5; ++step) {
-        const AttentionCase c = strata_test::small_grid_case(step, d, dt, ++seed);
-        INFO(half_name(dt) << " d " << d << " step " << step);
-        require_pass(c);
-      }
-    }
-  }
+  strata_test::sweep_small_grids({97, 100, 104, 112}, seed,
+                                 [](const AttentionCase& c) { require_pass(c); });
 }
 
 // At least as many CTAs as SMs (132 on the H200): the 128x128 tiles the
 // benchmark shapes take, not the small-grid fallback; fused QKV slices.
 TEST_CASE("cuda flash pad: grids that fill the GPU", "[cuda][attention][flash_pad]") {
   std::uint64_t seed = 26000;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    for (std::int64_t d : {97, 100, 104}) {
-      for (Causal causal : {Causal::none, Causal::bottom_right}) {
-        AttentionCase c = strata_test::full_grid_case(260, 260, d, d, dt, ++seed, causal);
-        c.layout = causal == Causal::none ? Layout::fused_qkv : Layout::contiguous;
-        INFO(half_name(dt) << " d " << d << " causal " << int(causal) << " (full grid)");
-        require_pass(c);
-      }
-    }
-  }
+  strata_test::sweep_full_grids(260, {97, 100, 104}, seed, [](AttentionCase c) {
+    c.layout = c.causal == Causal::none ? Layout::fused_qkv : Layout::contiguous;
+    require_pass(c);
+  });
 }
 
 // [flash_pad] under each switch, one child process each: the pad pass on

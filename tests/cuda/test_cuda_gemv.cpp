@@ -262,13 +262,12 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
     const Tensor y = Tensor::zeros({M, N}, dt, kGpu);
     CHECK(kernel_for(x, w, y) == kGemv);
     Stream st(kGpu);
-    const MatmulOptions opt = strata_test::cuda_on_stream(st, false);
-    const MatmulOptions acc = strata_test::cuda_on_stream(st, true);
+    const strata_test::StepOptions o = strata_test::step_options(st);
     auto step = [&] {
-      add_out(xa, x0, d, opt);
-      rms_norm_out(x, xa, ones, 1e-6, opt);
-      mul_out(w, w0, s, opt);
-      linear_out(y, x, w, Tensor(), acc);
+      add_out(xa, x0, d, o.opt);
+      rms_norm_out(x, xa, ones, 1e-6, o.opt);
+      mul_out(w, w0, s, o.opt);
+      linear_out(y, x, w, Tensor(), o.acc);
     };
     // The reference's x and W from the same dt values (each op rounds to dt
     // as the GPU's does), the product in f64 with out's old value.
@@ -281,7 +280,7 @@ TEST_CASE("cuda gemv: inputs written by the kernels just before it, eager and in
                                   y_before.to_vector<double>(), true, M, N, K);
       require_close(y.to(Device::cpu()), Tensor::from_vector<double>(want, {M, N}).to(dt), K);
     };
-    strata_test::eager_then_replayed(st, y, d, s, opt, step, expect);
+    strata_test::eager_then_replayed(st, y, d, s, o.opt, step, expect);
   }
 }
 

@@ -279,12 +279,11 @@ TEST_CASE("cuda gemv_multirow: inputs written by the kernels just before it, eag
   const Tensor y = Tensor::zeros({M, N}, DType::f32, kGpu);
   CHECK(kernel_for(a, b, y) == kMultirow);
   Stream st(kGpu);
-  const MatmulOptions opt = strata_test::cuda_on_stream(st, false);
-  const MatmulOptions acc = strata_test::cuda_on_stream(st, true);
+  const strata_test::StepOptions o = strata_test::step_options(st);
   auto step = [&] {
-    add_out(a, a0, d, opt);
-    mul_out(b, b0, s, opt);
-    matmul_out(y, a, b, acc);
+    add_out(a, a0, d, o.opt);
+    mul_out(b, b0, s, o.opt);
+    matmul_out(y, a, b, o.acc);
   };
   auto expect = [&](const Tensor& y_before, float dv, float sv) {
     const Tensor ha = add(a0.to(Device::cpu()), Tensor::full({1, K}, dv, DType::f32));
@@ -292,7 +291,7 @@ TEST_CASE("cuda gemv_multirow: inputs written by the kernels just before it, eag
     const Tensor want = add(y_before, matmul(ha, hb, on("reference")));
     require_close(y.to(Device::cpu()), want, K);
   };
-  strata_test::eager_then_replayed(st, y, d, s, opt, step, expect);
+  strata_test::eager_then_replayed(st, y, d, s, o.opt, step, expect);
 }
 
 // The cases again with one row allowed (STRATA_GEMV_ROWS_MAX_M=1, read once

@@ -11,6 +11,7 @@
 #include "strata/nn/decoder.hpp"
 #include "strata/nn/module.hpp"
 #include "test_core_util.hpp"
+#include "test_nn_util.hpp"
 
 using namespace strata;
 namespace nn = strata::nn;
@@ -28,21 +29,21 @@ double max_rel(const Tensor& a, const Tensor& b) {
   return num / den;
 }
 
+// The nn tests' tiny models with heads of 16 and a wider hidden size.
 nn::ModelConfig config(nn::Arch arch) {
-  nn::ModelConfig c;
-  c.arch = arch;
-  c.vocab_size = 64;
+  nn::ModelConfig c = arch == nn::Arch::llama ? nn_test::tiny_llama() : nn_test::tiny_gpt2();
   c.hidden_size = 64;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = arch == nn::Arch::llama ? 2 : 4;
   c.head_dim = 16;
   c.intermediate_size = 96;
   c.max_position_embeddings = 128;
-  c.tie_word_embeddings = arch == nn::Arch::gpt2;
-  c.attention_bias = c.mlp_bias = arch == nn::Arch::gpt2;
-  c.hidden_act = arch == nn::Arch::llama ? "silu" : "gelu_new";
   return c;
+}
+
+// Options that run ops on s.
+OpOptions on_stream(const Stream& s) {
+  OpOptions opt;
+  opt.stream = s.handle();
+  return opt;
 }
 
 std::int64_t argmax(const Tensor& logits) {
@@ -55,8 +56,7 @@ std::int64_t argmax(const Tensor& logits) {
 TEST_CASE("cuda Graph: a recorded op replays on new inputs", "[cuda][graph]") {
   const Device dev = Device::cuda(0);
   Stream s(dev);
-  OpOptions opt;
-  opt.stream = s.handle();
+  const OpOptions opt = on_stream(s);
   const Tensor a = Tensor::full({1000}, 1.0, DType::f32, dev);
   const Tensor b = Tensor::full({1000}, 2.0, DType::f32, dev);
   const Tensor y = Tensor::zeros({1000}, DType::f32, dev);
@@ -78,8 +78,7 @@ TEST_CASE("cuda Graph: a body that allocates is an error, the stream records aga
           "[cuda][graph][graph_errors]") {
   const Device dev = Device::cuda(0);
   Stream s(dev);
-  OpOptions opt;
-  opt.stream = s.handle();
+  const OpOptions opt = on_stream(s);
   const Tensor y = Tensor::full({1000}, 7.0, DType::f32, dev);
   const Tensor b = Tensor::full({1000}, 2.0, DType::f32, dev);
   add_out(y, y, b, opt);

@@ -41,6 +41,7 @@
 #include <string>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/dispatch_int.hpp"
 #include "cuda/launch_mode.cuh"
 #include "cuda/matmul/gemv_common.cuh"
 #include "cuda/matmul/matmul_cuda.hpp"
@@ -373,24 +374,10 @@ void run(const MatmulArgs& g) {
   p.b_row_stride = g.b.strides[0];
   const cudaStream_t st = static_cast<cudaStream_t>(g.stream);
   const int mr = p.M > 8 && split_rows(sizeof(T) == 4) ? 8 : rows_for(p.M);
-  switch (mr) {
-    case 1:
-      launch<T, 1>(p, st);
-      break;
-    case 2:
-      launch<T, 2>(p, st);
-      break;
-    case 4:
-      launch<T, 4>(p, st);
-      break;
-    case 8:
-      launch<T, 8>(p, st);
-      break;
-    default:
-      // 16-bit rows reach here only when STRATA_GEMV_ROWS_SPLIT=0, which
-      // split_rows allows in a tuning build only.
-      if constexpr (sizeof(T) == 4 || kTuningBuild) launch<T, kMaxRows>(p, st);
-      break;
+  if (!dispatch_int<1, 2, 4, 8>(mr, [&](auto rows) { launch<T, decltype(rows)::value>(p, st); })) {
+    // 16-bit rows reach here only when STRATA_GEMV_ROWS_SPLIT=0, which
+    // split_rows allows in a tuning build only.
+    if constexpr (sizeof(T) == 4 || kTuningBuild) launch<T, kMaxRows>(p, st);
   }
 }
 

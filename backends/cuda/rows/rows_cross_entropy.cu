@@ -249,51 +249,50 @@ void check_targets(const char* op, const IterArgs& a, const RowParams& p, cudaSt
          ") and not ignore_index (", ignore, ")");
 }
 
-template <class T>
-void forward(const IterArgs& a) {
-  const RowParams p = make_row_params<T>(a, 0b10);  // x (the rest have stride 0 along the row)
+// The forward's and backward's launch: p over the operands of `mask`,
+// nothing for an empty one, the targets checked on st (op names the op in
+// the error), then launch(p, st, I{}) with I the targets' index type.
+template <class T, class Launch>
+void launch_checked(const IterArgs& a, unsigned mask, const char* op, Launch launch) {
+  const RowParams p = make_row_params<T>(a, mask);
   if (p.rows == 0 || p.n == 0) return;
   const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  check_targets("cross_entropy", a, p, st);
-  const bool i32 = a.op[2].dtype == DType::i32;
-  if constexpr (sizeof(T) < 8) {
-    if (fast_rows<T>(p)) {
-      launch_row_kernel(i32 ? &forward_fast<T, std::int32_t> : &forward_fast<T, std::int64_t>,
-                        row_grid(p.rows, 1), kRowThreads, st, p);
-      return;
+  check_targets(op, a, p, st);
+  with_id_type(a.op[2].dtype, [&](auto i) { launch(p, st, i); });
+}
+
+template <class T>
+void forward(const IterArgs& a) {
+  // x (the rest have stride 0 along the row)
+  launch_checked<T>(a, 0b10, "cross_entropy", [](const RowParams& p, cudaStream_t st, auto i) {
+    using I = decltype(i);
+    if constexpr (sizeof(T) < 8) {
+      if (fast_rows<T>(p)) {
+        launch_row_kernel(&forward_fast<T, I>, row_grid(p.rows, 1), kRowThreads, st, p);
+        return;
+      }
     }
-  }
-  if (i32)
-    launch_group_rows(&forward_kernel<T, std::int32_t, 32>,
-                      &forward_kernel<T, std::int32_t, kRowThreads>, p, st);
-  else
-    launch_group_rows(&forward_kernel<T, std::int64_t, 32>,
-                      &forward_kernel<T, std::int64_t, kRowThreads>, p, st);
+    launch_group_rows(&forward_kernel<T, I, 32>, &forward_kernel<T, I, kRowThreads>, p, st);
+  });
 }
 
 template <class T>
 void backward(const IterArgs& a) {
-  const RowParams p = make_row_params<T>(a, 0b11);  // grad_logits, x
-  if (p.rows == 0 || p.n == 0) return;
-  const cudaStream_t st = static_cast<cudaStream_t>(a.stream);
-  check_targets("cross_entropy_backward", a, p, st);
-  const bool i32 = a.op[2].dtype == DType::i32;
-  if constexpr (sizeof(T) < 8) {
-    if (fast_rows<T>(p)) {
-      const std::int64_t chunk = std::int64_t(kRowThreads) * kFastU * (16 / sizeof(T));
-      const dim3 grid(static_cast<unsigned>((p.n + chunk - 1) / chunk),
-                      static_cast<unsigned>(p.rows < 65535 ? p.rows : 65535));
-      launch_row_kernel(i32 ? &backward_fast<T, std::int32_t> : &backward_fast<T, std::int64_t>,
-                        grid, kRowThreads, st, p);
-      return;
-    }
-  }
-  if (i32)
-    launch_group_rows(&backward_kernel<T, std::int32_t, 32>,
-                      &backward_kernel<T, std::int32_t, kRowThreads>, p, st);
-  else
-    launch_group_rows(&backward_kernel<T, std::int64_t, 32>,
-                      &backward_kernel<T, std::int64_t, kRowThreads>, p, st);
+  // grad_logits, x
+  launch_checked<T>(
+      a, 0b11, "cross_entropy_backward", [](const RowParams& p, cudaStream_t st, auto i) {
+        using I = decltype(i);
+        if constexpr (sizeof(T) < 8) {
+          if (fast_rows<T>(p)) {
+            const std::int64_t chunk = std::int64_t(kRowThreads) * kFastU * (16 / sizeof(T));
+            const dim3 grid(static_cast<unsigned>((p.n + chunk - 1) / chunk),
+                            static_cast<unsigned>(p.rows < 65535 ? p.rows : 65535));
+            launch_row_kernel(&backward_fast<T, I>, grid, kRowThreads, st, p);
+            return;
+          }
+        }
+        launch_group_rows(&backward_kernel<T, I, 32>, &backward_kernel<T, I, kRowThreads>, p, st);
+      });
 }
 
 }  // namespace

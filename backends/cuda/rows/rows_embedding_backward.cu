@@ -137,12 +137,10 @@ void embedding_backward_sorted(const ScatterParams<T>& p, DType id_dtype, cudaSt
   auto* sorted_positions = scratch.at<std::int32_t>(3 * piece);
   const int grid = static_cast<int>(
       std::min<std::int64_t>((p.n + kThreads - 1) / kThreads, std::int64_t(sm_count()) * 8));
-  if (id_dtype == DType::i32)
-    launch_row_kernel(embedding_keys_kernel<std::int32_t>, grid, kThreads, st, p.ids, p.ids_stride,
+  with_id_type(id_dtype, [&](auto i) {
+    launch_row_kernel(embedding_keys_kernel<decltype(i)>, grid, kThreads, st, p.ids, p.ids_stride,
                       p.n, p.vocab, keys, positions);
-  else
-    launch_row_kernel(embedding_keys_kernel<std::int64_t>, grid, kThreads, st, p.ids, p.ids_stride,
-                      p.n, p.vocab, keys, positions);
+  });
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.at<void>(4 * piece), cub_bytes, keys,
                                              sorted_keys, positions, sorted_positions, n, 0, bits,
                                              st));
@@ -182,10 +180,9 @@ void embedding_backward(const IterArgs& a) {
     return;
   }
   const int grid = static_cast<int>(std::min<std::int64_t>(p.vocab, std::int64_t(sm_count()) * 32));
-  if (ids.dtype == DType::i32)
-    launch_row_kernel(embedding_backward_kernel<T, std::int32_t>, grid, kThreads, st, p);
-  else
-    launch_row_kernel(embedding_backward_kernel<T, std::int64_t>, grid, kThreads, st, p);
+  with_id_type(ids.dtype, [&](auto i) {
+    launch_row_kernel(embedding_backward_kernel<T, decltype(i)>, grid, kThreads, st, p);
+  });
 }
 
 }  // namespace

@@ -38,12 +38,10 @@ BadId first_bad_id(const RowParams& p, int k, DType dt, std::int64_t limit, cuda
     const std::int64_t want = (p.rows + kRowThreads - 1) / kRowThreads;
     const int grid = static_cast<int>(want < std::int64_t(sm_count()) * 8 ? want : sm_count() * 8);
     // PDL: the kernel waits for the memset (and whatever ran before) first.
-    if (dt == DType::i32)
-      err = launch_pdl(check_ids_kernel<std::int32_t>, grid, kRowThreads, 0, st, p, k, limit,
-                       has_allowed, allow, bad);
-    else
-      err = launch_pdl(check_ids_kernel<std::int64_t>, grid, kRowThreads, 0, st, p, k, limit,
-                       has_allowed, allow, bad);
+    err = with_id_type(dt, [&](auto i) {
+      return launch_pdl(check_ids_kernel<decltype(i)>, grid, kRowThreads, 0, st, p, k, limit,
+                        has_allowed, allow, bad);
+    });
   }
   if (err == cudaSuccess)
     err = cudaMemcpyAsync(&found, bad, sizeof found, cudaMemcpyDeviceToHost, st);

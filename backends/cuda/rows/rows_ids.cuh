@@ -18,6 +18,15 @@ __device__ __forceinline__ std::int64_t load_id(const char* base, std::int64_t o
   return static_cast<std::int64_t>(reinterpret_cast<const I*>(base)[off]);
 }
 
+// f(I{}) with I the index type of ids of dtype dt: std::int32_t for i32,
+// std::int64_t otherwise (i64; the ops allow no other). The one place the
+// launchers turn an ids operand's dtype into their kernels' I.
+template <class F>
+decltype(auto) with_id_type(DType dt, F&& f) {
+  if (dt == DType::i32) return f(std::int32_t{});
+  return f(std::int64_t{});
+}
+
 // The first id outside [0, limit), or row == -1 when there is none.
 struct BadId {
   std::int64_t row = -1;  // its row of p (the order of row_offsets)

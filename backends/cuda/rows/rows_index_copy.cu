@@ -73,10 +73,9 @@ void index_copy(const IterArgs& a) {
   // strides and the index step multiples of VEC), n a multiple of VEC.
   p.vec = p.row_stride[2] == 0 && step % VEC == 0 && rows_vectorisable(a, 0b011, VEC, sizeof(U));
   const int grid = row_grid(p.rows, kWarpsPerBlock);
-  if (a.op[2].dtype == DType::i32)
-    launch_row_kernel(index_copy_kernel<U, std::int32_t>, grid, kRowThreads, st, p, step, size);
-  else
-    launch_row_kernel(index_copy_kernel<U, std::int64_t>, grid, kRowThreads, st, p, step, size);
+  with_id_type(a.op[2].dtype, [&](auto i) {
+    launch_row_kernel(index_copy_kernel<U, decltype(i)>, grid, kRowThreads, st, p, step, size);
+  });
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/dispatch_int.hpp"
 #include "cuda/strided_copy.hpp"
 
 namespace strata::cuda {
@@ -89,6 +91,13 @@ bool is_transpose(const CopyParams& p) {
          p.dst_strides[p.rank - 1] == 1 && p.shape[p.rank - 2] > 1 && p.shape[p.rank - 1] > 1;
 }
 
+// The unsigned integer of N bytes (N = 1, 2, 4, 8).
+template <int N>
+using UIntOfSize = std::conditional_t<
+    N == 1, std::uint8_t,
+    std::conditional_t<N == 2, std::uint16_t,
+                       std::conditional_t<N == 4, std::uint32_t, std::uint64_t>>>;
+
 template <class E>
 void launch_strided_copy(const CopyParams& p, cudaStream_t st) {
   const int threads = 256;
@@ -122,22 +131,12 @@ void strided_copy_async(const StridedLayout& dst, const StridedLayout& src, std:
   if (p.numel == 0) return;
   p.dst = static_cast<char*>(dst.data);
   p.src = static_cast<const char*>(src.data);
-  switch (itemsize) {
-    case 1:
-      launch_strided_copy<std::uint8_t>(p, st);
-      break;
-    case 2:
-      launch_strided_copy<std::uint16_t>(p, st);
-      break;
-    case 4:
-      launch_strided_copy<std::uint32_t>(p, st);
-      break;
-    case 8:
-      launch_strided_copy<std::uint64_t>(p, st);
-      break;
-    default:
-      fail("cuda.copy_strided", "unsupported item size ", itemsize);
-  }
+  // The kernels copy bits: an unsigned integer of the item's size.
+  const bool copied =
+      itemsize <= 8 && dispatch_int<1, 2, 4, 8>(static_cast<int>(itemsize), [&](auto size) {
+        launch_strided_copy<UIntOfSize<decltype(size)::value>>(p, st);
+      });
+  if (!copied) fail("cuda.copy_strided", "unsupported item size ", itemsize);
 }
 
 }  // namespace strata::cuda

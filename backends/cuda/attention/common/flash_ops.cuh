@@ -9,33 +9,35 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/mma_sync.cuh"
 
 namespace strata::cuda::flash {
 
+// bf16 or f16 operands: packing two floats into one b32 register, widening
+// one element, and mma.sync on a fragment of A.
 template <class T>
-struct MmaType;
-template <>
-struct MmaType<__nv_bfloat16> {
+struct MmaType {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>,
+                "bf16 or f16 operands");
   __device__ static std::uint32_t pack(float lo, float hi) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+      return *reinterpret_cast<std::uint32_t*>(&h);
+    } else {
+      __half2 h = __floats2half2_rn(lo, hi);
+      return *reinterpret_cast<std::uint32_t*>(&h);
+    }
   }
-  __device__ static float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+  __device__ static float to_float(T x) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>)
+      return __bfloat162float(x);
+    else
+      return __half2float(x);
+  }
   __device__ static void mma(float* c, const std::uint32_t* a, std::uint32_t b0, std::uint32_t b1) {
-    MmaSync<__nv_bfloat16>::run(c, a[0], a[1], a[2], a[3], b0, b1);
-  }
-};
-template <>
-struct MmaType<__half> {
-  __device__ static std::uint32_t pack(float lo, float hi) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<std::uint32_t*>(&h);
-  }
-  __device__ static float to_float(__half x) { return __half2float(x); }
-  __device__ static void mma(float* c, const std::uint32_t* a, std::uint32_t b0, std::uint32_t b1) {
-    MmaSync<__half>::run(c, a[0], a[1], a[2], a[3], b0, b1);
+    MmaSync<T>::run(c, a[0], a[1], a[2], a[3], b0, b1);
   }
 };
 

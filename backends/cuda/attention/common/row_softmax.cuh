@@ -5,7 +5,8 @@
 // threads that share the row, and the rescale of the row's running state.
 // What each kernel does with the probabilities (P in shared memory, P^T
 // from registers) stays its own. The decode kernels' softmax step
-// (decode/kernel.cuh) takes rescale_row too.
+// (decode/kernel.cuh) takes rescale_row too; sum_over_row_lanes is the
+// streaming kernels' last sum of l.
 #include <cstdint>
 
 #include "cuda/attention/common/streaming_params.cuh"
@@ -57,6 +58,16 @@ __device__ __forceinline__ T rescale_row(T tmax, T& m_run, T& l_run, T (&o)[NO])
 #pragma unroll
   for (int c = 0; c < NO; ++c) o[c] *= alpha;
   return m_use;
+}
+
+// Each of the TM rows' l_run summed over the CG adjacent lanes that share
+// the row (xor shuffles): the streaming kernels' step before store_row.
+template <int CG, class T, int TM>
+__device__ __forceinline__ void sum_over_row_lanes(T (&l_run)[TM]) {
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int sh = CG / 2; sh > 0; sh >>= 1) l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], sh);
 }
 
 }  // namespace strata::cuda

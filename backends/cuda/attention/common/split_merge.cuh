@@ -49,6 +49,29 @@ __device__ __forceinline__ T merge_max(const T* ml, int nsplit, std::int64_t sst
   return mx;
 }
 
+// The start of a block's merge of row group rid: the partials it reads
+// (ml, acc; a row group's splits sstride rows apart) and their max over the
+// splits, mx (m_use: mx, or 0 when no split kept a key), with every thread
+// past merge_max's use of red.
+template <class T>
+struct MergeRead {
+  std::int64_t sstride;
+  const T *ml, *acc;
+  int nsplit;
+  T mx, m_use;
+};
+template <class T, int NT, int LD>
+__device__ __forceinline__ MergeRead<T> merge_read(const AttnParams& p, std::int64_t rid, T* red) {
+  const std::int64_t sstride = p.bh * p.a.M;  // partial rows per split
+  const T* ml = static_cast<const T*>(p.part_ml);
+  const T* acc = static_cast<const T*>(p.part_acc);
+  const int nsplit = static_cast<int>(p.splits);
+  const T mx = merge_max<T, NT, LD>(ml, nsplit, sstride, rid, red);
+  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
+  __syncthreads();  // red is written again after
+  return {sstride, ml, acc, nsplit, mx, m_use};
+}
+
 // The end of a merge: each warp's l and column sums (sum[k]: column
 // c0 + 32 k + lane) meet in red (as merge_max), and out columns c0 ..
 // c0 + 32 * CH - 1 below dv of row group rid become their sum / l, rounded
@@ -97,16 +120,8 @@ template <class T, class S, int NT, int CH>
 __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t rid, std::int64_t c0,
                                              T* red) {
   constexpr int W = NT / 32, LD = 32 * CH + 1;
-  const AttentionArgs& a = p.a;
-  const std::int64_t sstride = p.bh * a.M;  // partial rows per split
-  const T* ml = static_cast<const T*>(p.part_ml);
-  const T* acc = static_cast<const T*>(p.part_acc);
-  const int nsplit = static_cast<int>(p.splits);
+  const MergeRead<T> in = merge_read<T, NT, LD>(p, rid, red);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-
-  const T mx = merge_max<T, NT, LD>(ml, nsplit, sstride, rid, red);
-  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
-  __syncthreads();  // red is written again below
 
   // Each warp weighs its splits once and sums l (the same in every lane)
   // and its lanes' columns.
@@ -115,17 +130,17 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t r
   for (int k = 0; k < CH; ++k) s[k] = 0;
     // Two splits' loads in flight per step: four spilled in f64 (ptxas, sm_90a).
 #pragma unroll 2
-  for (int sp = warp; sp < nsplit; sp += W) {
-    const std::int64_t r = sp * sstride + rid;
-    const T w = fexp2(__ldcg(ml + 2 * r) - m_use);
-    l = fma(w, __ldcg(ml + 2 * r + 1), l);
+  for (int sp = warp; sp < in.nsplit; sp += W) {
+    const std::int64_t r = sp * in.sstride + rid;
+    const T w = fexp2(__ldcg(in.ml + 2 * r) - in.m_use);
+    l = fma(w, __ldcg(in.ml + 2 * r + 1), l);
 #pragma unroll
     for (int k = 0; k < CH; ++k) {
       const std::int64_t c = c0 + 32 * k + lane;
-      if (c < a.dv) s[k] = fma(w, __ldcg(acc + r * a.dv + c), s[k]);
+      if (c < p.a.dv) s[k] = fma(w, __ldcg(in.acc + r * p.a.dv + c), s[k]);
     }
   }
-  merge_write<T, S, NT, CH>(p, rid, c0, s, l, mx, red);
+  merge_write<T, S, NT, CH>(p, rid, c0, s, l, in.mx, red);
 }
 
 // merge_splits for many splits at the end of one block (the bulk-copy
@@ -137,45 +152,37 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, std::int64_t r
 template <class T, class S, int NT, int CH>
 __device__ __forceinline__ void merge_splits_wide(const AttnParams& p, std::int64_t rid, T* red) {
   constexpr int W = NT / 32, LD = 32 * CH + 1, R = 16;
-  const AttentionArgs& a = p.a;
-  const std::int64_t sstride = p.bh * a.M;  // partial rows per split
-  const T* ml = static_cast<const T*>(p.part_ml);
-  const T* acc = static_cast<const T*>(p.part_acc);
-  const int nsplit = static_cast<int>(p.splits);
+  const MergeRead<T> in = merge_read<T, NT, LD>(p, rid, red);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-
-  const T mx = merge_max<T, NT, LD>(ml, nsplit, sstride, rid, red);
-  const T m_use = mx == neg_inf<T>() ? T(0) : mx;
-  __syncthreads();  // red is written again below
 
   // Splits past nsplit read as (m -inf, l 0, acc 0): weight 0.
   T l = 0, sum[CH];
 #pragma unroll
   for (int k = 0; k < CH; ++k) sum[k] = 0;
-  for (int s0 = warp; s0 < nsplit; s0 += R * W) {
+  for (int s0 = warp; s0 < in.nsplit; s0 += R * W) {
     T mv[R], lv[R], av[R][CH];
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       const int s = s0 + i * W;
-      const bool ok = s < nsplit;
-      const std::int64_t r = std::int64_t(ok ? s : 0) * sstride + rid;
-      mv[i] = ok ? __ldcg(ml + 2 * r) : neg_inf<T>();
-      lv[i] = ok ? __ldcg(ml + 2 * r + 1) : T(0);
+      const bool ok = s < in.nsplit;
+      const std::int64_t r = std::int64_t(ok ? s : 0) * in.sstride + rid;
+      mv[i] = ok ? __ldcg(in.ml + 2 * r) : neg_inf<T>();
+      lv[i] = ok ? __ldcg(in.ml + 2 * r + 1) : T(0);
 #pragma unroll
       for (int k = 0; k < CH; ++k) {
         const std::int64_t c = 32 * k + lane;
-        av[i][k] = ok && c < a.dv ? __ldcg(acc + r * a.dv + c) : T(0);
+        av[i][k] = ok && c < p.a.dv ? __ldcg(in.acc + r * p.a.dv + c) : T(0);
       }
     }
 #pragma unroll
     for (int i = 0; i < R; ++i) {
-      const T w = fexp2(mv[i] - m_use);
+      const T w = fexp2(mv[i] - in.m_use);
       l = fma(w, lv[i], l);
 #pragma unroll
       for (int k = 0; k < CH; ++k) sum[k] = fma(w, av[i][k], sum[k]);
     }
   }
-  merge_write<T, S, NT, CH>(p, rid, 0, sum, l, mx, red);
+  merge_write<T, S, NT, CH>(p, rid, 0, sum, l, in.mx, red);
 }
 
 // Many splits (the streaming kernels with more than kMergeSmallSplits, and

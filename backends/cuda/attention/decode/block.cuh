@@ -56,6 +56,19 @@ __device__ __forceinline__ DecodeKeys decode_keys(const AttnParams& p, std::int6
   return {j_begin, j_end};
 }
 
+// The lane's slice of q's row (QCH chunks), pre-scaled into base 2 once per
+// row: the first step of both decode kernels.
+template <class T, class S, int QCH>
+__device__ __forceinline__ void load_q_log2(T (&q)[QCH * Vec<T>::n], const AttnParams& p,
+                                            const HeadOffsets& off, std::int64_t row, int lane) {
+  const AttentionArgs& a = p.a;
+  load_row<T, S, QCH>(q, static_cast<const S*>(a.q.data) + off.q + row * attn::row_stride(a.q),
+                      attn::col_stride(a.q), a.d, p.k_vec && p.q_vec, true, lane);
+  const T sl2 = static_cast<T>(p.scale_log2);
+#pragma unroll
+  for (int e = 0; e < QCH * Vec<T>::n; ++e) q[e] *= sl2;
+}
+
 // The end of a decode block, in three parts that both decode kernels share
 // (attn_decode_kernel, attn_decode_bulk_kernel): each warp that took keys
 // stores its online-softmax state (m_run, l_run, acc) in sm, a [WARPS][2 +
@@ -102,6 +115,15 @@ __device__ __forceinline__ bool decode_write_block(const AttnParams& p, const He
   const bool final_out = p.splits == 1;
   const bool vec_layout = p.v_vec;
   const T inv = final_out ? (l == T(0) ? T(0) : T(1) / l) : T(1);
+  // Element x of the warps' accumulators weighed and summed, and its column.
+  const auto combined = [&](int x, std::int64_t& col) {
+    T s = 0;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
+    const int ln = x / VE, k = x % VE;
+    col = lane_elem(vec_layout, ln, k / VEC, k % VEC, VEC);
+    return s;
+  };
   if constexpr (std::is_same_v<S, T>) {
     T* dst;
     std::int64_t cs;
@@ -113,11 +135,8 @@ __device__ __forceinline__ bool decode_write_block(const AttnParams& p, const He
       cs = 1;
     }
     for (int x = threadIdx.x; x < 32 * VE; x += NT) {
-      T s = 0;
-#pragma unroll
-      for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
-      const int ln = x / VE, k = x % VE;
-      const std::int64_t col = lane_elem(vec_layout, ln, k / VEC, k % VEC, VEC);
+      std::int64_t col;
+      const T s = combined(x, col);
       if (col < a.dv) dst[col * cs] = s * inv;
     }
   } else {
@@ -128,11 +147,8 @@ __device__ __forceinline__ bool decode_write_block(const AttnParams& p, const He
         final_out ? nullptr
                   : static_cast<T*>(p.part_acc) + ((split * p.bh + bh) * a.M + row) * a.dv;
     for (int x = threadIdx.x; x < 32 * VE; x += NT) {
-      T s = 0;
-#pragma unroll
-      for (int w = 0; w < WARPS; ++w) s = fma(wt[w], sm[w * LDW + 2 + x], s);
-      const int ln = x / VE, k = x % VE;
-      const std::int64_t col = lane_elem(vec_layout, ln, k / VEC, k % VEC, VEC);
+      std::int64_t col;
+      const T s = combined(x, col);
       if (col < a.dv) {
         if (final_out)
           out_row[col * cs] = to_storage<S>(s * inv);

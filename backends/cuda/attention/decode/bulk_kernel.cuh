@@ -217,23 +217,13 @@ __global__ void __launch_bounds__(C::NT, 1)
   T* const sm = reinterpret_cast<T*>(smem_raw + C::bar_bytes);  // after the key loop
 
   const AttentionArgs& a = p.a;
-  const DecodeWork<S> w = decode_work<S>(p);
-  const std::int64_t row = w.row, split = w.split, bh = w.bh;
-  const HeadOffsets off = w.off;
-  const S *kg = w.k, *vg = w.v;
-  const void* mask_head = w.mask;
+  const auto [row, split, bh, off, kg, vg, mask_head] = decode_work<S>(p);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   // q pre-scaled into base 2 once per row, by the consumer warps only: the
   // producer issues its first copies without waiting for it.
   T q[QE];
-  const auto load_q = [&] {
-    load_row<T, S, QCH>(q, static_cast<const S*>(a.q.data) + off.q + row * attn::row_stride(a.q),
-                        attn::col_stride(a.q), a.d, p.k_vec && p.q_vec, true, lane);
-    const T sl2 = static_cast<T>(p.scale_log2);
-#pragma unroll
-    for (int e = 0; e < QE; ++e) q[e] *= sl2;
-  };
+  const auto load_q = [&] { load_q_log2<T, S, QCH>(q, p, off, row, lane); };
 
   const auto [j_begin, j_end] = decode_keys(p, row, split);
 

@@ -50,6 +50,19 @@ struct FlashVariant {
   bool splits_keys = false;
 };
 
+// A default entry (is_default) of head dim D: bm query rows and bn keys per
+// CTA, `threads` threads, smem bytes of dynamic shared memory, the kernel
+// and the launcher that starts it; the make_*_variant of each
+// configs_*.cuh set the flags beyond these.
+template <class Kernel>
+FlashVariant default_variant(const char* name, DType dt, int D, int bm, int bn, int threads,
+                             std::size_t smem, Kernel* kernel,
+                             void (*launch)(const FlashArgs&, int, std::size_t, cudaStream_t)) {
+  // The fields in their order, is_default true.
+  return FlashVariant{
+      name, dt, D, bm, bn, threads, smem, true, reinterpret_cast<const void*>(kernel), launch};
+}
+
 // ---- bf16 / f16 ----
 
 // A candidate kept for tuning: in the tables only in a tuning build
@@ -64,9 +77,6 @@ inline FlashVariant candidate(FlashVariant v) {
 
 const std::vector<FlashVariant>& flash_variants_bf16();
 const std::vector<FlashVariant>& flash_variants_f16();
-// The wgmma kernel's (sm_90a builds; empty otherwise).
-const std::vector<FlashVariant>& wgmma_variants_bf16();
-const std::vector<FlashVariant>& wgmma_variants_f16();
 
 // The wgmma configurations whose P V covers fewer value columns than their
 // head dim (NV in sm90/kernel_16bit.cuh, wgmma_narrow_v_configs in
@@ -75,9 +85,16 @@ const std::vector<FlashVariant>& wgmma_variants_f16();
 // uses for calls with dv <= kWgmmaNarrowV. Value columns of the narrow
 // configurations: d 97-104 (d 100's rows padded to a multiple of 8).
 inline constexpr int kWgmmaNarrowV = 104;
-// The narrow configurations first, then every one of wgmma_variants_<dt>().
-const std::vector<FlashVariant>& wgmma_variants_narrow_v_bf16();
-const std::vector<FlashVariant>& wgmma_variants_narrow_v_f16();
+// The wgmma kernel's tables for T (__nv_bfloat16 or __half; sm_90a
+// builds, empty otherwise), built on first use: every configuration (all),
+// and the narrow ones first, then every one of all (narrow_v).
+// sm90/configs_16bit.cuh defines it, sm90/table_bf16.cu and table_f16.cu
+// compile it for their type, in parallel.
+struct WgmmaTables {
+  std::vector<FlashVariant> all, narrow_v;
+};
+template <class T>
+const WgmmaTables& wgmma_tables();
 
 // ---- f32 in TF32: one table per precision (entries have dtype f32) ----
 

@@ -68,13 +68,13 @@ const std::vector<FlashVariant>& mma_table(DType dt) {
 #endif
 }
 const std::vector<FlashVariant>& wgmma_table(DType dt) {
-  return dt == DType::bf16 ? wgmma_variants_bf16() : wgmma_variants_f16();
+  return (dt == DType::bf16 ? wgmma_tables<__nv_bfloat16>() : wgmma_tables<__half>()).all;
 }
 // The table of a call with value head dim dv: with the configurations
 // whose P V covers only kWgmmaNarrowV columns where dv fits them.
 const std::vector<FlashVariant>& wgmma_table(DType dt, std::int64_t dv) {
   if (dv > kWgmmaNarrowV) return wgmma_table(dt);
-  return dt == DType::bf16 ? wgmma_variants_narrow_v_bf16() : wgmma_variants_narrow_v_f16();
+  return (dt == DType::bf16 ? wgmma_tables<__nv_bfloat16>() : wgmma_tables<__half>()).narrow_v;
 }
 
 // The pad pass (dispatch/pad_rows.hpp): q, k or v whose rows are not 16-byte

@@ -260,10 +260,7 @@ __global__ void __launch_bounds__(C::NT, C::MINB) attn_tiled_kernel(const AttnPa
     cp_async_wait<0>();
   }
 
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int sh = CG / 2; sh > 0; sh >>= 1) l_run[i] += __shfl_xor_sync(0xffffffffu, l_run[i], sh);
+  sum_over_row_lanes<CG>(l_run);
 
 #pragma unroll
   for (int i = 0; i < TM; ++i) {

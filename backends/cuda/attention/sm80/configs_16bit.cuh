@@ -16,17 +16,9 @@ template <class T, int D, int BM, int BN, int STAGES, int MT, bool QREG, int MIN
 FlashVariant make_flash_variant(const char* name, DType dt) {
   // Q, then STAGES tiles of K and of V.
   const std::size_t smem = std::size_t(BM + 2 * STAGES * BN) * D * sizeof(T);
-  return FlashVariant{.name = name,
-                      .dtype = dt,
-                      .D = D,
-                      .bm = BM,
-                      .bn = BN,
-                      .threads = flash::Config<D, BM, MT>::kThreads,
-                      .smem = smem,
-                      .is_default = true,
-                      .kernel = reinterpret_cast<const void*>(
-                          &flash::flash_mma_kernel<T, D, BM, BN, STAGES, MT, QREG, MINB>),
-                      .launch = &flash_launch<T, D, BM, BN, STAGES, MT, QREG, MINB>};
+  return default_variant(name, dt, D, BM, BN, flash::Config<D, BM, MT>::kThreads, smem,
+                         &flash::flash_mma_kernel<T, D, BM, BN, STAGES, MT, QREG, MINB>,
+                         &flash_launch<T, D, BM, BN, STAGES, MT, QREG, MINB>);
 }
 
 // The mma.sync configurations for T (bf16 or f16): one per head dim, 4 warps

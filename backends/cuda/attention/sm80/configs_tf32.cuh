@@ -19,17 +19,9 @@ FlashVariant make_tf32_variant(const char* name) {
   // Q, then STAGES tiles of K and of V, rows of D + 4 floats.
   const std::size_t smem =
       std::size_t(BM + 2 * STAGES * BN) * flash::Tf32Config<D, BM>::kPitch * sizeof(float);
-  return FlashVariant{.name = name,
-                      .dtype = DType::f32,
-                      .D = D,
-                      .bm = BM,
-                      .bn = BN,
-                      .threads = flash::Tf32Config<D, BM>::kThreads,
-                      .smem = smem,
-                      .is_default = true,
-                      .kernel = reinterpret_cast<const void*>(
-                          &flash::flash_tf32_kernel<D, BM, BN, STAGES, X3, QREG, MINB, GS, GP>),
-                      .launch = &flash_tf32_launch<D, BM, BN, STAGES, X3, QREG, MINB, GS, GP>};
+  return default_variant(name, DType::f32, D, BM, BN, flash::Tf32Config<D, BM>::kThreads, smem,
+                         &flash::flash_tf32_kernel<D, BM, BN, STAGES, X3, QREG, MINB, GS, GP>,
+                         &flash_tf32_launch<D, BM, BN, STAGES, X3, QREG, MINB, GS, GP>);
 }
 
 }  // namespace strata::cuda

@@ -1,6 +1,9 @@
 #pragma once
 // One FlashVariant per configuration of the wgmma attention kernel
 // (sm90/kernel_16bit.cuh): the only place that launches it with <<<>>>.
+#include <type_traits>
+#include <vector>
+
 #include "cuda/attention/dispatch/flash_variants.hpp"
 #include "cuda/attention/sm90/kernel_16bit.cuh"
 
@@ -22,20 +25,13 @@ template <class T, int D, int WG, int BN, int MINB, bool RAW, bool P8 = kChunks1
           int NV = D>
 FlashVariant make_wgmma_variant(const char* name, DType dt) {
   using C = flash::WgmmaConfig<T, D, WG, BN>;
-  return FlashVariant{.name = name,
-                      .dtype = dt,
-                      .D = D,
-                      .bm = C::kBM,
-                      .bn = BN,
-                      .threads = C::kThreads,
-                      .smem = C::kSmem,
-                      .is_default = true,
-                      .kernel = reinterpret_cast<const void*>(
-                          &flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ, NV>),
-                      .launch = &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ, NV>,
-                      .pieces8 = P8,
-                      .qk_cols = 16 * KQ,
-                      .splits_keys = true};
+  FlashVariant v = default_variant(name, dt, D, C::kBM, BN, C::kThreads, C::kSmem,
+                                   &flash::flash_wgmma_kernel<T, D, WG, BN, MINB, RAW, P8, KQ, NV>,
+                                   &wgmma_launch<T, D, WG, BN, MINB, RAW, P8, KQ, NV>);
+  v.pieces8 = P8;
+  v.qk_cols = 16 * KQ;
+  v.splits_keys = true;
+  return v;
 }
 
 // The configuration a grid of fewer CTAs than SMs takes where split-KV
@@ -107,6 +103,17 @@ std::vector<FlashVariant> wgmma_narrow_v_configs(DType dt) {
   (void)dt;
   return {};
 #endif
+}
+
+template <class T>
+const WgmmaTables& wgmma_tables() {
+  static const WgmmaTables t = [] {
+    const DType dt = std::is_same_v<T, __half> ? DType::f16 : DType::bf16;
+    WgmmaTables w{wgmma_configs<T>(dt), wgmma_narrow_v_configs<T>(dt)};
+    w.narrow_v.insert(w.narrow_v.end(), w.all.begin(), w.all.end());
+    return w;
+  }();
+  return t;
 }
 
 }  // namespace strata::cuda

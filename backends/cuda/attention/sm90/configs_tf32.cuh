@@ -22,17 +22,9 @@ inline constexpr bool kVThroughRegisters = true, kVStaged = false;
 template <int D, int WG, int BN, bool X3, int MINB, bool VREG = kVStaged>
 FlashVariant make_wgmma_tf32_variant(const char* name) {
   using C = flash::WgmmaTf32Config<D, WG, BN, X3, VREG>;
-  return FlashVariant{.name = name,
-                      .dtype = DType::f32,
-                      .D = D,
-                      .bm = C::kBM,
-                      .bn = BN,
-                      .threads = C::kThreads,
-                      .smem = C::kSmem,
-                      .is_default = true,
-                      .kernel = reinterpret_cast<const void*>(
-                          &flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB, VREG>),
-                      .launch = &wgmma_tf32_launch<D, WG, BN, X3, MINB, VREG>};
+  return default_variant(name, DType::f32, D, C::kBM, BN, C::kThreads, C::kSmem,
+                         &flash::flash_wgmma_tf32_kernel<D, WG, BN, X3, MINB, VREG>,
+                         &wgmma_tf32_launch<D, WG, BN, X3, MINB, VREG>);
 }
 
 }  // namespace strata::cuda

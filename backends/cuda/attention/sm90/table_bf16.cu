@@ -4,19 +4,6 @@
 
 namespace strata::cuda {
 
-const std::vector<FlashVariant>& wgmma_variants_bf16() {
-  static const std::vector<FlashVariant> v = wgmma_configs<__nv_bfloat16>(DType::bf16);
-  return v;
-}
-
-const std::vector<FlashVariant>& wgmma_variants_narrow_v_bf16() {
-  static const std::vector<FlashVariant> v = [] {
-    std::vector<FlashVariant> all = wgmma_narrow_v_configs<__nv_bfloat16>(DType::bf16);
-    const std::vector<FlashVariant>& rest = wgmma_variants_bf16();
-    all.insert(all.end(), rest.begin(), rest.end());
-    return all;
-  }();
-  return v;
-}
+template const WgmmaTables& wgmma_tables<__nv_bfloat16>();
 
 }  // namespace strata::cuda

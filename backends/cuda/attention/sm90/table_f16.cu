@@ -4,19 +4,6 @@
 
 namespace strata::cuda {
 
-const std::vector<FlashVariant>& wgmma_variants_f16() {
-  static const std::vector<FlashVariant> v = wgmma_configs<__half>(DType::f16);
-  return v;
-}
-
-const std::vector<FlashVariant>& wgmma_variants_narrow_v_f16() {
-  static const std::vector<FlashVariant> v = [] {
-    std::vector<FlashVariant> all = wgmma_narrow_v_configs<__half>(DType::f16);
-    const std::vector<FlashVariant>& rest = wgmma_variants_f16();
-    all.insert(all.end(), rest.begin(), rest.end());
-    return all;
-  }();
-  return v;
-}
+template const WgmmaTables& wgmma_tables<__half>();
 
 }  // namespace strata::cuda
