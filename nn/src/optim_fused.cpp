@@ -48,6 +48,23 @@ std::vector<FusedGroup> fused_groups(const std::vector<FusedSlot>& slots) {
 
 }  // namespace detail
 
+namespace {
+
+// One fused call per group of slots, at rate lr with the gradients scaled,
+// weight decay on the groups that decay.
+template <class Step, class Call>
+void run_groups(const std::vector<detail::FusedSlot>& slots, Step s, double lr, double weight_decay,
+                double grad_scale, Call call) {
+  s.lr = lr;
+  s.grad_scale = grad_scale;
+  for (const detail::FusedGroup& g : detail::fused_groups(slots)) {
+    s.weight_decay = g.decay ? weight_decay : 0.0;
+    call(g, s);
+  }
+}
+
+}  // namespace
+
 void AdamW::fused_step(const detail::Params& params, const detail::Grads& grads, double lr,
                        double grad_scale) {
   std::vector<detail::FusedSlot> slots;
@@ -57,17 +74,11 @@ void AdamW::fused_step(const detail::Params& params, const detail::Grads& grads,
     slots.push_back({*p, grads[i].second, mo.exp_avg, mo.exp_avg_sq, mo.master,
                      o_.weight_decay != 0 && o_.decay(name, *p)});
   }
-  AdamWStep s;
-  s.lr = lr;
-  s.beta1 = o_.beta1;
-  s.beta2 = o_.beta2;
-  s.eps = o_.eps;
-  s.step = steps_ + 1;
-  s.grad_scale = grad_scale;
-  for (const detail::FusedGroup& g : detail::fused_groups(slots)) {
-    s.weight_decay = g.decay ? o_.weight_decay : 0.0;
-    adamw_step_(g.params, g.grads, g.state0, g.state1, g.masters, s, o_.op);
-  }
+  run_groups(slots,
+             AdamWStep{.beta1 = o_.beta1, .beta2 = o_.beta2, .eps = o_.eps, .step = steps_ + 1}, lr,
+             o_.weight_decay, grad_scale, [&](const detail::FusedGroup& g, const AdamWStep& s) {
+               adamw_step_(g.params, g.grads, g.state0, g.state1, g.masters, s, o_.op);
+             });
 }
 
 void SGD::fused_step(const detail::Params& params, const detail::Grads& grads, double lr,
@@ -83,17 +94,14 @@ void SGD::fused_step(const detail::Params& params, const detail::Grads& grads, d
     slots.push_back({*p, grads[i].second, sl.buf, Tensor(), sl.master,
                      o_.weight_decay != 0 && o_.decay(name, *p)});
   }
-  SGDStep s;
-  s.lr = lr;
-  s.momentum = o_.momentum;
-  s.dampening = o_.dampening;
-  s.nesterov = o_.nesterov;
-  s.first_step = first;
-  s.grad_scale = grad_scale;
-  for (const detail::FusedGroup& g : detail::fused_groups(slots)) {
-    s.weight_decay = g.decay ? o_.weight_decay : 0.0;
-    sgd_step_(g.params, g.grads, g.state0, g.masters, s, o_.op);
-  }
+  run_groups(slots,
+             SGDStep{.momentum = o_.momentum,
+                     .dampening = o_.dampening,
+                     .nesterov = o_.nesterov,
+                     .first_step = first},
+             lr, o_.weight_decay, grad_scale, [&](const detail::FusedGroup& g, const SGDStep& s) {
+               sgd_step_(g.params, g.grads, g.state0, g.masters, s, o_.op);
+             });
 }
 
 }  // namespace strata::nn

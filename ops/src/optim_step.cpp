@@ -139,12 +139,20 @@ void check_hyper(const char* op, const char* name, double v, bool ok) {
   STRATA_CHECK(std::isfinite(v) && ok, op, name, " is ", v);
 }
 
-void run(const char* op, OptimStepArgs& a, const Device& dev, const OpOptions& opt) {
+// The fields both updates have, then the backend's kernel (nothing to do
+// for no params).
+void run(const char* op, OptimStepArgs& a, OptimRule rule, double lr, double weight_decay,
+         double grad_scale, const List& params, const OpOptions& opt) {
+  if (params.empty()) return;
   static const OpId id = Registry::get().op_id("adamw_step_");
   static const OpId sgd_id = Registry::get().op_id("sgd_step_");
-  const BackendId be = detail::resolve_backend(op, opt.backend, dev);
+  const BackendId be = detail::resolve_backend(op, opt.backend, params[0].device());
+  a.rule = rule;
+  a.lr = lr;
+  a.weight_decay = weight_decay;
+  a.grad_scale = grad_scale;
   a.stream = opt.stream;
-  const OpId which = a.rule == OptimRule::adamw ? id : sgd_id;
+  const OpId which = rule == OptimRule::adamw ? id : sgd_id;
   Registry::get().find(which, be, a.param_dtype, a).run(a);
 }
 
@@ -164,16 +172,11 @@ void adamw_step_(const List& params, const List& grads, const List& exp_avg, con
   OptimStepArgs a = build(
       op, params, grads,
       {{&exp_avg, "exp_avg", DType::f32}, {&exp_avg_sq, "exp_avg_sq", DType::f32}}, masters, table);
-  if (params.empty()) return;
-  a.rule = OptimRule::adamw;
-  a.lr = s.lr;
-  a.weight_decay = s.weight_decay;
   a.beta1 = s.beta1;
   a.beta2 = s.beta2;
   a.eps = s.eps;
   a.step = s.step;
-  a.grad_scale = s.grad_scale;
-  run(op, a, params[0].device(), opt);
+  run(op, a, OptimRule::adamw, s.lr, s.weight_decay, s.grad_scale, params, opt);
 }
 
 void sgd_step_(const List& params, const List& grads, const List& momentum_buffers,
@@ -195,16 +198,11 @@ void sgd_step_(const List& params, const List& grads, const List& momentum_buffe
       with_momentum ? build(op, params, grads,
                             {{&momentum_buffers, "momentum_buffers", DType::f32}}, masters, table)
                     : build(op, params, grads, {}, masters, table);
-  if (params.empty()) return;
-  a.rule = OptimRule::sgd;
-  a.lr = s.lr;
-  a.weight_decay = s.weight_decay;
   a.momentum = s.momentum;
   a.dampening = s.dampening;
   a.nesterov = s.nesterov;
   a.first_step = s.first_step;
-  a.grad_scale = s.grad_scale;
-  run(op, a, params[0].device(), opt);
+  run(op, a, OptimRule::sgd, s.lr, s.weight_decay, s.grad_scale, params, opt);
 }
 
 }  // namespace strata
