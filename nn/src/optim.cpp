@@ -8,6 +8,7 @@
 #include "strata/nn/optim.hpp"
 
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <numbers>
 
@@ -66,6 +67,18 @@ Tensor zeros_like_state(const Tensor& p) {
 
 Tensor step_tensor(std::int64_t steps) {
   return Tensor::full({}, static_cast<double>(steps), DType::f64);
+}
+
+// "step", then each defined state tensor of every parameter's slot, named
+// "<key>.<parameter name>", in slot order and `entries` order.
+template <class Slot>
+NamedState named_state(std::int64_t steps, const std::vector<Slot>& slots,
+                       std::initializer_list<std::pair<const char*, Tensor Slot::*>> entries) {
+  NamedState s{{"step", step_tensor(steps)}};
+  for (const Slot& sl : slots)
+    for (const auto& [key, member] : entries)
+      if ((sl.*member).defined()) s.emplace_back(std::string(key) + "." + sl.name, sl.*member);
+  return s;
 }
 
 // Finds `name` in s with p's state shape and dtype, or strata::Error.
@@ -198,12 +211,7 @@ void SGD::step(double lr, double grad_scale) {
 }
 
 NamedState SGD::state() {
-  NamedState s{{"step", step_tensor(steps_)}};
-  for (const Slot& sl : slots_) {
-    if (sl.buf.defined()) s.emplace_back("momentum_buffer." + sl.name, sl.buf);
-    if (sl.master.defined()) s.emplace_back("master." + sl.name, sl.master);
-  }
-  return s;
+  return named_state(steps_, slots_, {{"momentum_buffer", &Slot::buf}, {"master", &Slot::master}});
 }
 
 void SGD::load_state(const NamedState& s) {
@@ -275,13 +283,10 @@ void AdamW::step(double lr, double grad_scale) {
 }
 
 NamedState AdamW::state() {
-  NamedState s{{"step", step_tensor(steps_)}};
-  for (const Moments& mo : moments_) {
-    s.emplace_back("exp_avg." + mo.name, mo.exp_avg);
-    s.emplace_back("exp_avg_sq." + mo.name, mo.exp_avg_sq);
-    if (mo.master.defined()) s.emplace_back("master." + mo.name, mo.master);
-  }
-  return s;
+  return named_state(steps_, moments_,
+                     {{"exp_avg", &Moments::exp_avg},
+                      {"exp_avg_sq", &Moments::exp_avg_sq},
+                      {"master", &Moments::master}});
 }
 
 void AdamW::load_state(const NamedState& s) {
