@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "attention_cli.hpp"
 #include "strata/device_runtime.hpp"
@@ -28,19 +29,26 @@ std::int64_t parse_window_side(const std::string& s, const std::string& whole) {
   return v;
 }
 
+// The value of the choice named v, else an Error listing the names
+// ("expected a, b or c").
+template <class E, std::size_t N>
+E choose(const char* flag, const std::string& v, const std::pair<const char*, E> (&choices)[N]) {
+  for (const auto& [name, value] : choices)
+    if (v == name) return value;
+  std::string names = choices[0].first;
+  for (std::size_t i = 1; i < N; ++i)
+    names += (i + 1 == N ? " or " : ", ") + std::string(choices[i].first);
+  throw Error(std::string(flag) + " '" + v + "': expected " + names);
+}
+
 }  // namespace
 
 AttentionOptions make_options(const AttentionCli& cli) {
   AttentionOptions opt;
-  if (cli.causal == "none") {
-    opt.causal = Causal::none;
-  } else if (cli.causal == "bottom-right") {
-    opt.causal = Causal::bottom_right;
-  } else if (cli.causal == "top-left") {
-    opt.causal = Causal::top_left;
-  } else {
-    throw Error("--causal '" + cli.causal + "': expected none, bottom-right or top-left");
-  }
+  opt.causal = choose<Causal>("--causal", cli.causal,
+                              {{"none", Causal::none},
+                               {"bottom-right", Causal::bottom_right},
+                               {"top-left", Causal::top_left}});
   if (!cli.window.empty()) {
     const std::size_t comma = cli.window.find(',');
     if (comma == std::string::npos)
@@ -48,25 +56,16 @@ AttentionOptions make_options(const AttentionCli& cli) {
     opt.window = std::pair{parse_window_side(cli.window.substr(0, comma), cli.window),
                            parse_window_side(cli.window.substr(comma + 1), cli.window)};
   }
-  if (cli.window_align == "top-left") {
-    opt.window_top_left = true;
-  } else if (cli.window_align != "bottom-right") {
-    throw Error("--window-align '" + cli.window_align + "': expected bottom-right or top-left");
-  }
+  opt.window_top_left = choose<bool>("--window-align", cli.window_align,
+                                     {{"bottom-right", false}, {"top-left", true}});
   if (cli.has_scale) {
     if (!std::isfinite(cli.scale))
       throw Error("--scale: must be finite, got " + std::to_string(cli.scale));
     opt.scale = cli.scale;
   }
-  if (cli.precision == "highest") {
-    opt.precision = Precision::highest;
-  } else if (cli.precision == "high") {
-    opt.precision = Precision::high;
-  } else if (cli.precision == "medium") {
-    opt.precision = Precision::medium;
-  } else {
-    throw Error("--precision '" + cli.precision + "': expected highest, high or medium");
-  }
+  opt.precision = choose<Precision>(
+      "--precision", cli.precision,
+      {{"highest", Precision::highest}, {"high", Precision::high}, {"medium", Precision::medium}});
   opt.backend = cli.backend;
   return opt;
 }

@@ -84,14 +84,8 @@ int register_all() {
       std::vector<i64> args = s;
       args.push_back(causal);
       args.push_back(maxt);
-      benchmark::RegisterBenchmark("fwd", bm_forward)
-          ->Args(args)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark("fwd_bwd", bm_forward_backward)
-          ->Args(args)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+      strata_bench::register_wall_ms("fwd", bm_forward)->Args(args);
+      strata_bench::register_wall_ms("fwd_bwd", bm_forward_backward)->Args(args);
     }
   }
   return 0;

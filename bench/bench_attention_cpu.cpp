@@ -241,47 +241,28 @@ int register_all() {
   for (const Shape& s : kShapes) {
     for (int t : thread_counts) {
       const std::vector<i64> args{s.M, s.N, s.d, t};
-      benchmark::RegisterBenchmark("cpu", bm_backend, std::string("cpu"), Layout::contiguous)
-          ->Args(args)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+      strata_bench::register_wall_ms("cpu", bm_backend, std::string("cpu"), Layout::contiguous)
+          ->Args(args);
       if (s.M > 1) {  // strided views; decode reads k, v once whatever the layout
-        benchmark::RegisterBenchmark("cpu_fused", bm_backend, std::string("cpu"), Layout::fused)
-            ->Args(args)
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
-        benchmark::RegisterBenchmark("cpu_kcol", bm_backend, std::string("cpu"), Layout::kcol)
-            ->Args(args)
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        strata_bench::register_wall_ms("cpu_fused", bm_backend, std::string("cpu"), Layout::fused)
+            ->Args(args);
+        strata_bench::register_wall_ms("cpu_kcol", bm_backend, std::string("cpu"), Layout::kcol)
+            ->Args(args);
       }
-      benchmark::RegisterBenchmark("eigen_naive", bm_eigen_naive)
-          ->Args(args)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+      strata_bench::register_wall_ms("eigen_naive", bm_eigen_naive)->Args(args);
       if (s.reference && t == maxt)
-        benchmark::RegisterBenchmark("reference", bm_backend, std::string("reference"),
-                                     Layout::contiguous)
-            ->Args(args)
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        strata_bench::register_wall_ms("reference", bm_backend, std::string("reference"),
+                                       Layout::contiguous)
+            ->Args(args);
     }
   }
   for (int t : thread_counts) {
-    benchmark::RegisterBenchmark("fma_peak", bm_fma_peak)
-        ->Arg(t)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("read_peak", bm_read_peak)
-        ->Args({t, i64(64) << 20})
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    strata_bench::register_wall_ms("fma_peak", bm_fma_peak)->Arg(t);
+    strata_bench::register_wall_ms("read_peak", bm_read_peak)->Args({t, i64(64) << 20});
   }
-  benchmark::RegisterBenchmark("memory", bm_memory)
+  strata_bench::register_wall_ms("memory", bm_memory)
       ->Args({65536, 65536, 64, maxt})
-      ->Iterations(1)
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+      ->Iterations(1);
   return 0;
 }
 

@@ -37,12 +37,6 @@ struct Data {
         gw(Tensor::zeros({N, K})) {}
 };
 
-// Three GEMMs of 2 M N K flops each.
-void report(benchmark::State& st, std::int64_t M, std::int64_t K, std::int64_t N) {
-  st.counters["GFLOP/s"] = benchmark::Counter(6.0 * double(M) * double(N) * double(K) * 1e-9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
-}
-
 void BM_strata(benchmark::State& st) {
   const std::int64_t M = st.range(0), K = st.range(1), N = st.range(2);
   Data d(M, K, N);
@@ -57,7 +51,7 @@ void BM_strata(benchmark::State& st) {
     benchmark::DoNotOptimize(d.gw.data_ptr());
     benchmark::ClobberMemory();
   }
-  report(st, M, K, N);
+  strata_bench::report_gemm_rate(st, 3, M, K, N);  // y, gx, gw
 }
 
 void BM_eigen(benchmark::State& st) {
@@ -74,7 +68,7 @@ void BM_eigen(benchmark::State& st) {
     benchmark::DoNotOptimize(gW.data());
     benchmark::ClobberMemory();
   }
-  report(st, M, K, N);
+  strata_bench::report_gemm_rate(st, 3, M, K, N);  // y, gx, gw
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 
+#include "bench_main.hpp"
 #include "strata/matmul.hpp"
 #include "strata/tensor.hpp"
 
@@ -36,11 +37,6 @@ struct Data {
         out(Tensor::empty({M, N})) {}
 };
 
-void report(benchmark::State& st, std::int64_t M, std::int64_t K, std::int64_t N) {
-  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(M) * double(N) * double(K) * 1e-9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
-}
-
 void BM_strata(benchmark::State& st) {
   const std::int64_t M = st.range(0), K = st.range(1), N = st.range(2);
   Data d(M, K, N, st.range(3) != 0);
@@ -51,7 +47,7 @@ void BM_strata(benchmark::State& st) {
     benchmark::DoNotOptimize(d.out.data_ptr());
     benchmark::ClobberMemory();
   }
-  report(st, M, K, N);
+  strata_bench::report_gemm_rate(st, 1, M, K, N);
 }
 
 void BM_eigen(benchmark::State& st) {
@@ -72,7 +68,7 @@ void BM_eigen(benchmark::State& st) {
     run(Eigen::Map<const ColMat>(pb, K, N));
   else
     run(Eigen::Map<const RowMat>(pb, K, N));
-  report(st, M, K, N);
+  strata_bench::report_gemm_rate(st, 1, M, K, N);
 }
 
 }  // namespace

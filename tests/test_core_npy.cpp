@@ -56,6 +56,13 @@ void write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// Writes make_npy(dict, data, major) to dir/name and loads it.
+Tensor load_made(const TempDir& dir, const std::string& name, const std::string& dict,
+                 const std::string& data, int major = 1) {
+  write(dir.file(name), make_npy(dict, data, major));
+  return strata::load_npy(dir.file(name));
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -76,9 +83,8 @@ TEST_CASE("npy: C-order float64 loads with row-major strides and exact values", 
   TempDir dir;
   std::vector<double> v(24);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5 * static_cast<double>(i) - 3.25;
-  write(dir.file("a.npy"),
-        make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 4), }", raw(v)));
-  const Tensor t = strata::load_npy(dir.file("a.npy"));
+  const Tensor t = load_made(
+      dir, "a.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3, 4), }", raw(v));
   CHECK(t.dtype() == DType::f64);
   CHECK(t.shape() == Shape{2, 3, 4});
   CHECK(t.strides() == Shape{12, 4, 1});
@@ -92,9 +98,8 @@ TEST_CASE("npy: Fortran order becomes a column-major view of the loaded buffer",
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j)
       for (int k = 0; k < 4; ++k) colmajor[i + 2 * j + 6 * k] = 100.f * i + 10.f * j + k + 0.5f;
-  write(dir.file("f.npy"),
-        make_npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3, 4), }", raw(colmajor)));
-  const Tensor t = strata::load_npy(dir.file("f.npy"));
+  const Tensor t = load_made(
+      dir, "f.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3, 4), }", raw(colmajor));
   CHECK(t.dtype() == DType::f32);
   CHECK(t.shape() == Shape{2, 3, 4});
   CHECK(t.strides() == Shape{1, 2, 6});
@@ -114,9 +119,8 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[core
   TempDir dir;
   SECTION("bool, with a non-0/1 byte read as true") {
     const std::string bytes("\x01\x00\x00\x07\x01\x00", 6);
-    write(dir.file("b.npy"),
-          make_npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }", bytes));
-    const Tensor t = strata::load_npy(dir.file("b.npy"));
+    const Tensor t = load_made(
+        dir, "b.npy", "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }", bytes);
     CHECK(t.dtype() == DType::boolean);
     CHECK(t.to_vector<double>() == std::vector<double>{1, 0, 0, 1, 1, 0});
   }
@@ -125,15 +129,15 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[core
     std::string bytes = raw(std::vector<float>{x, y});
     std::reverse(bytes.begin(), bytes.begin() + 4);
     std::reverse(bytes.begin() + 4, bytes.end());
-    write(dir.file("be.npy"),
-          make_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", bytes));
-    CHECK(strata::load_npy(dir.file("be.npy")).to_vector<double>() ==
-          std::vector<double>{1.75, -2.5});
+    const Tensor t = load_made(dir, "be.npy",
+                               "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", bytes);
+    CHECK(t.to_vector<double>() == std::vector<double>{1.75, -2.5});
   }
   SECTION("version 2.0 header, keys in any order") {
-    write(dir.file("v2.npy"), make_npy("{'shape': (3,), 'fortran_order': False, 'descr': '<f8'}",
-                                       raw(std::vector<double>{1, 2, 3}), 2));
-    CHECK(strata::load_npy(dir.file("v2.npy")).to_vector<double>() == std::vector<double>{1, 2, 3});
+    const Tensor t =
+        load_made(dir, "v2.npy", "{'shape': (3,), 'fortran_order': False, 'descr': '<f8'}",
+                  raw(std::vector<double>{1, 2, 3}), 2);
+    CHECK(t.to_vector<double>() == std::vector<double>{1, 2, 3});
   }
   SECTION("a version 1.0 header longer than 127 bytes (xnpy misreads its length)") {
     std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 2), }";
@@ -145,23 +149,21 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[core
     CHECK(t.to_vector<double>() == std::vector<double>{4, 5});
   }
   SECTION("token ids (int32, int64, big-endian too) and float16") {
-    write(dir.file("i8.npy"),
-          make_npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1, 3), }",
-                   raw(std::vector<std::int64_t>{1, -2, 300000000000})));
-    const Tensor a = strata::load_npy(dir.file("i8.npy"));
+    const Tensor a =
+        load_made(dir, "i8.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 3), }",
+                  raw(std::vector<std::int64_t>{1, -2, 300000000000}));
     CHECK(a.dtype() == DType::i64);
     CHECK(a.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, -2, 300000000000});
     std::string be = raw(std::vector<std::int32_t>{7, 65536});
     for (std::size_t i = 0; i < be.size(); i += 4) std::reverse(be.begin() + i, be.begin() + i + 4);
-    write(dir.file("i4.npy"),
-          make_npy("{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", be));
-    const Tensor b = strata::load_npy(dir.file("i4.npy"));
+    const Tensor b =
+        load_made(dir, "i4.npy", "{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", be);
     CHECK(b.dtype() == DType::i32);
     CHECK(b.to_vector<std::int32_t>() == std::vector<std::int32_t>{7, 65536});
     // 1.0, -2.5 and 65504 (the largest float16) as IEEE half bit patterns.
-    write(dir.file("f2.npy"), make_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }",
-                                       raw(std::vector<std::uint16_t>{0x3c00, 0xc100, 0x7bff})));
-    const Tensor h = strata::load_npy(dir.file("f2.npy"));
+    const Tensor h =
+        load_made(dir, "f2.npy", "{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }",
+                  raw(std::vector<std::uint16_t>{0x3c00, 0xc100, 0x7bff}));
     CHECK(h.dtype() == DType::f16);
     CHECK(h.to_vector<double>() == std::vector<double>{1.0, -2.5, 65504.0});
     // float16 is written as float16 ('<f2'), with the same bits.
@@ -176,12 +178,12 @@ TEST_CASE("npy: bool masks, big-endian data, version 2 and long headers", "[core
           a.to_vector<std::int64_t>());
   }
   SECTION("empty and zero-dimensional arrays") {
-    write(dir.file("e.npy"),
-          make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0, 3), }", ""));
-    CHECK(strata::load_npy(dir.file("e.npy")).shape() == Shape{2, 0, 3});
-    write(dir.file("s.npy"), make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
-                                      raw(std::vector<double>{7})));
-    const Tensor s = strata::load_npy(dir.file("s.npy"));
+    const Tensor t = load_made(
+        dir, "e.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0, 3), }", "");
+    CHECK(t.shape() == Shape{2, 0, 3});
+    const Tensor s =
+        load_made(dir, "s.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
+                  raw(std::vector<double>{7}));
     CHECK(s.dim() == 0);
     CHECK(s.to_vector<double>() == std::vector<double>{7});
   }

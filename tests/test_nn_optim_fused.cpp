@@ -111,6 +111,33 @@ std::vector<double> values(nn::Module& m, const std::string& name) {
   return {};
 }
 
+// AdamW, or SGD with momentum 0.9, over m; `set` adjusts either's options.
+template <class Set>
+std::unique_ptr<nn::Optimizer> make_optimizer(bool adamw, nn::Module& m, const Set& set) {
+  if (adamw) {
+    nn::AdamWOptions o;
+    set(o);
+    return std::make_unique<nn::AdamW>(m, o);
+  }
+  nn::SGDOptions o;
+  o.momentum = 0.9;
+  set(o);
+  return std::make_unique<nn::SGD>(m, o);
+}
+
+// With weight decay (AdamW 0.1, SGD 0.05), the fused update or the per-op one.
+auto decayed(bool adamw, bool fused) {
+  return [=](auto& o) {
+    o.weight_decay = adamw ? 0.1 : 0.05;
+    o.fused = fused;
+  };
+}
+
+// Without weight decay, with f32 master weights or without.
+auto masters(bool on) {
+  return [=](auto& o) { o.master_weights = on; };
+}
+
 }  // namespace
 
 TEST_CASE("optim: the fused path equals the per-op path", "[nn][optim][fused]") {
@@ -119,21 +146,8 @@ TEST_CASE("optim: the fused path equals the per-op path", "[nn][optim][fused]") 
     nn::Linear a(24, 16, true, DType::f32), b(24, 16, true, DType::f32);
     nn::init_normal(a, 3, 0.5);
     nn::init_normal(b, 3, 0.5);
-    std::unique_ptr<nn::Optimizer> fa, fb;
-    if (adamw) {
-      nn::AdamWOptions o;
-      o.weight_decay = 0.1;
-      fa = std::make_unique<nn::AdamW>(a, o);
-      o.fused = false;
-      fb = std::make_unique<nn::AdamW>(b, o);
-    } else {
-      nn::SGDOptions o;
-      o.momentum = 0.9;
-      o.weight_decay = 0.05;
-      fa = std::make_unique<nn::SGD>(a, o);
-      o.fused = false;
-      fb = std::make_unique<nn::SGD>(b, o);
-    }
+    const std::unique_ptr<nn::Optimizer> fa = make_optimizer(adamw, a, decayed(adamw, true));
+    const std::unique_ptr<nn::Optimizer> fb = make_optimizer(adamw, b, decayed(adamw, false));
     for (int s = 0; s < 4; ++s) {
       set_grads(a, s);
       set_grads(b, s);
@@ -157,21 +171,8 @@ TEST_CASE("optim: step(lr, grad_scale) equals clip_grad_norm then step(lr), bit 
         nn::Linear a(24, 16, true, dt), b(24, 16, true, dt);
         nn::init_normal(a, 3, 0.5);
         nn::init_normal(b, 3, 0.5);
-        std::unique_ptr<nn::Optimizer> oa, ob;
-        if (adamw) {
-          nn::AdamWOptions o;
-          o.weight_decay = 0.1;
-          o.fused = fused;
-          oa = std::make_unique<nn::AdamW>(a, o);
-          ob = std::make_unique<nn::AdamW>(b, o);
-        } else {
-          nn::SGDOptions o;
-          o.momentum = 0.9;
-          o.weight_decay = 0.05;
-          o.fused = fused;
-          oa = std::make_unique<nn::SGD>(a, o);
-          ob = std::make_unique<nn::SGD>(b, o);
-        }
+        const std::unique_ptr<nn::Optimizer> oa = make_optimizer(adamw, a, decayed(adamw, fused));
+        const std::unique_ptr<nn::Optimizer> ob = make_optimizer(adamw, b, decayed(adamw, fused));
         for (int s = 0; s < 3; ++s) {
           for (nn::Linear* l : {&a, &b})
             for (const auto& [name, g] : l->named_gradients())
@@ -236,18 +237,6 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return d;
 }
 
-std::unique_ptr<nn::Optimizer> make_opt(bool adamw, nn::Module& m, bool masters) {
-  if (adamw) {
-    nn::AdamWOptions o;
-    o.master_weights = masters;
-    return std::make_unique<nn::AdamW>(m, o);
-  }
-  nn::SGDOptions o;
-  o.momentum = 0.9;
-  o.master_weights = masters;
-  return std::make_unique<nn::SGD>(m, o);
-}
-
 }  // namespace
 
 TEST_CASE("optim: bf16 with f32 master weights tracks an f32 run", "[nn][optim][fused][bf16]") {
@@ -263,8 +252,9 @@ TEST_CASE("optim: bf16 with f32 master weights tracks an f32 run", "[nn][optim][
       l->weight.copy_from(f32.weight.to(DType::bf16));
       l->bias.copy_from(f32.bias.to(DType::bf16));
     }
-    auto of = make_opt(adamw, f32, true), om = make_opt(adamw, mixed, true),
-         op = make_opt(adamw, plain, false);
+    auto of = make_optimizer(adamw, f32, masters(true)),
+         om = make_optimizer(adamw, mixed, masters(true)),
+         op = make_optimizer(adamw, plain, masters(false));
     const double lr = adamw ? 1e-3 : 1e-4;
     for (int s = 0; s < 20; ++s) {
       for (nn::Module* m : {static_cast<nn::Module*>(&f32), static_cast<nn::Module*>(&mixed),

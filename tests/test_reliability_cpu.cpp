@@ -51,6 +51,14 @@ void next_calls_work() {
   for (std::size_t i = 0; i < m.size(); ++i) CHECK(std::abs(m[i] - ref[i]) < 1e-4);
 }
 
+// Options of the ops that take their own options struct, on the cpu backend.
+template <class Options>
+Options on_cpu() {
+  Options o;
+  o.backend = "cpu";
+  return o;
+}
+
 // One element, expanded (stride 0) to `shape`: any size costs no memory.
 Tensor broadcast_one(const Shape& shape) {
   return Tensor::full(Shape(shape.size(), 1), 0.5).expand(shape);
@@ -94,10 +102,8 @@ TEST_CASE("cpu: a matmul packing larger than memory is an Error naming op and by
   // a [2^20, 2^20] read with strides (0, 0) is packed into a row-major f32
   // copy first: 4 TiB; b is [2^20, 1], the output [2^20, 1] (4 MB).
   const std::int64_t n = std::int64_t{1} << 20;
-  MatmulOptions opt;
-  opt.backend = "cpu";
   const std::string e = error_of([&] {
-    (void)matmul(broadcast_one({n, n}), Tensor::full({n, 1}, 1.0), opt);
+    (void)matmul(broadcast_one({n, n}), Tensor::full({n, 1}, 1.0), on_cpu<MatmulOptions>());
   });
   INFO(e);
   CHECK(e.rfind("matmul: the cpu backend needs 4398046511104 bytes (4194304 MiB) for a packed "
@@ -112,8 +118,7 @@ TEST_CASE("cpu: an attention workspace larger than memory is an Error naming op 
   // per-thread workspace holds key blocks of d columns (terabytes); the
   // output is one float.
   const std::int64_t d = std::int64_t{1} << 32;
-  AttentionOptions opt;
-  opt.backend = "cpu";
+  const AttentionOptions opt = on_cpu<AttentionOptions>();
   const std::string e = error_of([&] {
     (void)softmax_attention(broadcast_one({3, d}), broadcast_one({5, d}), broadcast_one({5, 1}),
                             opt);

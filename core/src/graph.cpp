@@ -23,13 +23,14 @@ DeviceRuntime& runtime_with_streams(Device dev, const char* op) {
 
 }  // namespace
 
-Stream::Stream(Device dev) : device_(dev) {
-  DeviceRuntime& rt = runtime_with_streams(dev, "Stream");
-  handle_ = std::unique_ptr<void, Deleter>(rt.create_stream(dev.index), Deleter{dev});
+void detail::DeviceHandleDeleter::operator()(void* h) const noexcept {
+  if (DeviceRuntime* rt = device_runtime(dev.type)) (rt->*destroy)(h, dev.index);
 }
 
-void Stream::Deleter::operator()(void* s) const noexcept {
-  if (DeviceRuntime* rt = device_runtime(dev.type)) rt->destroy_stream(s, dev.index);
+Stream::Stream(Device dev) : device_(dev) {
+  DeviceRuntime& rt = runtime_with_streams(dev, "Stream");
+  handle_ = std::unique_ptr<void, detail::DeviceHandleDeleter>(
+      rt.create_stream(dev.index), {dev, &DeviceRuntime::destroy_stream});
 }
 
 void Stream::synchronize() const {
@@ -62,10 +63,6 @@ void Stream::copy_to_device(const Tensor& dst, const PinnedBuffer& src) const {
       ->copy_to_device_async(dst.data_ptr(), src.data(), bytes, handle(), device_.index);
 }
 
-void Graph::Deleter::operator()(void* g) const noexcept {
-  if (DeviceRuntime* rt = device_runtime(dev.type)) rt->destroy_graph(g, dev.index);
-}
-
 Graph Graph::capture(const Stream& stream, const std::function<void()>& body) {
   STRATA_CHECK(stream.defined(), "Graph::capture", "the stream is undefined");
   const Device dev = stream.device();
@@ -84,8 +81,8 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& body) {
   }
   Graph g;
   g.device_ = dev;
-  g.exec_ =
-      std::unique_ptr<void, Deleter>(rt.end_capture(stream.handle(), dev.index), Deleter{dev});
+  g.exec_ = std::unique_ptr<void, detail::DeviceHandleDeleter>(
+      rt.end_capture(stream.handle(), dev.index), {dev, &DeviceRuntime::destroy_graph});
   return g;
 }
 

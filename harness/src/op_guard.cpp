@@ -23,30 +23,12 @@ constexpr unsigned char kSentinelBool = 0x3C;  // neither 0 nor 1: any bool writ
 constexpr std::int32_t kPoisonI32 = 0x7FB1C2D3;
 constexpr std::int64_t kPoisonI64 = 0x7FFC1B2C3D4E5F60ll;
 
+// The poison of each dtype, in DType's order; each constant is itemsize(dt) bytes.
+const void* const kPoison[kNumDTypes] = {&kPoisonF32,  &kPoisonF64, &kPoisonF16, &kPoisonBF16,
+                                         &kPoisonBool, &kPoisonI32, &kPoisonI64};
+
 void write_poison(void* p, DType dt) {
-  switch (dt) {
-    case DType::f32:
-      std::memcpy(p, &kPoisonF32, 4);
-      return;
-    case DType::f64:
-      std::memcpy(p, &kPoisonF64, 8);
-      return;
-    case DType::f16:
-      std::memcpy(p, &kPoisonF16, 2);
-      return;
-    case DType::bf16:
-      std::memcpy(p, &kPoisonBF16, 2);
-      return;
-    case DType::boolean:
-      std::memcpy(p, &kPoisonBool, 1);
-      return;
-    case DType::i32:
-      std::memcpy(p, &kPoisonI32, 4);
-      return;
-    case DType::i64:
-      std::memcpy(p, &kPoisonI64, 8);
-      return;
-  }
+  std::memcpy(p, kPoison[static_cast<int>(dt)], itemsize(dt));
 }
 
 void write_sentinel(void* p, DType dt) {

@@ -266,27 +266,44 @@ void read_at(int fd, void* dst, std::size_t n, std::uint64_t offset, const std::
   }
 }
 
+// parse() (the header of n bytes), with running out of memory reported as
+// an Error naming the source.
+template <class Parse>
+Header parse_guarded(const std::string& source, std::uint64_t n, const Parse& parse) {
+  try {
+    return parse();
+  } catch (const std::bad_alloc&) {
+    fail("safetensors", where(source), ": out of memory parsing a header of ", n, " bytes");
+  }
+}
+
+// The file of a parsed header: each tensor made, its bytes written by
+// fill(entry, tensor), its bools normalised.
+template <class Fill>
+SafetensorsFile assemble(Header& h, const std::string& source, const Fill& fill) {
+  SafetensorsFile out;
+  out.metadata = std::move(h.metadata);
+  for (const Entry& e : h.entries) {
+    Tensor t = make_tensor(e, source);
+    fill(e, t);
+    normalise_bools(t);
+    out.tensors.emplace(e.name, std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 SafetensorsFile parse_safetensors(const void* bytes, std::size_t size, const std::string& source) {
   const auto* b = static_cast<const std::uint8_t*>(bytes);
   const std::uint64_t n = header_length(b, size, source);
   const std::uint64_t data_start = 8 + n;
-  Header h;
-  try {
-    h = parse_header(reinterpret_cast<const char*>(b + 8), n, size - data_start, source);
-  } catch (const std::bad_alloc&) {
-    fail("safetensors", where(source), ": out of memory parsing a header of ", n, " bytes");
-  }
-  SafetensorsFile out;
-  out.metadata = std::move(h.metadata);
-  for (const Entry& e : h.entries) {
-    Tensor t = make_tensor(e, source);
+  Header h = parse_guarded(source, n, [&] {
+    return parse_header(reinterpret_cast<const char*>(b + 8), n, size - data_start, source);
+  });
+  return assemble(h, source, [&](const Entry& e, const Tensor& t) {
     if (e.end > e.begin) std::memcpy(t.data_ptr(), b + data_start + e.begin, e.end - e.begin);
-    normalise_bools(t);
-    out.tensors.emplace(e.name, std::move(t));
-  }
-  return out;
+  });
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
@@ -310,23 +327,14 @@ SafetensorsFile load_safetensors(const std::string& path) {
   std::uint8_t first[8] = {};
   if (size >= 8) read_at(fd, first, 8, 0, where(path), "the header length");
   const std::uint64_t n = header_length(first, size, path);
-  Header h;
-  try {
+  Header h = parse_guarded(path, n, [&] {
     std::string text(n, '\0');
     read_at(fd, text.data(), n, 8, where(path), "the header");
-    h = parse_header(text.data(), n, size - 8 - n, path);
-  } catch (const std::bad_alloc&) {
-    fail("safetensors", where(path), ": out of memory parsing a header of ", n, " bytes");
-  }
-  SafetensorsFile out;
-  out.metadata = std::move(h.metadata);
-  for (const Entry& e : h.entries) {
-    Tensor t = make_tensor(e, path);
+    return parse_header(text.data(), n, size - 8 - n, path);
+  });
+  return assemble(h, path, [&](const Entry& e, const Tensor& t) {
     read_at(fd, t.data_ptr(), e.end - e.begin, 8 + n + e.begin, where(path, e.name), "its data");
-    normalise_bools(t);
-    out.tensors.emplace(e.name, std::move(t));
-  }
-  return out;
+  });
 }
 
 namespace {

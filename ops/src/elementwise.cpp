@@ -121,24 +121,33 @@ Tensor ew_new(const Call& c, OpId id, std::initializer_list<Named> ins, const Op
 }  // namespace
 
 // One definition per op; the op's registry name is its function name.
-#define STRATA_BINARY(name)                                                                    \
+#define STRATA_BINARY(name, rule)                                                              \
   Tensor name(const Tensor& a, const Tensor& b, const OpOptions& opt) {                        \
     static const OpId id = op_id_of(#name);                                                    \
-    return ew_new({#name}, id, {{&a, "a"}, {&b, "b"}}, opt);                                   \
+    return ew_new({#name, DTypeRule::rule}, id, {{&a, "a"}, {&b, "b"}}, opt);                  \
   }                                                                                            \
   void name##_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt) { \
     static const OpId id = op_id_of(#name);                                                    \
-    ew_out({#name}, id, out, {{&a, "a"}, {&b, "b"}}, opt);                                     \
+    ew_out({#name, DTypeRule::rule}, id, out, {{&a, "a"}, {&b, "b"}}, opt);                    \
   }
-STRATA_BINARY(add)
-STRATA_BINARY(sub)
-STRATA_BINARY(mul)
-STRATA_BINARY(div)
-STRATA_BINARY(silu_mul)
-STRATA_BINARY(pow)
-STRATA_BINARY(maximum)
-STRATA_BINARY(minimum)
-#undef STRATA_BINARY
+// a with a scalar: registry op `name_scalar`.
+#define STRATA_SCALAR(name, rule)                                                       \
+  Tensor name(const Tensor& a, double s, const OpOptions& opt) {                        \
+    static const OpId id = op_id_of(#name "_scalar");                                   \
+    return ew_new({#name "_scalar", DTypeRule::rule, s}, id, {{&a, "a"}}, opt);         \
+  }                                                                                     \
+  void name##_out(const Tensor& out, const Tensor& a, double s, const OpOptions& opt) { \
+    static const OpId id = op_id_of(#name "_scalar");                                   \
+    ew_out({#name "_scalar", DTypeRule::rule, s}, id, out, {{&a, "a"}}, opt);           \
+  }
+STRATA_BINARY(add, floating)
+STRATA_BINARY(sub, floating)
+STRATA_BINARY(mul, floating)
+STRATA_BINARY(div, floating)
+STRATA_BINARY(silu_mul, floating)
+STRATA_BINARY(pow, floating)
+STRATA_BINARY(maximum, floating)
+STRATA_BINARY(minimum, floating)
 
 // The activations' backward: (grad, x or y) -> dx.
 #define STRATA_ACTIVATION_BACKWARD(name, second)                                                  \
@@ -159,23 +168,13 @@ STRATA_ACTIVATION_BACKWARD(tanh_backward, "y")
 STRATA_ACTIVATION_BACKWARD(abs_backward, "x")
 #undef STRATA_ACTIVATION_BACKWARD
 
-#define STRATA_SCALAR(name)                                                             \
-  Tensor name(const Tensor& a, double s, const OpOptions& opt) {                        \
-    static const OpId id = op_id_of(#name "_scalar");                                   \
-    return ew_new({#name "_scalar", DTypeRule::floating, s}, id, {{&a, "a"}}, opt);     \
-  }                                                                                     \
-  void name##_out(const Tensor& out, const Tensor& a, double s, const OpOptions& opt) { \
-    static const OpId id = op_id_of(#name "_scalar");                                   \
-    ew_out({#name "_scalar", DTypeRule::floating, s}, id, out, {{&a, "a"}}, opt);       \
-  }
-STRATA_SCALAR(add)
-STRATA_SCALAR(sub)
-STRATA_SCALAR(rsub)
-STRATA_SCALAR(mul)
-STRATA_SCALAR(div)
-STRATA_SCALAR(rdiv)
-STRATA_SCALAR(pow)
-#undef STRATA_SCALAR
+STRATA_SCALAR(add, floating)
+STRATA_SCALAR(sub, floating)
+STRATA_SCALAR(rsub, floating)
+STRATA_SCALAR(mul, floating)
+STRATA_SCALAR(div, floating)
+STRATA_SCALAR(rdiv, floating)
+STRATA_SCALAR(pow, floating)
 
 #define STRATA_UNARY(name)                                                    \
   Tensor name(const Tensor& x, const OpOptions& opt) {                        \
@@ -202,30 +201,20 @@ STRATA_UNARY(abs)
 
 // Comparisons, bool out: a, b broadcast (registry op `name`) and a with a
 // scalar (`name_scalar`).
-#define STRATA_COMPARE(name)                                                                   \
-  Tensor name(const Tensor& a, const Tensor& b, const OpOptions& opt) {                        \
-    static const OpId id = op_id_of(#name);                                                    \
-    return ew_new({#name, DTypeRule::compare}, id, {{&a, "a"}, {&b, "b"}}, opt);               \
-  }                                                                                            \
-  void name##_out(const Tensor& out, const Tensor& a, const Tensor& b, const OpOptions& opt) { \
-    static const OpId id = op_id_of(#name);                                                    \
-    ew_out({#name, DTypeRule::compare}, id, out, {{&a, "a"}, {&b, "b"}}, opt);                 \
-  }                                                                                            \
-  Tensor name(const Tensor& a, double s, const OpOptions& opt) {                               \
-    static const OpId id = op_id_of(#name "_scalar");                                          \
-    return ew_new({#name "_scalar", DTypeRule::compare, s}, id, {{&a, "a"}}, opt);             \
-  }                                                                                            \
-  void name##_out(const Tensor& out, const Tensor& a, double s, const OpOptions& opt) {        \
-    static const OpId id = op_id_of(#name "_scalar");                                          \
-    ew_out({#name "_scalar", DTypeRule::compare, s}, id, out, {{&a, "a"}}, opt);               \
-  }
-STRATA_COMPARE(gt)
-STRATA_COMPARE(ge)
-STRATA_COMPARE(lt)
-STRATA_COMPARE(le)
-STRATA_COMPARE(eq)
-STRATA_COMPARE(ne)
-#undef STRATA_COMPARE
+STRATA_BINARY(gt, compare)
+STRATA_SCALAR(gt, compare)
+STRATA_BINARY(ge, compare)
+STRATA_SCALAR(ge, compare)
+STRATA_BINARY(lt, compare)
+STRATA_SCALAR(lt, compare)
+STRATA_BINARY(le, compare)
+STRATA_SCALAR(le, compare)
+STRATA_BINARY(eq, compare)
+STRATA_SCALAR(eq, compare)
+STRATA_BINARY(ne, compare)
+STRATA_SCALAR(ne, compare)
+#undef STRATA_BINARY
+#undef STRATA_SCALAR
 
 namespace {
 // clamp's bounds: at least one, neither NaN; an absent one reaches the

@@ -38,6 +38,12 @@ void min_max_backward(GradContext& c, bool is_max) {
   if (c.needs(1)) c.accumulate(1, where(is_max ? lt(b, a, o) : gt(b, a, o), zero, shared, o));
 }
 
+// The activations whose backward is one kernel of (g, x) or (g, out).
+template <Tensor (*Backward)(const Tensor&, const Tensor&, const OpOptions&)>
+void via_kernel(GradContext& c, const EwScalars&) {
+  c.accumulate(0, Backward(g0(c), c.saved(0), c.options()));
+}
+
 const Formula kFormulas[] = {
     {"add", kNone,
      [](GradContext& c, const EwScalars&) {
@@ -137,34 +143,13 @@ const Formula kFormulas[] = {
        const OpOptions& o = c.options();
        c.accumulate(0, mul(div(mul(g0(c), c.saved(1), o), c.saved(0), o), -0.5, o));
      }},
-    {"tanh", kOut,
-     [](GradContext& c, const EwScalars&) {
-       c.accumulate(0, tanh_backward(g0(c), c.saved(0), c.options()));
-     }},
-    {"sigmoid", kOut,
-     [](GradContext& c, const EwScalars&) {
-       c.accumulate(0, sigmoid_backward(g0(c), c.saved(0), c.options()));
-     }},
-    {"relu", kIn0,
-     [](GradContext& c, const EwScalars&) {
-       c.accumulate(0, relu_backward(g0(c), c.saved(0), c.options()));
-     }},
-    {"gelu", kIn0,
-     [](GradContext& c, const EwScalars&) {
-       c.accumulate(0, gelu_backward(g0(c), c.saved(0), c.options()));
-     }},
-    {"gelu_tanh", kIn0,
-     [](GradContext& c, const EwScalars&) {
-       c.accumulate(0, gelu_tanh_backward(g0(c), c.saved(0), c.options()));
-     }},
-    {"silu", kIn0,
-     [](GradContext& c, const EwScalars&) {
-       c.accumulate(0, silu_backward(g0(c), c.saved(0), c.options()));
-     }},
-    {"abs", kIn0,
-     [](GradContext& c, const EwScalars&) {
-       c.accumulate(0, abs_backward(g0(c), c.saved(0), c.options()));
-     }},
+    {"tanh", kOut, &via_kernel<tanh_backward>},
+    {"sigmoid", kOut, &via_kernel<sigmoid_backward>},
+    {"relu", kIn0, &via_kernel<relu_backward>},
+    {"gelu", kIn0, &via_kernel<gelu_backward>},
+    {"gelu_tanh", kIn0, &via_kernel<gelu_tanh_backward>},
+    {"silu", kIn0, &via_kernel<silu_backward>},
+    {"abs", kIn0, &via_kernel<abs_backward>},
     {"where", kIn0,  // inputs: cond, a, b
      [](GradContext& c, const EwScalars&) {
        const Tensor& g = g0(c);

@@ -14,11 +14,8 @@ constexpr const char* kOp = "embedding";
 
 Shape check_inputs(const Tensor& ids, const Tensor& table) {
   detail::check_defined(kOp, ids, "ids");
-  detail::check_defined(kOp, table, "table");
   detail::check_integer(kOp, ids, "ids");
-  detail::check_floating(kOp, table, "table");
-  STRATA_CHECK(table.dim() == 2, kOp, "table has shape ", shape_str(table.shape()),
-               " but must be [V, D]");
+  detail::check_embedding_table(kOp, table, "table");
   STRATA_CHECK(ids.dim() < kMaxDims, kOp, "ids has ", ids.dim(), " dims; the output would have ",
                ids.dim() + 1, " but at most ", kMaxDims, " are supported");
   detail::check_same_device(kOp, {{&ids, "ids"}, {&table, "table"}});

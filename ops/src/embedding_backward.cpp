@@ -25,12 +25,9 @@ Tensor flat_rows(const Tensor& t, const Shape& shape) {
 void embedding_backward_out(const Tensor& table_grad, const Tensor& grad, const Tensor& ids,
                             const OpOptions& opt) {
   static const OpId id = Registry::get().op_id(kOp);
-  detail::check_defined(kOp, table_grad, "table_grad");
+  detail::check_embedding_table(kOp, table_grad, "table_grad");
   detail::check_defined(kOp, grad, "grad");
   detail::check_defined(kOp, ids, "ids");
-  detail::check_floating(kOp, table_grad, "table_grad");
-  STRATA_CHECK(table_grad.dim() == 2, kOp, "table_grad has shape ", shape_str(table_grad.shape()),
-               " but must be [V, D]");
   detail::check_dtype(kOp, grad, "grad", table_grad.dtype(), "table_grad");
   detail::check_integer(kOp, ids, "ids");
   Shape want = ids.shape();

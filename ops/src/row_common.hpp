@@ -26,4 +26,11 @@ inline void run_row_kernel(OpId id, BackendId be, DType key, IterArgs& it, const
   k.run(it);
 }
 
+// An embedding table (or its gradient) named `name`: defined, floating, [V, D].
+inline void check_embedding_table(const char* op, const Tensor& t, const char* name) {
+  check_defined(op, t, name);
+  check_floating(op, t, name);
+  STRATA_CHECK(t.dim() == 2, op, name, " has shape ", shape_str(t.shape()), " but must be [V, D]");
+}
+
 }  // namespace strata::detail

@@ -107,14 +107,35 @@ struct ImplBlocked : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
     }
   }
 
-  template <int R, bool UK>
-  static void qk_rem(int rem, const T* kp, i64 kns, i64 kds, const T* qt, i64 d, T* st,
-                     Epilogue ep) {
+  // The tiles take their row count as a template argument; a panel's last
+  // rows number r in [1, R], known only at run time: with_rows calls
+  // f(Rows<r>{}).
+  template <int R>
+  struct Rows {
+    static constexpr int value = R;
+  };
+  template <int R, class F>
+  static void with_rows(int r, const F& f) {
     if constexpr (R >= 1) {
-      if (rem == R)
-        qk_tile<R, UK>(kp, kns, kds, qt, d, st, ep);
+      if (r == R)
+        f(Rows<R>{});
       else
-        qk_rem<R - 1, UK>(rem, kp, kns, kds, qt, d, st, ep);
+        with_rows<R - 1>(r, f);
+    }
+  }
+
+  // f(i, Rows<MR>{}) for each full tile of MR rows starting at row i, then
+  // f(i, Rows<r>{}) for the last r < MR rows; a prefetch step after each.
+  template <bool PF, class F>
+  static void over_tiles(i64 n, Prefetcher& pf, const F& f) {
+    i64 i = 0;
+    for (; i + MR <= n; i += MR) {
+      f(i, Rows<MR>{});
+      if constexpr (PF) pf.step();
+    }
+    if (i < n) {
+      with_rows<MR - 1>(static_cast<int>(n - i), [&](auto rows) { f(i, rows); });
+      if constexpr (PF) pf.step();
     }
   }
 
@@ -123,15 +144,9 @@ struct ImplBlocked : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
                        Epilogue ep, Prefetcher& pf) {
     if (ep.cmax)
       for (int c = 0; c < NC; ++c) ep.cmax[c] = -kInf;
-    i64 g = 0;
-    for (; g + MR <= nb; g += MR) {
-      qk_tile<MR, UK>(kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
-      if constexpr (PF) pf.step();
-    }
-    if (g < nb) {
-      qk_rem<MR - 1, UK>(static_cast<int>(nb - g), kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
-      if constexpr (PF) pf.step();
-    }
+    over_tiles<PF>(nb, pf, [&](i64 g, auto rows) {
+      qk_tile<decltype(rows)::value, UK>(kb + g * kns, kns, kds, qt, d, st + g * NC, ep);
+    });
   }
 
   // OT[c0 + r][p + c] = OT[..] * alpha[p + c] + sum_j V[j][c0 + r] * PT[j][p + c].
@@ -163,29 +178,12 @@ struct ImplBlocked : ImplCommon<T, W, MR, NV, MB, NB, RD, NBD> {
     store_tile<R>(ot, acc);
   }
 
-  template <int R, bool UV>
-  static void pv_rem(int rem, const T* vp, i64 vns, i64 vds, const T* pt, i64 nb, T* ot,
-                     const T* al) {
-    if constexpr (R >= 1) {
-      if (rem == R)
-        pv_tile<R, UV>(vp, vns, vds, pt, nb, ot, al);
-      else
-        pv_rem<R - 1, UV>(rem, vp, vns, vds, pt, nb, ot, al);
-    }
-  }
-
   template <bool UV, bool PF>
   static void pv_panel(const T* vb, i64 vns, i64 vds, const T* pt, i64 nb, i64 dv, T* ot,
                        const T* al, Prefetcher& pf) {
-    i64 c = 0;
-    for (; c + MR <= dv; c += MR) {
-      pv_tile<MR, UV>(vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
-      if constexpr (PF) pf.step();
-    }
-    if (c < dv) {
-      pv_rem<MR - 1, UV>(static_cast<int>(dv - c), vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
-      if constexpr (PF) pf.step();
-    }
+    over_tiles<PF>(dv, pf, [&](i64 c, auto rows) {
+      pv_tile<decltype(rows)::value, UV>(vb + c * vds, vns, vds, pt, nb, ot + c * NC, al);
+    });
   }
 
   // Online-softmax update of columns [0, cols) of the S^T tile: new running

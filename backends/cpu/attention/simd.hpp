@@ -107,6 +107,31 @@ inline __attribute__((always_inline)) T hmax(vec<T, W> x) {
   return m;
 }
 
+// 2^f on [-1/2, 1/2], coefficients highest degree first (see vexp2).
+inline constexpr float kExp2PolyF32[] = {1.535336188319500e-4f,
+                                         1.339887440266574e-3f,
+                                         9.618437357674640e-3f,
+                                         5.550332471162809e-2f,
+                                         2.402264791363012e-1f,
+                                         6.931472028550421e-1f,
+                                         1.0f};
+inline constexpr double kExp2PolyF64[] = {1.36914888539041281e-12, 2.56784359934882055e-11,
+                                          4.44553827187081162e-10, 7.05491162080112336e-09,
+                                          1.01780860092396999e-07, 1.32154867901443095e-06,
+                                          1.52527338040598411e-05, 1.54035303933816088e-04,
+                                          1.33335581464284433e-03, 9.61812910762847688e-03,
+                                          5.55041086648215831e-02, 2.40226506959100722e-01,
+                                          6.93147180559945286e-01, 1.0};
+
+// Horner's rule: c[0] * f^(N-1) + ... + c[N-1], one fma a coefficient.
+template <class T, int W, int N>
+inline __attribute__((always_inline)) vec<T, W> vhorner(vec<T, W> f, const T (&c)[N]) {
+  vec<T, W> p = vset1<T, W>(c[0]);
+#pragma GCC unroll 16
+  for (int i = 1; i < N; ++i) p = vfma<T, W>(p, f, vset1<T, W>(c[i]));
+  return p;
+}
+
 // 2^x for x <= 0 (and NaN, -inf). Cody-Waite style: x = n + f with n integer
 // (round to nearest through the 1.5 * 2^mant magic constant, so no rounding
 // instruction is needed) and f in [-1/2, 1/2]; 2^f by a polynomial; 2^n by
@@ -129,30 +154,10 @@ inline __attribute__((always_inline)) vec<T, W> vexp2(vec<T, W> x) {
   const VI n = bitcast<VI>(t) << mb;
   const V f = x - (t - vmagic);
   V p;
-  if constexpr (sizeof(T) == 4) {
-    p = vset1<T, W>(1.535336188319500e-4f);
-    p = vfma<T, W>(p, f, vset1<T, W>(1.339887440266574e-3f));
-    p = vfma<T, W>(p, f, vset1<T, W>(9.618437357674640e-3f));
-    p = vfma<T, W>(p, f, vset1<T, W>(5.550332471162809e-2f));
-    p = vfma<T, W>(p, f, vset1<T, W>(2.402264791363012e-1f));
-    p = vfma<T, W>(p, f, vset1<T, W>(6.931472028550421e-1f));
-    p = vfma<T, W>(p, f, vset1<T, W>(1.0f));
-  } else {
-    p = vset1<T, W>(1.36914888539041281e-12);
-    p = vfma<T, W>(p, f, vset1<T, W>(2.56784359934882055e-11));
-    p = vfma<T, W>(p, f, vset1<T, W>(4.44553827187081162e-10));
-    p = vfma<T, W>(p, f, vset1<T, W>(7.05491162080112336e-09));
-    p = vfma<T, W>(p, f, vset1<T, W>(1.01780860092396999e-07));
-    p = vfma<T, W>(p, f, vset1<T, W>(1.32154867901443095e-06));
-    p = vfma<T, W>(p, f, vset1<T, W>(1.52527338040598411e-05));
-    p = vfma<T, W>(p, f, vset1<T, W>(1.54035303933816088e-04));
-    p = vfma<T, W>(p, f, vset1<T, W>(1.33335581464284433e-03));
-    p = vfma<T, W>(p, f, vset1<T, W>(9.61812910762847688e-03));
-    p = vfma<T, W>(p, f, vset1<T, W>(5.55041086648215831e-02));
-    p = vfma<T, W>(p, f, vset1<T, W>(2.40226506959100722e-01));
-    p = vfma<T, W>(p, f, vset1<T, W>(6.93147180559945286e-01));
-    p = vfma<T, W>(p, f, vset1<T, W>(1.0));
-  }
+  if constexpr (sizeof(T) == 4)
+    p = vhorner<T, W>(f, kExp2PolyF32);
+  else
+    p = vhorner<T, W>(f, kExp2PolyF64);
   const T limit = sizeof(T) == 4 ? static_cast<T>(-125) : static_cast<T>(-1020);
   const VI keep = ~bitcast<VI>(x < vset1<T, W>(limit));
   return bitcast<V>((bitcast<VI>(p) + n) & keep);

@@ -49,61 +49,45 @@ void cast_kernel(const IterArgs& a) {
   fail("cast", "invalid source dtype");
 }
 
-template <template <class> class K>
-void add_all_dtypes(Registry& r, const char* op, const std::string& name) {
-  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, &K<float>::run);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, &K<double>::run);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, &K<half>::run);
-  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, &K<bfloat16>::run);
-  r.add_kernel<IterArgs>(op, "cpu", DType::boolean, name, &K<bool>::run);
-  r.add_kernel<IterArgs>(op, "cpu", DType::i32, name, &K<std::int32_t>::run);
-  r.add_kernel<IterArgs>(op, "cpu", DType::i64, name, &K<std::int64_t>::run);
+// Calls f(static_cast<T*>(nullptr)) for each element type T of a kernel
+// family, so one registration line serves every dtype.
+template <class... Ts, class F>
+void for_types(const F& f) {
+  (f(static_cast<Ts*>(nullptr)), ...);
 }
-template <class T>
-struct Where {
-  static void run(const IterArgs& a) { where_kernel<T>(a); }
-};
-template <class T>
-struct Fill {
-  static void run(const IterArgs& a) { fill_kernel<T>(a); }
-};
-template <class T>
-struct Cast {
-  static void run(const IterArgs& a) { cast_kernel<T>(a); }
-};
+template <class F>
+void for_float_types(const F& f) {
+  for_types<float, double, half, bfloat16>(f);
+}
+template <class F>
+void for_all_types(const F& f) {
+  for_types<float, double, half, bfloat16, bool, std::int32_t, std::int64_t>(f);
+}
 
 template <class F>
 void add_unary(Registry& r, const char* op) {
   const std::string name = std::string("cpu.elementwise.") + op;
-  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, &unary_kernel<F, float>);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, &unary_kernel<F, double>);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, &unary_kernel<F, half>);
-  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, &unary_kernel<F, bfloat16>);
+  for_float_types([&]<class T>(T*) {
+    r.add_kernel<IterArgs>(op, "cpu", dtype_of_v<T>, name, &unary_kernel<F, T>);
+  });
 }
 template <class F>
 void add_binary(Registry& r, const char* op) {
   const std::string name = std::string("cpu.elementwise.") + op;
-  r.add_kernel<IterArgs>(op, "cpu", DType::f32, name, &binary_kernel<F, float>);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f64, name, &binary_kernel<F, double>);
-  r.add_kernel<IterArgs>(op, "cpu", DType::f16, name, &binary_kernel<F, half>);
-  r.add_kernel<IterArgs>(op, "cpu", DType::bf16, name, &binary_kernel<F, bfloat16>);
+  for_float_types([&]<class T>(T*) {
+    r.add_kernel<IterArgs>(op, "cpu", dtype_of_v<T>, name, &binary_kernel<F, T>);
+  });
 }
 
 // Comparisons on every dtype (the key: the inputs' dtype; out is bool).
 template <class F, class FScalar>
 void add_comparison(Registry& r, const std::string& op) {
   const std::string name = "cpu.elementwise." + op, sname = name + "_scalar";
-  const auto add = [&]<class T>(DType dt, T*) {
-    r.add_kernel<IterArgs>(op, "cpu", dt, name, &compare_kernel<F, T>);
-    r.add_kernel<IterArgs>(op + "_scalar", "cpu", dt, sname, &compare_scalar_kernel<FScalar, T>);
-  };
-  add(DType::f32, static_cast<float*>(nullptr));
-  add(DType::f64, static_cast<double*>(nullptr));
-  add(DType::f16, static_cast<half*>(nullptr));
-  add(DType::bf16, static_cast<bfloat16*>(nullptr));
-  add(DType::boolean, static_cast<bool*>(nullptr));
-  add(DType::i32, static_cast<std::int32_t*>(nullptr));
-  add(DType::i64, static_cast<std::int64_t*>(nullptr));
+  for_all_types([&]<class T>(T*) {
+    r.add_kernel<IterArgs>(op, "cpu", dtype_of_v<T>, name, &compare_kernel<F, T>);
+    r.add_kernel<IterArgs>(op + "_scalar", "cpu", dtype_of_v<T>, sname,
+                           &compare_scalar_kernel<FScalar, T>);
+  });
 }
 
 }  // namespace
@@ -150,9 +134,16 @@ void register_cpu_elementwise(Registry& r) {
   add_comparison<fn::Le, fn::LeScalar>(r, "le");
   add_comparison<fn::Eq, fn::EqScalar>(r, "eq");
   add_comparison<fn::Ne, fn::NeScalar>(r, "ne");
-  add_all_dtypes<Where>(r, "where", "cpu.elementwise.where");
-  add_all_dtypes<Cast>(r, "cast", "cpu.elementwise.cast");
-  add_all_dtypes<Fill>(r, "fill", "cpu.elementwise.fill");
+  for_all_types([&]<class T>(T*) {
+    r.add_kernel<IterArgs>("where", "cpu", dtype_of_v<T>, "cpu.elementwise.where",
+                           &where_kernel<T>);
+  });
+  for_all_types([&]<class T>(T*) {
+    r.add_kernel<IterArgs>("cast", "cpu", dtype_of_v<T>, "cpu.elementwise.cast", &cast_kernel<T>);
+  });
+  for_all_types([&]<class T>(T*) {
+    r.add_kernel<IterArgs>("fill", "cpu", dtype_of_v<T>, "cpu.elementwise.fill", &fill_kernel<T>);
+  });
 }
 
 }  // namespace strata::cpu

@@ -64,9 +64,9 @@ std::int64_t target_at(const Operand& o, std::int64_t off) {
 void check_targets(const char* op, const IterArgs& a) {
   const std::int64_t classes = a.row_len(), ignore = a.iparam[0];
   std::int64_t bad = 0;
-  const std::int64_t where = a.op[2].dtype == DType::i32
-                                 ? rows::first_bad_id<std::int32_t>(a, 2, classes, &bad, &ignore)
-                                 : rows::first_bad_id<std::int64_t>(a, 2, classes, &bad, &ignore);
+  const std::int64_t where = rows::with_index_type(a.op[2].dtype, [&]<class I>(I) {
+    return rows::first_bad_id<I>(a, 2, classes, &bad, &ignore);
+  });
   if (where >= 0)
     fail(op, "target holds ", bad, " at index ", where, ", outside [0, ", classes,
          ") and not ignore_index (", ignore, ")");

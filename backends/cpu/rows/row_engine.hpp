@@ -189,6 +189,13 @@ void for_rows(const IterArgs& a, const char* op, std::int64_t scratch_len, const
   }
 }
 
+// f(I{}) with I the C++ type of an index operand's dtype (i32 or i64).
+template <class F>
+decltype(auto) with_index_type(DType dt, const F& f) {
+  if (dt == DType::i32) return f(std::int32_t{});
+  return f(std::int64_t{});
+}
+
 // The first row, in the order for_rows walks them, whose integer operand k
 // (I: i32 or i64; embedding's ids, cross_entropy's target) lies outside
 // [0, limit) and is not *allowed (when given): its index, its value in

@@ -101,20 +101,32 @@ bool sum_columns(const IterArgs& a) {
   }
 }
 
-template <class T, bool Mean>
-void sum_kernel(const IterArgs& a) {
-  if (sum_columns<T, Mean>(a)) return;
+// f(off, v) for each row of the input a.op[1] along the last dim, v its n
+// values in the compute type: the row itself where it is contiguous and
+// stored in that type, else gathered into the thread's buffer.
+template <class T, class F>
+void for_input_rows(const IterArgs& a, const char* op, const F& f) {
   using C = compute_t<T>;
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last], sx = a.op[1].strides[last];
   const bool dir = direct<T>(a.op[1], last);
-  for_rows<C>(a, Mean ? "mean" : "sum", dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
+  for_rows<C>(a, op, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
     const T* x = at<const T>(a.op[1], off[1]);
     const C* v = reinterpret_cast<const C*>(x);
     if (!dir) {
       gather(x, sx, n, buf);
       v = buf;
     }
+    f(off, v);
+  });
+}
+
+template <class T, bool Mean>
+void sum_kernel(const IterArgs& a) {
+  if (sum_columns<T, Mean>(a)) return;
+  using C = compute_t<T>;
+  const std::int64_t n = a.shape[a.ndim - 1];
+  for_input_rows<T>(a, Mean ? "mean" : "sum", [&](const std::int64_t* off, const C* v) {
     C s = pairwise_sum<C>([v](std::int64_t j) { return v[j]; }, 0, n);
     if (Mean) s /= static_cast<C>(n);
     *at<T>(a.op[0], off[0]) = convert<T>(s);
@@ -141,16 +153,8 @@ std::int64_t argmax_row(const C* v, std::int64_t n) {
 template <class T, bool Arg>
 void max_kernel(const IterArgs& a) {
   using C = compute_t<T>;
-  const int last = a.ndim - 1;
-  const std::int64_t n = a.shape[last], sx = a.op[1].strides[last];
-  const bool dir = direct<T>(a.op[1], last);
-  for_rows<C>(a, Arg ? "argmax" : "max", dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
-    const T* x = at<const T>(a.op[1], off[1]);
-    const C* v = reinterpret_cast<const C*>(x);
-    if (!dir) {
-      gather(x, sx, n, buf);
-      v = buf;
-    }
+  const std::int64_t n = a.shape[a.ndim - 1];
+  for_input_rows<T>(a, Arg ? "argmax" : "max", [&](const std::int64_t* off, const C* v) {
     const std::int64_t j = argmax_row(v, n);
     if constexpr (Arg) {
       *at<std::int64_t>(a.op[0], off[0]) = j;
@@ -182,25 +186,35 @@ void softmax_row(const C* x, C* y, std::int64_t n) {
   }
 }
 
-template <class T, bool Log>
-void softmax_kernel(const IterArgs& a) {
+// f(x, y) maps each row of the input a.op[1] to the output a.op[0] along the
+// last dim, both in the compute type: in place where both rows are contiguous
+// and stored in that type, else through the thread's buffer (x == y there).
+template <class T, class F>
+void map_rows(const IterArgs& a, const char* op, const F& f) {
   using C = compute_t<T>;
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last];
   const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
   const bool dir = direct<T>(a.op[0], last) && direct<T>(a.op[1], last);
-  const char* op = Log ? "log_softmax" : "softmax";
   for_rows<C>(a, op, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
     const T* x = at<const T>(a.op[1], off[1]);
     T* y = at<T>(a.op[0], off[0]);
     if (dir) {
-      softmax_row<C, Log>(reinterpret_cast<const C*>(x), reinterpret_cast<C*>(y), n);
+      f(reinterpret_cast<const C*>(x), reinterpret_cast<C*>(y));
     } else {
       gather(x, sx, n, buf);
-      softmax_row<C, Log>(buf, buf, n);
+      f(buf, buf);
       scatter(buf, y, sy, n);
     }
   });
+}
+
+template <class T, bool Log>
+void softmax_kernel(const IterArgs& a) {
+  using C = compute_t<T>;
+  const std::int64_t n = a.shape[a.ndim - 1];
+  map_rows<T>(a, Log ? "log_softmax" : "softmax",
+              [n](const C* x, C* y) { softmax_row<C, Log>(x, y, n); });
 }
 
 // ---- layer_norm, rms_norm ----------------------------------------------------
@@ -229,32 +243,26 @@ void norm_kernel(const IterArgs& a) {
   using C = compute_t<T>;
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last];
-  const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
   const char* op = Layer ? "layer_norm" : "rms_norm";
   const std::vector<C> w = param_row<C, T>(a.op[2], last, n, op);
   const std::vector<C> b = Layer ? param_row<C, T>(a.op[3], last, n, op) : std::vector<C>{};
   const C* wp = w.empty() ? nullptr : w.data();
   const C* bp = b.empty() ? nullptr : b.data();
   const C eps = static_cast<C>(a.scalar[0]);
-  const bool dir = direct<T>(a.op[0], last) && direct<T>(a.op[1], last);
-  for_rows<C>(a, op, dir ? 0 : n, [&](const std::int64_t* off, C* buf) {
-    const T* x = at<const T>(a.op[1], off[1]);
-    T* y = at<T>(a.op[0], off[0]);
-    if (dir) {
-      norm_row<C, Layer>(reinterpret_cast<const C*>(x), reinterpret_cast<C*>(y), n, eps, wp, bp);
-    } else {
-      gather(x, sx, n, buf);
-      norm_row<C, Layer>(buf, buf, n, eps, wp, bp);
-      scatter(buf, y, sy, n);
-    }
-  });
+  map_rows<T>(a, op, [&](const C* x, C* y) { norm_row<C, Layer>(x, y, n, eps, wp, bp); });
 }
 
 // ---- embedding ---------------------------------------------------------------
 
+// Every id is checked first, serially; then the rows are gathered.
 template <class T, class I>
 void embedding_gather(const IterArgs& a) {
   const Operand& table = a.side;
+  const std::int64_t vocab = table.shape[0];
+  std::int64_t bad = 0;
+  const std::int64_t where = rows::first_bad_id<I>(a, 1, vocab, &bad);
+  if (where >= 0)
+    fail("embedding", "ids holds ", bad, " at index ", where, ", outside [0, ", vocab, ")");
   const int last = a.ndim - 1;
   const std::int64_t n = a.shape[last], sy = a.op[0].strides[last];
   const std::int64_t sv = table.strides[0], sd = table.strides[1];
@@ -272,17 +280,7 @@ void embedding_gather(const IterArgs& a) {
 
 template <class T>
 void embedding_kernel(const IterArgs& a) {
-  const std::int64_t vocab = a.side.shape[0];
-  std::int64_t bad = 0;
-  const std::int64_t where = a.op[1].dtype == DType::i32
-                                 ? rows::first_bad_id<std::int32_t>(a, 1, vocab, &bad)
-                                 : rows::first_bad_id<std::int64_t>(a, 1, vocab, &bad);
-  if (where >= 0)
-    fail("embedding", "ids holds ", bad, " at index ", where, ", outside [0, ", vocab, ")");
-  if (a.op[1].dtype == DType::i32)
-    embedding_gather<T, std::int32_t>(a);
-  else
-    embedding_gather<T, std::int64_t>(a);
+  rows::with_index_type(a.op[1].dtype, [&]<class I>(I) { embedding_gather<T, I>(a); });
 }
 
 // ---- index_copy --------------------------------------------------------------
@@ -304,8 +302,13 @@ std::int64_t first_bad_index(const Operand& index, std::int64_t size, std::int64
 
 template <class U, class I>
 void index_copy_rows(const IterArgs& a) {
+  const std::int64_t step = a.iparam[0], size = a.iparam[1];
+  std::int64_t bad = 0;
+  const std::int64_t where = first_bad_index<I>(a.side, size, &bad);
+  if (where >= 0)
+    fail("index_copy_", "index holds ", bad, " at position ", where, ", outside [0, ", size, ")");
   const int last = a.ndim - 1;
-  const std::int64_t n = a.shape[last], step = a.iparam[0];
+  const std::int64_t n = a.shape[last];
   const std::int64_t sy = a.op[0].strides[last], sx = a.op[1].strides[last];
   const std::int64_t si = a.op[2].strides[last];
   for_rows<char>(a, "index_copy_", 0, [&](const std::int64_t* off, char*) {
@@ -328,17 +331,7 @@ void index_copy_rows(const IterArgs& a) {
 
 template <class U>
 void index_copy_kernel(const IterArgs& a) {
-  const std::int64_t size = a.iparam[1];
-  std::int64_t bad = 0;
-  const std::int64_t where = a.side.dtype == DType::i32
-                                 ? first_bad_index<std::int32_t>(a.side, size, &bad)
-                                 : first_bad_index<std::int64_t>(a.side, size, &bad);
-  if (where >= 0)
-    fail("index_copy_", "index holds ", bad, " at position ", where, ", outside [0, ", size, ")");
-  if (a.op[2].dtype == DType::i32)
-    index_copy_rows<U, std::int32_t>(a);
-  else
-    index_copy_rows<U, std::int64_t>(a);
+  rows::with_index_type(a.side.dtype, [&]<class I>(I) { index_copy_rows<U, I>(a); });
 }
 
 // The index_copy kernel for a dtype's element size.
@@ -396,10 +389,7 @@ void rotary_impl(const IterArgs& a) {
 
 template <class T>
 void rotary_kernel(const IterArgs& a) {
-  if (a.op[2].dtype == DType::i32)
-    rotary_impl<T, std::int32_t>(a);
-  else
-    rotary_impl<T, std::int64_t>(a);
+  rows::with_index_type(a.op[2].dtype, [&]<class I>(I) { rotary_impl<T, I>(a); });
 }
 
 }  // namespace

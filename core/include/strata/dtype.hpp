@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
 namespace strata {
 
@@ -38,35 +40,26 @@ struct bfloat16 {
   explicit operator float() const;
 };
 
+// The C++ type of each DType, in the enum's order: dtype_of<T> is T's place
+// in this list, and a type not in it has no DType (a compile error).
+using DTypeCppTypes = std::tuple<float, double, half, bfloat16, bool, std::int32_t, std::int64_t>;
+static_assert(std::tuple_size_v<DTypeCppTypes> == kNumDTypes);
+
+namespace detail {
+template <class T, class... Ts>
+constexpr int type_index(const std::tuple<Ts...>*) {
+  constexpr bool match[] = {std::is_same_v<T, Ts>...};
+  for (int i = 0; i < static_cast<int>(sizeof...(Ts)); ++i)
+    if (match[i]) return i;
+  return -1;
+}
+}  // namespace detail
+
 template <class T>
-struct dtype_of;
-template <>
-struct dtype_of<float> {
-  static constexpr DType value = DType::f32;
-};
-template <>
-struct dtype_of<double> {
-  static constexpr DType value = DType::f64;
-};
-template <>
-struct dtype_of<half> {
-  static constexpr DType value = DType::f16;
-};
-template <>
-struct dtype_of<bfloat16> {
-  static constexpr DType value = DType::bf16;
-};
-template <>
-struct dtype_of<bool> {
-  static constexpr DType value = DType::boolean;
-};
-template <>
-struct dtype_of<std::int32_t> {
-  static constexpr DType value = DType::i32;
-};
-template <>
-struct dtype_of<std::int64_t> {
-  static constexpr DType value = DType::i64;
+struct dtype_of {
+  static constexpr int index = detail::type_index<T>(static_cast<const DTypeCppTypes*>(nullptr));
+  static_assert(index >= 0, "dtype_of: no DType for this C++ type");
+  static constexpr DType value = static_cast<DType>(index);
 };
 template <class T>
 inline constexpr DType dtype_of_v = dtype_of<T>::value;

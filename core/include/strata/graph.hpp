@@ -22,6 +22,17 @@
 namespace strata {
 
 class Tensor;
+class DeviceRuntime;
+
+namespace detail {
+// Destroys a runtime handle of one device (a stream, an executable graph)
+// through the device runtime's `destroy`.
+struct DeviceHandleDeleter {
+  Device dev = Device::cpu();
+  void (DeviceRuntime::*destroy)(void*, int) noexcept = nullptr;
+  void operator()(void* h) const noexcept;
+};
+}  // namespace detail
 
 // Page-locked host memory from the runtime of a device kind: a host-to-device
 // copy queued on a stream (and recorded into a graph) reads it when the copy
@@ -60,11 +71,7 @@ class Stream {
   void copy_to_device(const Tensor& dst, const PinnedBuffer& src) const;
 
  private:
-  struct Deleter {
-    Device dev;
-    void operator()(void* s) const noexcept;
-  };
-  std::unique_ptr<void, Deleter> handle_{nullptr, Deleter{Device::cpu()}};
+  std::unique_ptr<void, detail::DeviceHandleDeleter> handle_;
   Device device_ = Device::cpu();
 };
 
@@ -84,11 +91,7 @@ class Graph {
   void replay(const Stream& stream) const;
 
  private:
-  struct Deleter {
-    Device dev;
-    void operator()(void* g) const noexcept;
-  };
-  std::unique_ptr<void, Deleter> exec_{nullptr, Deleter{Device::cpu()}};
+  std::unique_ptr<void, detail::DeviceHandleDeleter> exec_;
   Device device_ = Device::cpu();
 };
 
