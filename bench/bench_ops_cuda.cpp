@@ -33,11 +33,7 @@ namespace {
 using strata::Device;
 using strata::DType;
 using strata::Tensor;
-
-using strata::bench::check_cuda;
-using strata::bench::kGpu;
-using strata::bench::random_dev;
-using strata::bench::time_gpu;
+using namespace strata::bench;  // kGpu, random_dev, time_gpu, check_cuda (bench_cuda_timing.hpp)
 
 double isz(DType dt) { return static_cast<double>(strata::itemsize(dt)); }
 

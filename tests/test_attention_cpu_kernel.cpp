@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "catch.hpp"
@@ -180,12 +181,7 @@ void run_case(const Case& cs) {
   AttentionArgs a;
   a.batch_rank = 1;
   a.batch_shape[0] = cs.B;
-  a.Hq = cs.Hq;
-  a.Hkv = cs.Hkv;
-  a.M = cs.M;
-  a.N = cs.N;
-  a.d = cs.d;
-  a.dv = cs.dv;
+  std::tie(a.Hq, a.Hkv, a.M, a.N, a.d, a.dv) = std::tie(cs.Hq, cs.Hkv, cs.M, cs.N, cs.d, cs.dv);
   a.q = operand(q.ptr(), dt, q.shape, q.strides);
   a.k = operand(k.ptr(), dt, k.shape, k.strides);
   a.v = operand(v.ptr(), dt, v.shape, v.strides);

@@ -1,6 +1,8 @@
 // Turns validated tensors into the plain AttentionArgs kernels receive: one
 // Operand per tensor, laid out [batch..., heads, rows, cols] over the plan's
 // broadcast batch, with broadcast dims as stride 0.
+#include <tuple>
+
 #include "strata/detail/attention_plan.hpp"
 
 namespace strata::detail {
@@ -49,12 +51,7 @@ AttentionArgs make_attention_args(const AttentionPlan& p, const Tensor& out, con
   AttentionArgs a;
   a.batch_rank = static_cast<int>(p.batch.size());
   for (int i = 0; i < a.batch_rank; ++i) a.batch_shape[i] = p.batch[i];
-  a.Hq = p.Hq;
-  a.Hkv = p.Hkv;
-  a.M = p.M;
-  a.N = p.N;
-  a.d = p.d;
-  a.dv = p.dv;
+  std::tie(a.Hq, a.Hkv, a.M, a.N, a.d, a.dv) = std::tie(p.Hq, p.Hkv, p.M, p.N, p.d, p.dv);
 
   // q, k, v of rank 2 have no head dim; rank >= 3 always has one. out, lse
   // and the (expanded) mask have one exactly when the plan says so.
